@@ -1,0 +1,61 @@
+"""flowlib peer.
+
+flowlib's builder/team API is AutoGen AgentChat's (only the imports change), so the
+shapes are built by the very same code as AutoGen's (``AgentChatShapes`` in
+``autogen_graphflow``), with flowlib's classes handed in. Agents, not plain functions,
+are the nodes, for a like-for-like comparison. Nothing is imported from flowlib until
+:func:`version` / the ``make_*`` functions are called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+from bench.peers.autogen_graphflow import AgentChatAPI, AgentChatShapes
+from bench.shapes import GraphSpec, Runner
+
+NAME = "flowlib"
+LABEL = "flowlib"
+NOTES: list[str] = []
+
+
+@cache
+def _shapes() -> AgentChatShapes:
+    from flowlib.agents import BaseChatAgent
+    from flowlib.base import Response
+    from flowlib.messages import TextMessage
+    from flowlib.teams import DiGraphBuilder, GraphFlow
+
+    return AgentChatShapes(AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response))
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    import flowlib
+
+    # the names the benchmark uses must exist, or the peer counts as not available
+    _shapes()
+    try:
+        return dist_version("flowlib")
+    except PackageNotFoundError:
+        return str(getattr(flowlib, "__version__", "unknown (not installed, imported from source)"))
+
+
+def make_chain(n: int) -> Runner:
+    return _shapes().make_chain(n)
+
+
+def make_loop(iterations: int) -> Runner:
+    return _shapes().make_loop(iterations)
+
+
+def make_branches(branches: list[list[float]]) -> Runner:
+    return _shapes().make_branches(branches)
+
+
+def prepare_validation(spec: GraphSpec) -> Callable[[], Any]:
+    return _shapes().prepare_validation(spec)

@@ -1,0 +1,156 @@
+"""LangGraph peer: ``StateGraph`` with async node callables.
+
+State is one list of strings with an ``operator.add`` reducer: each node appends one
+message. This is the lightest state a LangGraph multi-agent graph can carry (no
+``add_messages`` reducer, no langchain message objects, no checkpointer), i.e. the choice
+most favourable to LangGraph. Nothing is imported from LangGraph until :func:`version` /
+the ``make_*`` functions are called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Callable
+from functools import cache
+from typing import Annotated, Any, TypedDict
+
+from bench.shapes import GraphSpec, Runner
+
+NAME = "langgraph"
+LABEL = "LangGraph"
+NOTES: list[str] = [
+    "langgraph: state is a list[str] with an operator.add reducer, async node callables, no "
+    "checkpointer (the lightest setup); joins are add_edge([branch ends], 'join'), which waits "
+    "for every branch and runs the join once; the loop is a conditional edge B -> A | X.",
+    "langgraph: execution is in supersteps (Pregel/BSP): a node's successors start at the next "
+    "superstep, after every node of the current one has finished.",
+]
+
+
+class _State(TypedDict):
+    messages: Annotated[list[str], operator.add]
+
+
+class FakeNode:
+    """The fake agent: an async node that answers at once (after ``delay`` seconds if
+    given), appending "DONE" on its ``done_on``-th turn, otherwise "<name> turn <k>"."""
+
+    def __init__(self, name: str, delay: float = 0.0, done_on: int | None = None) -> None:
+        self.name = name
+        self._delay = delay
+        self._done_on = done_on
+        self._turns = 0
+
+    async def __call__(self, state: _State) -> dict[str, list[str]]:
+        self._turns += 1
+        if self._delay:
+            await asyncio.sleep(self._delay)
+        if self._done_on is not None and self._turns == self._done_on:
+            text = "DONE"
+        else:
+            text = f"{self.name} turn {self._turns}"
+        return {"messages": [text]}
+
+
+def _after_b(state: _State) -> str:
+    return "X" if "DONE" in state["messages"][-1] else "A"
+
+
+def _never_called_router(state: _State) -> str:  # validation graphs are never run
+    raise AssertionError("validation graphs are not run")
+
+
+@cache
+def _lg() -> Any:
+    import langgraph.graph as lg
+
+    return lg
+
+
+def _runner(graph: Any, max_steps: int) -> Runner:
+    app = graph.compile()
+    config = {"recursion_limit": max_steps + 10}
+
+    async def run() -> int:
+        out = await app.ainvoke({"messages": ["go"]}, config)
+        return len(out["messages"]) - 1
+
+    return run
+
+
+def version() -> str:
+    from importlib.metadata import version as dist_version
+
+    import langgraph  # noqa: F401  (ImportError here means "not installed")
+
+    return dist_version("langgraph")
+
+
+def make_chain(n: int) -> Runner:
+    lg = _lg()
+    g = lg.StateGraph(_State)
+    names = [f"A{i}" for i in range(1, n + 1)]
+    for name in names:
+        g.add_node(name, FakeNode(name))
+    g.add_edge(lg.START, names[0])
+    for x, y in zip(names, names[1:]):
+        g.add_edge(x, y)
+    g.add_edge(names[-1], lg.END)
+    return _runner(g, n)
+
+
+def make_loop(iterations: int) -> Runner:
+    lg = _lg()
+    g = lg.StateGraph(_State)
+    g.add_node("A", FakeNode("A"))
+    g.add_node("B", FakeNode("B", done_on=iterations))
+    g.add_node("X", FakeNode("X"))
+    g.add_edge(lg.START, "A")
+    g.add_edge("A", "B")
+    g.add_conditional_edges("B", _after_b, ["A", "X"])
+    g.add_edge("X", lg.END)
+    return _runner(g, 2 * iterations + 1)
+
+
+def make_branches(branches: list[list[float]]) -> Runner:
+    lg = _lg()
+    g = lg.StateGraph(_State)
+    g.add_node("src", FakeNode("src"))
+    g.add_edge(lg.START, "src")
+    lasts = []
+    for i, delays in enumerate(branches):
+        prev = "src"
+        for j, d in enumerate(delays):
+            name = f"b{i}_{j}"
+            g.add_node(name, FakeNode(name, delay=d))
+            g.add_edge(prev, name)
+            prev = name
+        lasts.append(prev)
+    g.add_node("join", FakeNode("join"))
+    g.add_edge(lasts, "join")  # waits for ALL branch ends: the join runs once
+    g.add_edge("join", lg.END)
+    return _runner(g, max(len(b) for b in branches) + 2)
+
+
+def prepare_validation(spec: GraphSpec) -> Callable[[], Any]:
+    lg = _lg()
+    nodes = {n: FakeNode(n) for n in spec.nodes}
+    out_edges: dict[str, list[tuple[str, str | None]]] = {}
+    for s, t, cond in spec.edges:
+        out_edges.setdefault(s, []).append((t, cond))
+
+    def build() -> Any:
+        g = lg.StateGraph(_State)
+        for name, node in nodes.items():
+            g.add_node(name, node)
+        g.add_edge(lg.START, spec.entry)
+        for s, targets in out_edges.items():
+            if any(cond is not None for _, cond in targets):
+                g.add_conditional_edges(s, _never_called_router, [t for t, _ in targets])
+            else:
+                for t, _ in targets:
+                    g.add_edge(s, t)
+        return g.compile()
+
+    return build

@@ -1,0 +1,178 @@
+"""Print the benchmark results: one figure per framework and flowlib's ratio to each peer.
+
+Every figure is lower-is-better (ms per turn, wall time over ideal, seconds, MiB), so a
+ratio flowlib/peer below 1 means flowlib does better.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+PRIMARY = "flowlib"
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    if abs(value) >= 0.01:
+        return f"{value:.3f}"
+    return f"{value:.2g}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b == 0:
+        return "-"
+    r = a / b
+    text = f"{r:.3g}"
+    if r < 1 and r > 0:
+        text += f" ({1 / r:.3g}x less)"
+    return text
+
+
+def _cell(row: dict[str, Any] | None, fw: dict[str, Any]) -> str:
+    if fw.get("skipped"):
+        return "skipped"
+    if row is None:
+        return "-"
+    if row.get("value") is not None:
+        return _fmt(row["value"])
+    if row.get("error"):
+        return "failed" if str(row["error"]).startswith("failed") else "error"
+    return "-"
+
+
+def _table(header: Sequence[str], body: Sequence[Sequence[str]], out: TextIO) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+    line = "  ".join(
+        str(h).ljust(w) if i < 2 else str(h).rjust(w) for i, (h, w) in enumerate(zip(header, widths))
+    )
+    print(line, file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for r in body:
+        print(
+            "  ".join(
+                str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+            ),
+            file=out,
+        )
+
+
+def print_report(results: dict[str, Any], out: TextIO) -> None:
+    frameworks: list[dict[str, Any]] = results["frameworks"]
+    meta = results.get("meta", {})
+    print(file=out)
+    print("=" * 78, file=out)
+    title = "flowlib benchmark" + ("  (--quick sizes)" if meta.get("quick") else "")
+    print(title, file=out)
+    print(
+        f"python {meta.get('python', '?')} on {meta.get('platform', '?')}, "
+        f"{meta.get('cpus', '?')} CPUs",
+        file=out,
+    )
+    for fw in frameworks:
+        state = f"skipped: {fw['skipped']}" if fw.get("skipped") else f"version {fw.get('version')}"
+        took = f", {fw['elapsed']:.1f} s" if fw.get("elapsed") is not None else ""
+        print(f"  {fw['label']:<18} {state}{took}", file=out)
+    print("=" * 78, file=out)
+
+    # union of row keys, in first-seen order
+    order: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for fw in frameworks:
+        for row in fw.get("rows", []):
+            if row["key"] not in seen:
+                seen.add(row["key"])
+                order.append((row["key"], row["label"], row["unit"]))
+    by_fw = {fw["name"]: {r["key"]: r for r in fw.get("rows", [])} for fw in frameworks}
+    primary = next((fw for fw in frameworks if fw["name"] == PRIMARY), None)
+    peers = [fw for fw in frameworks if fw["name"] != PRIMARY]
+
+    header = ["figure", "unit"] + [fw["name"] for fw in frameworks]
+    if primary is not None:
+        header += [f"{PRIMARY}/{p['name']}" for p in peers]
+    body = []
+    for key, label, unit in order:
+        line = [label, unit] + [_cell(by_fw[fw["name"]].get(key), fw) for fw in frameworks]
+        if primary is not None:
+            mine = by_fw[PRIMARY].get(key, {}).get("value")
+            for p in peers:
+                line.append(_ratio(mine, by_fw[p["name"]].get(key, {}).get("value")))
+        body.append(line)
+    if body:
+        _table(header, body, out)
+    else:
+        print("(no figures)", file=out)
+    print(file=out)
+    print("All figures are lower-is-better; a ratio below 1 means flowlib does better.", file=out)
+
+    # failures and details
+    problems = []
+    for fw in frameworks:
+        for row in fw.get("rows", []):
+            if row.get("error"):
+                problems.append(f"  {fw['name']}: {row['label']}: {row['error']}")
+    if problems:
+        print("\nFailures:", file=out)
+        for p in problems:
+            print(p, file=out)
+    notes = [n for fw in frameworks for n in fw.get("notes", [])]
+    if notes:
+        print("\nNotes:", file=out)
+        for n in notes:
+            print(f"  - {n}", file=out)
+
+    if primary is not None and not primary.get("skipped"):
+        _targets(by_fw, out)
+
+
+def _targets(by_fw: dict[str, dict[str, dict[str, Any]]], out: TextIO) -> None:
+    """Check flowlib's figures against DESIGN.md's performance targets."""
+    mine = by_fw.get(PRIMARY, {})
+    lg = by_fw.get("langgraph", {})
+    lines = []
+
+    def val(rows: dict[str, dict[str, Any]], key: str) -> float | None:
+        return rows.get(key, {}).get("value")
+
+    for key in ("chain", "loop"):
+        a, b = val(mine, key), val(lg, key)
+        if a is not None and b is not None:
+            ok = a <= b / 10
+            lines.append(f"{'PASS' if ok else 'FAIL'}  {key}: per-turn overhead >= 10x lower than "
+                         f"LangGraph ({_fmt(a)} vs {_fmt(b)} ms/turn, {b / a:.1f}x)")
+    a = val(mine, "fanout")
+    if a is not None:
+        lines.append(f"{'PASS' if a <= 1.05 else 'FAIL'}  fanout: wall within 5% of the slowest "
+                     f"branch ({a:.3f})")
+    for key in ("uneven", "uneven_skewed"):
+        a = val(mine, key)
+        if a is not None:
+            lines.append(f"{'PASS' if a <= 1.05 else 'FAIL'}  {key}: finishes in its critical-path "
+                         f"time, 5% slack ({a:.3f})")
+    chains = sorted(
+        (int(k.rsplit("_", 1)[1]), r["value"])
+        for k, r in mine.items()
+        if k.startswith("validate_chain_") and r.get("value") is not None
+    )
+    if len(chains) >= 2:
+        (n1, t1), (n2, t2) = chains[0], chains[-1]
+        growth = (t2 / n2) / (t1 / n1) if t1 > 0 else float("inf")
+        ok = growth <= 2.0
+        lines.append(f"{'PASS' if ok else 'FAIL'}  validation linear: per-node time at {n2:,} nodes "
+                     f"is {growth:.2f}x that at {n1:,} (<= 2 allowed)")
+        if n2 >= 100_000:
+            lines.append(f"{'PASS' if t2 < 1.0 else 'FAIL'}  validation of {n2:,} nodes under 1 s "
+                         f"({t2:.3f} s)")
+    if lines:
+        print("\nflowlib vs DESIGN.md targets:", file=out)
+        for line in lines:
+            print(f"  {line}", file=out)

@@ -1,0 +1,375 @@
+"""Benchmark shapes, their sizes, and the measuring code shared by every framework.
+
+A *peer* module (``bench/peers/*.py``) only knows how to build and run a shape on its
+framework; everything that is timed or measured is timed or measured here, the same
+way for every framework.
+
+Peer module interface (module-level names):
+
+``NAME``                      short key ("flowlib", "autogen", "langgraph")
+``LABEL``                     human name shown in the report
+``version() -> str``          imports the framework lazily; raises ImportError if missing
+``make_chain(n)``             -> Runner for a chain A1 -> ... -> An of instant agents
+``make_loop(iterations)``     -> Runner for A <-> B looping ``iterations`` times, then
+                                 B -> X (exit) when B says "DONE" (2*iterations+1 turns)
+``make_branches(branches)``   -> Runner for ``src -> [branch_1 | ... | branch_k] -> join``,
+                                 each branch a list of per-agent sleep times in seconds;
+                                 the join runs once, after every branch
+``prepare_validation(spec)``  -> zero-argument callable that builds the graph described by
+                                 the :class:`GraphSpec` with the framework's builder and
+                                 validates it (AutoGen/flowlib: ``DiGraphBuilder.build()``,
+                                 LangGraph: ``StateGraph.compile()``). Agent objects are
+                                 created beforehand, outside the timed call.
+``NOTES``                     optional list of strings printed under the report
+
+A Runner is ``async () -> int``: it runs the already-built team/graph once on the task
+"go" and returns the number of agent turns that actually ran (checked against the
+expected number, so a framework that silently skips work cannot look fast).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Runner = Callable[[], Awaitable[int]]
+
+SHAPES = ("chain", "loop", "fanout", "uneven", "validate", "memory")
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+@dataclass(frozen=True)
+class Sizes:
+    chain_nodes: int
+    chain_repeats: int
+    loop_iterations: int
+    loop_repeats: int
+    fanout_workers: int
+    fanout_sleep: float
+    fanout_repeats: int
+    uneven_repeats: int
+    validate_chains: tuple[int, ...]
+    validate_dag_nodes: int
+    validate_repeats: int
+    memory_turns: tuple[int, ...]
+
+
+FULL = Sizes(
+    chain_nodes=200,
+    chain_repeats=5,
+    loop_iterations=250,
+    loop_repeats=5,
+    fanout_workers=50,
+    fanout_sleep=0.2,
+    fanout_repeats=3,
+    uneven_repeats=3,
+    validate_chains=(5_000, 100_000),
+    validate_dag_nodes=10_000,
+    validate_repeats=3,
+    memory_turns=(2_500, 5_000, 10_000),
+)
+
+QUICK = Sizes(
+    chain_nodes=50,
+    chain_repeats=2,
+    loop_iterations=50,
+    loop_repeats=2,
+    fanout_workers=20,
+    fanout_sleep=0.2,
+    fanout_repeats=1,
+    uneven_repeats=1,
+    validate_chains=(1_000, 10_000),
+    validate_dag_nodes=2_000,
+    validate_repeats=1,
+    memory_turns=(500, 1_000, 2_000),
+)
+
+# Uneven branches: source -> [branch] ... -> join. Sleep times in seconds.
+# "uneven" is the shape as specified: long branch 3 x 0.1 s, short branch 0.05 s + 0.05 s.
+# "uneven_skewed" keeps the same 0.3 s critical path but puts the long step first on the
+# short branch (0.25 s + 0.05 s). An executor that runs level by level (waits for every
+# node of a "superstep" before starting the next) needs 0.25 + 0.1 + 0.1 = 0.45 s here,
+# while an eager executor needs 0.3 s; on the "uneven" shape both need 0.3 s.
+UNEVEN_BRANCHES: dict[str, list[list[float]]] = {
+    "uneven": [[0.1, 0.1, 0.1], [0.05, 0.05]],
+    "uneven_skewed": [[0.1, 0.1, 0.1], [0.25, 0.05]],
+}
+
+
+def critical_path(branches: Sequence[Sequence[float]]) -> float:
+    return max(sum(b) for b in branches)
+
+
+# ------------------------------------------------------------------ graph specs
+
+
+@dataclass
+class GraphSpec:
+    """A framework-neutral graph for the validation shape.
+
+    ``edges`` are ``(source, target, condition)`` with ``condition`` ``None`` for an
+    unconditional edge or a keyword string. A node with any conditional out-edge has
+    only conditional out-edges (AutoGen rejects a mix).
+    """
+
+    name: str
+    nodes: list[str]
+    edges: list[tuple[str, str, str | None]]
+    entry: str
+    back_edges: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def chain_spec(n: int) -> GraphSpec:
+    nodes = [f"n{i}" for i in range(n)]
+    edges: list[tuple[str, str, str | None]] = [(nodes[i], nodes[i + 1], None) for i in range(n - 1)]
+    return GraphSpec(name=f"chain {n:,}", nodes=nodes, edges=edges, entry=nodes[0])
+
+
+def random_dag_spec(n: int, seed: int = 1234) -> GraphSpec:
+    """A random DAG on ``n`` nodes (in topological order n0..n{n-1}) plus conditional
+    back-edges.
+
+    * every node but n0 gets one edge from a uniformly chosen earlier node, so every
+      node is reachable from the entry n0;
+    * ``n`` more random forward edges (about 2n edges in all);
+    * ``n // 100`` conditional back-edges ``b -> a`` (a < b). Every out-edge of a node
+      that has a back-edge is conditional: back-edges on "BACK", the node's forward
+      edges on "FWD". So every cycle has a conditional edge and the graph is valid.
+    """
+    rng = random.Random(seed)
+    nodes = [f"n{i}" for i in range(n)]
+    forward: set[tuple[int, int]] = set()
+    for i in range(1, n):
+        forward.add((rng.randrange(i), i))
+    for _ in range(n):
+        a, b = rng.randrange(n), rng.randrange(n)
+        if a != b:
+            forward.add((min(a, b), max(a, b)))
+    back: set[tuple[int, int]] = set()
+    # back-edge sources: never the last node, so leaves (nodes without out-edges) remain
+    while len(back) < n // 100:
+        b = rng.randrange(1, n - 1)
+        a = rng.randrange(b)
+        back.add((b, a))
+    conditional_sources = {b for b, _ in back}
+    edges: list[tuple[str, str, str | None]] = []
+    for a, b in sorted(forward):
+        edges.append((nodes[a], nodes[b], "FWD" if a in conditional_sources else None))
+    for b, a in sorted(back):
+        edges.append((nodes[b], nodes[a], "BACK"))
+    return GraphSpec(
+        name=f"random DAG {n:,}",
+        nodes=nodes,
+        edges=edges,
+        entry=nodes[0],
+        back_edges=len(back),
+        meta={"edges": len(edges), "back_edges": len(back), "seed": seed},
+    )
+
+
+# ------------------------------------------------------------------ result rows
+
+
+@dataclass
+class Row:
+    """One figure of one framework. ``key`` is the same for every framework."""
+
+    key: str
+    label: str
+    unit: str
+    value: float | None = None
+    error: str | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "unit": self.unit,
+            "value": self.value,
+            "error": self.error,
+            "detail": self.detail,
+        }
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = text[:160]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _check_turns(got: int, expected: int, what: str) -> None:
+    if got != expected:
+        raise RuntimeError(f"{what}: expected {expected} agent turns, the run produced {got}")
+
+
+async def _best_wall(make: Callable[[], Runner], repeats: int, expected_turns: int, what: str) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        runner = make()
+        gc.collect()
+        t0 = time.perf_counter()
+        turns = await runner()
+        dt = time.perf_counter() - t0
+        _check_turns(turns, expected_turns, what)
+        best = min(best, dt)
+        del runner
+    return best
+
+
+# ---------------------------------------------------------------------- shapes
+
+
+async def run_chain(peer: Any, sizes: Sizes) -> list[Row]:
+    n = sizes.chain_nodes
+    row = Row("chain", f"chain {n} nodes", "ms/turn")
+    try:
+        wall = await _best_wall(lambda: peer.make_chain(n), sizes.chain_repeats, n, "chain")
+        row.value = wall / n * 1000.0
+        row.detail = f"best of {sizes.chain_repeats}: {wall * 1000:.1f} ms for {n} turns"
+    except Exception as exc:
+        row.error = _reason(exc)
+    return [row]
+
+
+async def run_loop(peer: Any, sizes: Sizes) -> list[Row]:
+    it = sizes.loop_iterations
+    turns = 2 * it + 1
+    row = Row("loop", f"loop A<->B x{it} (+exit)", "ms/turn")
+    try:
+        wall = await _best_wall(lambda: peer.make_loop(it), sizes.loop_repeats, turns, "loop")
+        row.value = wall / turns * 1000.0
+        row.detail = f"best of {sizes.loop_repeats}: {wall * 1000:.1f} ms for {turns} turns"
+    except Exception as exc:
+        row.error = _reason(exc)
+    return [row]
+
+
+async def run_fanout(peer: Any, sizes: Sizes) -> list[Row]:
+    k, s = sizes.fanout_workers, sizes.fanout_sleep
+    row = Row("fanout", f"fan-out {k} x {s}s + join", "wall/ideal")
+    try:
+        branches = [[s] for _ in range(k)]
+        wall = await _best_wall(
+            lambda: peer.make_branches(branches), sizes.fanout_repeats, k + 2, "fanout"
+        )
+        row.value = wall / s
+        row.detail = f"best of {sizes.fanout_repeats}: {wall:.3f} s (ideal {s} s)"
+    except Exception as exc:
+        row.error = _reason(exc)
+    return [row]
+
+
+async def run_uneven(peer: Any, sizes: Sizes) -> list[Row]:
+    rows = []
+    for key, branches in UNEVEN_BRANCHES.items():
+        cp = critical_path(branches)
+        desc = " | ".join("+".join(f"{d:g}" for d in b) for b in branches)
+        row = Row(key, f"{key.replace('_', ' ')} [{desc}]", "wall/crit")
+        try:
+            turns = sum(len(b) for b in branches) + 2
+            wall = await _best_wall(
+                lambda b=branches: peer.make_branches(b), sizes.uneven_repeats, turns, key
+            )
+            row.value = wall / cp
+            row.detail = f"best of {sizes.uneven_repeats}: {wall:.3f} s (critical path {cp:g} s)"
+        except Exception as exc:
+            row.error = _reason(exc)
+        rows.append(row)
+    return rows
+
+
+async def run_validate(peer: Any, sizes: Sizes) -> list[Row]:
+    specs = [chain_spec(n) for n in sizes.validate_chains]
+    specs.append(random_dag_spec(sizes.validate_dag_nodes))
+    rows = []
+    for spec in specs:
+        key = "validate_" + spec.name.replace(" ", "_").replace(",", "").lower()
+        row = Row(key, f"build+validate {spec.name}", "s")
+        if spec.back_edges:
+            row.label += f" ({spec.meta['edges']:,} edges, {spec.back_edges} cond. back)"
+        try:
+            repeats = 1 if len(spec.nodes) > 20_000 else sizes.validate_repeats
+            best = float("inf")
+            for _ in range(repeats):
+                build = peer.prepare_validation(spec)
+                gc.collect()
+                t0 = time.perf_counter()
+                build()
+                best = min(best, time.perf_counter() - t0)
+                del build
+            row.value = best
+            row.detail = f"best of {repeats}"
+        except RecursionError as exc:
+            row.error = f"failed: RecursionError ({exc})"
+        except Exception as exc:
+            row.error = "failed: " + _reason(exc)
+        finally:
+            gc.collect()
+        rows.append(row)
+    return rows
+
+
+async def run_memory(peer: Any, sizes: Sizes) -> list[Row]:
+    rows = []
+    for turns_wanted in sizes.memory_turns:
+        it = turns_wanted // 2
+        turns = 2 * it + 1
+        row = Row(f"memory_{turns_wanted}", f"peak memory, loop {turns_wanted:,} turns", "MiB")
+        try:
+            runner = peer.make_loop(it)
+            gc.collect()
+            tracemalloc.start()
+            try:
+                got = await runner()
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            _check_turns(got, turns, "memory loop")
+            row.value = peak / (1024 * 1024)
+            row.detail = f"tracemalloc peak during run(), {turns} turns"
+            del runner
+        except Exception as exc:
+            row.error = _reason(exc)
+        rows.append(row)
+    return rows
+
+
+RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
+    "chain": run_chain,
+    "loop": run_loop,
+    "fanout": run_fanout,
+    "uneven": run_uneven,
+    "validate": run_validate,
+    "memory": run_memory,
+}
+
+
+async def run_shapes(
+    peer: Any, shapes: Sequence[str], sizes: Sizes, log: Callable[[str], None]
+) -> list[Row]:
+    rows: list[Row] = []
+    for shape in shapes:
+        t0 = time.perf_counter()
+        got = await RUNNERS[shape](peer, sizes)
+        for r in got:
+            fig = f"{r.value:.4g} {r.unit}" if r.value is not None else r.error
+            log(f"  {peer.NAME:<9} {r.label:<58} {fig}")
+        log(f"  {peer.NAME:<9} ({shape} took {time.perf_counter() - t0:.1f} s)")
+        rows.extend(got)
+    return rows
+
+
+def run_shapes_sync(
+    peer: Any, shapes: Sequence[str], sizes: Sizes, log: Callable[[str], None]
+) -> list[Row]:
+    return asyncio.run(run_shapes(peer, shapes, sizes, log))

@@ -1,0 +1,152 @@
+"""The base class custom agents subclass."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any, ClassVar
+
+from ..base import CancellationToken, ChatAgent, Response, TaskResult
+from ..base._task import task_messages
+from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
+
+__all__ = ["BaseChatAgent"]
+
+
+class BaseChatAgent(ChatAgent, ABC):
+    """Base class for chat agents: implement ``on_messages``, ``on_reset`` and
+    ``produced_message_types``; override ``on_messages_stream`` to stream.
+
+    The agent is stateful: callers pass only the messages that are new since its last
+    call, never the whole history.
+
+    Args:
+        name: The agent's name; a valid Python identifier, unique within its team.
+        description: What the agent does; teams use it to choose speakers.
+
+    Raises:
+        ValueError: If ``name`` is not a valid identifier.
+
+    Example:
+        >>> from flowlib.messages import TextMessage
+        >>> class Echo(BaseChatAgent):
+        ...     @property
+        ...     def produced_message_types(self):
+        ...         return (TextMessage,)
+        ...     async def on_messages(self, messages, cancellation_token):
+        ...         text = messages[-1].to_text() if messages else ""
+        ...         return Response(chat_message=TextMessage(content=text, source=self.name))
+        ...     async def on_reset(self, cancellation_token):
+        ...         pass
+    """
+
+    component_type: ClassVar[str] = "agent"
+
+    def __init__(self, name: str, description: str) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(
+                f"Agent name `{name}` is not a valid Python identifier; use letters, digits "
+                "and underscores, not starting with a digit (e.g. `writer_1`)."
+            )
+        self._name = name
+        self._description = description
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        return self._name
+
+    @property
+    def description(self) -> str:
+        """The agent's description."""
+        return self._description
+
+    @property
+    @abstractmethod
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        """The chat message types the agent may return."""
+
+    @abstractmethod
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Handle the new messages and return a response."""
+
+    async def on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        """Yield the inner messages of :meth:`on_messages`, then its Response."""
+        response = await self.on_messages(messages, cancellation_token)
+        for inner in response.inner_messages or ():
+            yield inner
+        yield response
+
+    async def run(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run one step on ``task`` and return the task, the events and the reply.
+
+        Args:
+            task: A string (sent as ``TextMessage(source="user")``), a chat message or a
+                list of them. ``None`` runs on no new messages.
+            cancellation_token: Cancels the step; the await raises ``CancelledError``.
+            output_task_messages: Whether the task messages start ``TaskResult.messages``.
+        """
+        result: TaskResult | None = None
+        async for item in self.run_stream(
+            task=task,
+            cancellation_token=cancellation_token,
+            output_task_messages=output_task_messages,
+        ):
+            if isinstance(item, TaskResult):
+                result = item
+        assert result is not None  # run_stream always ends with a TaskResult
+        return result
+
+    async def run_stream(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Like :meth:`run`, yielding the task, events and chunks, then the TaskResult.
+
+        Streaming chunks are yielded but not kept in ``TaskResult.messages``.
+        """
+        token = cancellation_token or CancellationToken()
+        incoming = task_messages(task)
+        kept: list[BaseAgentEvent | BaseChatMessage] = []
+        if output_task_messages:
+            for message in incoming:
+                kept.append(message)
+                yield message
+        async for item in self.on_messages_stream(incoming, token):
+            if isinstance(item, Response):
+                kept.append(item.chat_message)
+                yield item.chat_message
+            else:
+                if not isinstance(item, ModelClientStreamingChunkEvent):
+                    kept.append(item)
+                yield item
+        yield TaskResult(messages=kept, stop_reason=None)
+
+    async def on_pause(self, cancellation_token: CancellationToken) -> None:
+        """Called when the team pauses; does nothing by default."""
+
+    async def on_resume(self, cancellation_token: CancellationToken) -> None:
+        """Called when the team resumes; does nothing by default."""
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Return the state of a stateless agent (its type only)."""
+        return {"type": "BaseState", "version": "1.0.0"}
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Load state; a stateless agent has nothing to restore."""
+
+    async def close(self) -> None:
+        """Release resources; does nothing by default."""

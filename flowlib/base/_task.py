@@ -1,0 +1,79 @@
+"""Task results and the ``run`` / ``run_stream`` protocol shared by agents and teams."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..messages import BaseAgentEvent, BaseChatMessage
+from ._cancellation import CancellationToken
+
+__all__ = ["TaskResult", "TaskRunner"]
+
+
+@dataclass
+class TaskResult:
+    """The outcome of running a task.
+
+    Args:
+        messages: Every message and event of the run, task messages first (unless
+            ``output_task_messages=False``); streaming chunks are not kept.
+        stop_reason: Why the run stopped, or ``None`` (an agent's single step).
+    """
+
+    messages: Sequence[BaseAgentEvent | BaseChatMessage]
+    stop_reason: str | None = None
+
+
+@runtime_checkable
+class TaskRunner(Protocol):
+    """Anything with ``run`` and ``run_stream``: agents and teams."""
+
+    async def run(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run the task and return its result."""
+        ...
+
+    def run_stream(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Run the task, yielding messages and events, then the :class:`TaskResult`."""
+        ...
+
+
+def task_messages(
+    task: str | BaseChatMessage | Sequence[BaseChatMessage] | None,
+) -> list[BaseChatMessage]:
+    """Normalise a ``task`` argument to a list of chat messages.
+
+    A string becomes ``TextMessage(content=task, source="user")``.
+
+    Raises:
+        TypeError: If ``task`` (or an item of it) is not a string or a chat message.
+    """
+    from ..messages import TextMessage
+
+    if task is None:
+        return []
+    if isinstance(task, str):
+        return [TextMessage(content=task, source="user")]
+    if isinstance(task, BaseChatMessage):
+        return [task]
+    messages = list(task)
+    for position, item in enumerate(messages):
+        if not isinstance(item, BaseChatMessage):
+            raise TypeError(
+                f"task[{position}] is a {type(item).__name__}; a task must be a str, a chat "
+                "message (e.g. TextMessage) or a list of chat messages."
+            )
+    return messages

@@ -1,0 +1,47 @@
+"""The team interface."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ._task import TaskRunner
+
+__all__ = ["Team"]
+
+
+class Team(TaskRunner, ABC):
+    """A group of participants that runs tasks together and keeps state between runs."""
+
+    component_type: ClassVar[str] = "team"
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The team's name, unique within a parent team."""
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """What the team does."""
+
+    @abstractmethod
+    async def reset(self) -> None:
+        """Clear the team and every participant back to their initial state."""
+
+    @abstractmethod
+    async def pause(self) -> None:
+        """Call ``on_pause`` on the participants."""
+
+    @abstractmethod
+    async def resume(self) -> None:
+        """Call ``on_resume`` on the participants."""
+
+    @abstractmethod
+    async def save_state(self) -> Mapping[str, Any]:
+        """Return the team's and its participants' state as JSON-serialisable data."""
+
+    @abstractmethod
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore state returned by :meth:`save_state`."""

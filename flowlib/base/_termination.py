@@ -1,0 +1,243 @@
+"""Termination conditions: the protocol, the reuse error, and the ``&`` / ``|`` combinators.
+
+A condition is called with the *new* messages since its previous call (the delta), never
+with the whole history, and keeps whatever state it needs between calls. Once it has
+returned a :class:`~flowlib.messages.StopMessage` it stays fired until ``reset()``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
+
+from ..errors import FlowlibError
+from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
+
+__all__ = [
+    "AndTerminationCondition",
+    "OrTerminationCondition",
+    "TerminatedException",
+    "TerminationCondition",
+]
+
+_ALREADY_REACHED = "Termination condition has already been reached"
+
+
+class TerminatedException(FlowlibError, RuntimeError):
+    """A termination condition was called again after it fired, with no ``reset()`` between.
+
+    AutoGen derives this class from ``BaseException``; flowlib derives it from ``Exception``
+    (through :class:`~flowlib.errors.FlowlibError`) so that task groups, exception groups
+    and ``except Exception`` handlers treat it like any other error. It is also a
+    ``RuntimeError`` because AutoGen's OR condition raises ``RuntimeError`` in this case;
+    ``except TerminatedException`` catches it either way.
+
+    Args:
+        message: Defaults to ``"Termination condition has already been reached"``.
+    """
+
+    def __init__(self, message: str = _ALREADY_REACHED) -> None:
+        super().__init__(message)
+
+
+class TerminationCondition(ABC):
+    """A stateful check, fed each batch of new messages, that decides when a run stops.
+
+    Subclasses implement :attr:`terminated`, :meth:`__call__` and :meth:`reset`. Combine
+    conditions with ``|`` (stop when either fires) and ``&`` (stop once both have fired).
+
+    Example:
+        .. code-block:: python
+
+            from flowlib.conditions import MaxMessageTermination, TextMentionTermination
+
+            # Stop after 10 messages, or as soon as someone says "TERMINATE".
+            either = MaxMessageTermination(10) | TextMentionTermination("TERMINATE")
+            # Stop once 10 messages have passed and "TERMINATE" has been said.
+            both = MaxMessageTermination(10) & TextMentionTermination("TERMINATE")
+    """
+
+    component_type: ClassVar[str] = "termination"
+    # The public import path a later declarative config will record; None: not serialisable.
+    component_provider_override: ClassVar[str | None] = None
+
+    @property
+    @abstractmethod
+    def terminated(self) -> bool:
+        """Whether the condition has fired since it was created or last reset."""
+
+    @abstractmethod
+    async def __call__(
+        self, messages: Sequence[BaseAgentEvent | BaseChatMessage]
+    ) -> StopMessage | None:
+        """Check the messages received since the previous call.
+
+        Args:
+            messages: The new messages and events (the delta), oldest first.
+
+        Returns:
+            A ``StopMessage`` whose content is the stop reason if the run should stop,
+            otherwise ``None``.
+
+        Raises:
+            TerminatedException: If the condition has already fired and was not reset.
+        """
+
+    @abstractmethod
+    async def reset(self) -> None:
+        """Return the condition to its initial, not-fired state."""
+
+    def __and__(self, other: TerminationCondition) -> AndTerminationCondition:
+        """Combine with ``other``: stop once both have fired, possibly on different calls."""
+        if not isinstance(other, TerminationCondition):
+            return NotImplemented
+        return AndTerminationCondition(self, other)
+
+    def __or__(self, other: TerminationCondition) -> OrTerminationCondition:
+        """Combine with ``other``: stop as soon as either fires."""
+        if not isinstance(other, TerminationCondition):
+            return NotImplemented
+        return OrTerminationCondition(self, other)
+
+
+def _check_parts(
+    kind: str, conditions: tuple[TerminationCondition, ...]
+) -> tuple[TerminationCondition, ...]:
+    if not conditions:
+        raise ValueError(f"`{kind}` needs at least one termination condition.")
+    for position, condition in enumerate(conditions):
+        if not isinstance(condition, TerminationCondition):
+            raise TypeError(
+                f"`{kind}` part {position} is a {type(condition).__name__}; every part must be "
+                "a TerminationCondition such as MaxMessageTermination(10)."
+            )
+    return conditions
+
+
+def _join(stops: Iterable[StopMessage]) -> StopMessage:
+    """Merge the parts' stop messages the way AutoGen does: both fields joined by ", "."""
+    stops = list(stops)
+    return StopMessage(
+        content=", ".join(stop.content for stop in stops),
+        source=", ".join(stop.source for stop in stops),
+    )
+
+
+class AndTerminationCondition(TerminationCondition):
+    """Fires once every part has fired; the parts may fire on different calls.
+
+    A part that has fired is not called again until :meth:`reset`. The stop message joins
+    the parts' contents, and their sources, with ``", "`` in the order the parts fired
+    (parts that fire on the same call are taken in the order they were given).
+
+    Usually built with ``a & b``.
+
+    Args:
+        *conditions: The parts, at least one.
+
+    Raises:
+        ValueError: If no condition is given.
+        TypeError: If a part is not a :class:`TerminationCondition`.
+    """
+
+    component_provider_override = "flowlib.base.AndTerminationCondition"
+
+    def __init__(self, *conditions: TerminationCondition) -> None:
+        self._conditions = _check_parts("AndTerminationCondition", conditions)
+        # Part index -> its stop message; dict order is firing order.
+        self._stops: dict[int, StopMessage] = {}
+
+    @property
+    def terminated(self) -> bool:
+        """Whether every part has fired since the last reset."""
+        return len(self._stops) == len(self._conditions)
+
+    async def __call__(
+        self, messages: Sequence[BaseAgentEvent | BaseChatMessage]
+    ) -> StopMessage | None:
+        """Feed the delta to every part that has not fired yet.
+
+        Parts are called one at a time, in order, so side effects happen in a fixed order.
+
+        Raises:
+            TerminatedException: If every part has already fired and there was no reset.
+        """
+        if self.terminated:
+            raise TerminatedException()
+        for index, condition in enumerate(self._conditions):
+            if index in self._stops:
+                continue
+            stop = await condition(messages)
+            if stop is not None:
+                self._stops[index] = stop
+        if not self.terminated:
+            return None
+        return _join(self._stops.values())
+
+    async def reset(self) -> None:
+        """Reset every part and forget which parts have fired."""
+        for condition in self._conditions:
+            await condition.reset()
+        self._stops.clear()
+
+    def __repr__(self) -> str:
+        return f"AndTerminationCondition({', '.join(map(repr, self._conditions))})"
+
+
+class OrTerminationCondition(TerminationCondition):
+    """Fires as soon as any part fires.
+
+    Every part sees every delta (so counters stay right even after another part fires).
+    If several parts fire on the same call, their contents, and their sources, are joined
+    with ``", "`` in the order the parts were given.
+
+    Usually built with ``a | b``.
+
+    Args:
+        *conditions: The parts, at least one.
+
+    Raises:
+        ValueError: If no condition is given.
+        TypeError: If a part is not a :class:`TerminationCondition`.
+    """
+
+    component_provider_override = "flowlib.base.OrTerminationCondition"
+
+    def __init__(self, *conditions: TerminationCondition) -> None:
+        self._conditions = _check_parts("OrTerminationCondition", conditions)
+        self._fired = False
+
+    @property
+    def terminated(self) -> bool:
+        """Whether a part has fired since the last reset."""
+        return self._fired
+
+    async def __call__(
+        self, messages: Sequence[BaseAgentEvent | BaseChatMessage]
+    ) -> StopMessage | None:
+        """Feed the delta to every part, one at a time, in order.
+
+        Raises:
+            TerminatedException: If the condition has already fired and there was no reset.
+        """
+        if self._fired:
+            raise TerminatedException()
+        stops: list[StopMessage] = []
+        for condition in self._conditions:
+            stop = await condition(messages)
+            if stop is not None:
+                stops.append(stop)
+        if not stops:
+            return None
+        self._fired = True
+        return _join(stops)
+
+    async def reset(self) -> None:
+        """Reset every part."""
+        for condition in self._conditions:
+            await condition.reset()
+        self._fired = False
+
+    def __repr__(self) -> str:
+        return f"OrTerminationCondition({', '.join(map(repr, self._conditions))})"

@@ -1,0 +1,608 @@
+"""The built-in termination conditions.
+
+Each condition's ``StopMessage`` has the class name as ``source`` and a fixed reason text
+(the run's ``stop_reason``) that matches AutoGen AgentChat word for word.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from abc import abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias
+
+from ..base import TerminatedException, TerminationCondition
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    HandoffMessage,
+    StopMessage,
+    TextMessage,
+    ToolCallExecutionEvent,
+)
+
+__all__ = [
+    "ExternalTermination",
+    "FunctionCallTermination",
+    "FunctionalTermination",
+    "HandoffTermination",
+    "MaxMessageTermination",
+    "SourceMatchTermination",
+    "StopMessageTermination",
+    "TextMentionTermination",
+    "TextMessageTermination",
+    "TimeoutTermination",
+    "TokenUsageTermination",
+]
+
+_Messages: TypeAlias = Sequence[BaseAgentEvent | BaseChatMessage]
+
+
+def _names(parameter: str, owner: str, names: Sequence[str]) -> tuple[str, ...]:
+    """Copy a list of agent names, refusing a bare string (which `in` would match by substring)."""
+    if isinstance(names, str):
+        raise TypeError(
+            f"`{owner}` {parameter} must be a list of agent names, not the string {names!r}; "
+            f"write {parameter}=[{names!r}]."
+        )
+    copied = tuple(names)
+    if not copied:
+        raise ValueError(
+            f"`{owner}` {parameter} is empty, so the condition could never fire; "
+            "give at least one agent name."
+        )
+    return copied
+
+
+class _LatchedCondition(TerminationCondition):
+    """Bookkeeping shared by the built-ins: fire once, then refuse calls until reset.
+
+    Subclasses implement :meth:`_check`; :meth:`_restart` clears their own counters and
+    :meth:`_params` returns their constructor arguments (for ``repr`` and, later, config).
+    """
+
+    def __init__(self) -> None:
+        self._terminated = False
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the condition has fired since it was created or last reset."""
+        return self._terminated
+
+    async def __call__(self, messages: _Messages) -> StopMessage | None:
+        """Check the messages received since the previous call.
+
+        Args:
+            messages: The new messages and events (the delta), oldest first.
+
+        Returns:
+            A ``StopMessage`` carrying the stop reason, or ``None`` to keep going.
+
+        Raises:
+            TerminatedException: If the condition has already fired and was not reset.
+        """
+        if self._terminated:
+            raise TerminatedException()
+        stop = await self._check(messages)
+        if stop is not None:
+            self._terminated = True
+        return stop
+
+    async def reset(self) -> None:
+        """Return the condition to its initial, not-fired state."""
+        self._terminated = False
+        self._restart()
+
+    @abstractmethod
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        """Return a stop message if ``messages`` complete the condition."""
+
+    def _restart(self) -> None:
+        """Clear per-run state other than the fired flag. Nothing by default."""
+
+    def _params(self) -> dict[str, Any]:
+        """The constructor arguments that recreate this condition."""
+        return {}
+
+    def __repr__(self) -> str:
+        arguments = ", ".join(f"{name}={value!r}" for name, value in self._params().items())
+        return f"{type(self).__name__}({arguments})"
+
+
+class StopMessageTermination(_LatchedCondition):
+    """Stops when a :class:`~flowlib.messages.StopMessage` is among the new messages.
+
+    Stop reason: ``"Stop message received"``.
+    """
+
+    component_provider_override = "flowlib.conditions.StopMessageTermination"
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        if any(isinstance(message, StopMessage) for message in messages):
+            return StopMessage(content="Stop message received", source="StopMessageTermination")
+        return None
+
+
+class MaxMessageTermination(_LatchedCondition):
+    """Stops once a number of messages have passed, task messages included.
+
+    Stop reason: ``"Maximum number of messages {max_messages} reached, current message
+    count: {count}"`` (one line). The count can overshoot ``max_messages`` when one call
+    brings several messages.
+
+    Args:
+        max_messages: How many messages end the run; at least 1.
+        include_agent_event: Also count events (``BaseAgentEvent``: tool calls, tool
+            results, ...). By default only chat messages (``BaseChatMessage``) count.
+
+    Raises:
+        ValueError: If ``max_messages`` is less than 1.
+
+    Example:
+        .. code-block:: python
+
+            from flowlib.conditions import MaxMessageTermination
+            from flowlib.messages import TextMessage
+
+            stop = MaxMessageTermination(2)
+            assert await stop([TextMessage(content="Hi", source="user")]) is None
+            result = await stop([TextMessage(content="Hello", source="assistant")])
+            assert result.content == (
+                "Maximum number of messages 2 reached, current message count: 2"
+            )
+    """
+
+    component_provider_override = "flowlib.conditions.MaxMessageTermination"
+
+    def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
+        super().__init__()
+        if max_messages < 1:
+            raise ValueError(
+                f"`MaxMessageTermination` max_messages is {max_messages}; it must be at least 1."
+            )
+        self._max_messages = max_messages
+        self._include_agent_event = include_agent_event
+        self._message_count = 0
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        self._message_count += sum(
+            1
+            for message in messages
+            if self._include_agent_event or isinstance(message, BaseChatMessage)
+        )
+        if self._message_count < self._max_messages:
+            return None
+        return StopMessage(
+            content=(
+                f"Maximum number of messages {self._max_messages} reached, "
+                f"current message count: {self._message_count}"
+            ),
+            source="MaxMessageTermination",
+        )
+
+    def _restart(self) -> None:
+        self._message_count = 0
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "max_messages": self._max_messages,
+            "include_agent_event": self._include_agent_event,
+        }
+
+
+class TextMentionTermination(_LatchedCondition):
+    """Stops when a text appears in a message.
+
+    Every new message *and event* is checked through its ``to_text()`` rendering (as in
+    AutoGen), so a mention inside a tool-call event or a thought event counts too.
+
+    Stop reason: ``"Text '{text}' mentioned"``.
+
+    Args:
+        text: The text to look for (case-sensitive substring).
+        sources: Only look at messages from these agents. ``None`` (default): all.
+
+    Raises:
+        ValueError: If ``text`` is empty, or ``sources`` is an empty list.
+        TypeError: If ``sources`` is a single string instead of a list.
+
+    Example:
+        .. code-block:: python
+
+            from flowlib.conditions import TextMentionTermination
+            from flowlib.messages import TextMessage
+
+            stop = TextMentionTermination("APPROVE", sources=["critic"])
+            result = await stop([TextMessage(content="APPROVE", source="critic")])
+            assert result.content == "Text 'APPROVE' mentioned"
+    """
+
+    component_provider_override = "flowlib.conditions.TextMentionTermination"
+
+    def __init__(self, text: str, sources: Sequence[str] | None = None) -> None:
+        super().__init__()
+        if not text:
+            raise ValueError(
+                "`TextMentionTermination` text is empty, so every message would match; "
+                'give the text to look for, e.g. TextMentionTermination("TERMINATE").'
+            )
+        self._text = text
+        self._sources = (
+            None if sources is None else _names("sources", "TextMentionTermination", sources)
+        )
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            if self._sources is not None and message.source not in self._sources:
+                continue
+            if self._text in message.to_text():
+                return StopMessage(
+                    content=f"Text '{self._text}' mentioned", source="TextMentionTermination"
+                )
+        return None
+
+    def _params(self) -> dict[str, Any]:
+        sources = None if self._sources is None else list(self._sources)
+        return {"text": self._text, "sources": sources}
+
+
+class TokenUsageTermination(_LatchedCondition):
+    """Stops once the messages' reported token usage reaches a budget.
+
+    Sums ``models_usage`` (prompt and completion tokens) over every message and event;
+    messages without ``models_usage`` count nothing. Fires when any given limit is reached.
+
+    Stop reason: ``"Token usage limit reached, total token count: {total}, prompt token
+    count: {prompt}, completion token count: {completion}."`` (one line).
+
+    Args:
+        max_total_token: Limit on prompt plus completion tokens.
+        max_prompt_token: Limit on prompt tokens.
+        max_completion_token: Limit on completion tokens.
+
+    Raises:
+        ValueError: If no limit is given, or a limit is less than 1.
+    """
+
+    component_provider_override = "flowlib.conditions.TokenUsageTermination"
+
+    def __init__(
+        self,
+        max_total_token: int | None = None,
+        max_prompt_token: int | None = None,
+        max_completion_token: int | None = None,
+    ) -> None:
+        super().__init__()
+        limits = {
+            "max_total_token": max_total_token,
+            "max_prompt_token": max_prompt_token,
+            "max_completion_token": max_completion_token,
+        }
+        if all(limit is None for limit in limits.values()):
+            raise ValueError(
+                "At least one of max_total_token, max_prompt_token, or max_completion_token "
+                "must be provided"
+            )
+        for name, limit in limits.items():
+            if limit is not None and limit < 1:
+                raise ValueError(
+                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1."
+                )
+        self._max_total_token = max_total_token
+        self._max_prompt_token = max_prompt_token
+        self._max_completion_token = max_completion_token
+        self._prompt_token_count = 0
+        self._completion_token_count = 0
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            usage = message.models_usage
+            if usage is not None:
+                self._prompt_token_count += usage.prompt_tokens
+                self._completion_token_count += usage.completion_tokens
+        prompt = self._prompt_token_count
+        completion = self._completion_token_count
+        total = prompt + completion
+        if not (
+            _reached(total, self._max_total_token)
+            or _reached(prompt, self._max_prompt_token)
+            or _reached(completion, self._max_completion_token)
+        ):
+            return None
+        return StopMessage(
+            content=(
+                f"Token usage limit reached, total token count: {total}, "
+                f"prompt token count: {prompt}, completion token count: {completion}."
+            ),
+            source="TokenUsageTermination",
+        )
+
+    def _restart(self) -> None:
+        self._prompt_token_count = 0
+        self._completion_token_count = 0
+
+    def _params(self) -> dict[str, Any]:
+        return {
+            "max_total_token": self._max_total_token,
+            "max_prompt_token": self._max_prompt_token,
+            "max_completion_token": self._max_completion_token,
+        }
+
+
+def _reached(count: int, limit: int | None) -> bool:
+    return limit is not None and count >= limit
+
+
+class HandoffTermination(_LatchedCondition):
+    """Stops when a :class:`~flowlib.messages.HandoffMessage` to ``target`` appears.
+
+    Stop reason: ``"Handoff to {target} from {source} detected."``, where ``source`` is
+    the agent that handed off.
+
+    Args:
+        target: The handoff target to watch for, e.g. ``"user"``.
+    """
+
+    component_provider_override = "flowlib.conditions.HandoffTermination"
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self._target = target
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            if isinstance(message, HandoffMessage) and message.target == self._target:
+                return StopMessage(
+                    content=f"Handoff to {self._target} from {message.source} detected.",
+                    source="HandoffTermination",
+                )
+        return None
+
+    def _params(self) -> dict[str, Any]:
+        return {"target": self._target}
+
+
+class TimeoutTermination(_LatchedCondition):
+    """Stops on the first call made once a duration has passed.
+
+    The clock starts when the condition is created and restarts on :meth:`reset`. It is
+    only looked at when the condition is called, i.e. after an agent's turn: a turn in
+    progress is never interrupted.
+
+    Stop reason: ``"Timeout of {timeout_seconds} seconds reached"``.
+
+    Args:
+        timeout_seconds: The duration, in seconds.
+        clock: Returns the current time in seconds; defaults to ``time.monotonic``.
+            Inject a fake clock in tests.
+
+    Raises:
+        ValueError: If ``timeout_seconds`` is negative.
+    """
+
+    component_provider_override = "flowlib.conditions.TimeoutTermination"
+
+    def __init__(
+        self, timeout_seconds: float, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        if timeout_seconds < 0:
+            raise ValueError(
+                f"`TimeoutTermination` timeout_seconds is {timeout_seconds}; "
+                "it must be zero or more."
+            )
+        self._timeout_seconds = timeout_seconds
+        self._clock = clock
+        self._start_time = clock()
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        if self._clock() - self._start_time < self._timeout_seconds:
+            return None
+        return StopMessage(
+            content=f"Timeout of {self._timeout_seconds} seconds reached",
+            source="TimeoutTermination",
+        )
+
+    def _restart(self) -> None:
+        self._start_time = self._clock()
+
+    def _params(self) -> dict[str, Any]:
+        return {"timeout_seconds": self._timeout_seconds}
+
+
+class ExternalTermination(_LatchedCondition):
+    """Stops on the next call after :meth:`set`, e.g. from a UI "Stop" button.
+
+    The agent that is speaking finishes its turn first, so the team's state stays
+    consistent; to abort at once, use a ``CancellationToken`` instead.
+
+    Stop reason: ``"External termination requested"``.
+
+    Example:
+        .. code-block:: python
+
+            import asyncio
+
+            from flowlib.conditions import ExternalTermination, TextMentionTermination
+            from flowlib.teams import RoundRobinGroupChat
+
+            stop_button = ExternalTermination()
+            team = RoundRobinGroupChat(
+                [primary, critic],
+                termination_condition=stop_button | TextMentionTermination("APPROVE"),
+            )
+            run = asyncio.create_task(team.run(task="Write a poem."))
+            stop_button.set()  # the team stops after the current agent's turn
+            await run
+    """
+
+    component_provider_override = "flowlib.conditions.ExternalTermination"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._requested = False
+
+    def set(self) -> None:
+        """Ask the run to stop; the condition fires on its next call."""
+        self._requested = True
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        if not self._requested:
+            return None
+        return StopMessage(content="External termination requested", source="ExternalTermination")
+
+    def _restart(self) -> None:
+        self._requested = False
+
+
+class SourceMatchTermination(_LatchedCondition):
+    """Stops as soon as one of the given agents has produced a message.
+
+    Stop reason: ``"'{source}' answered"``.
+
+    Args:
+        sources: The agent names to watch for.
+
+    Raises:
+        ValueError: If ``sources`` is empty.
+        TypeError: If ``sources`` is a single string instead of a list.
+    """
+
+    component_provider_override = "flowlib.conditions.SourceMatchTermination"
+
+    def __init__(self, sources: Sequence[str]) -> None:
+        super().__init__()
+        self._sources = _names("sources", "SourceMatchTermination", sources)
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            if message.source in self._sources:
+                return StopMessage(
+                    content=f"'{message.source}' answered", source="SourceMatchTermination"
+                )
+        return None
+
+    def _params(self) -> dict[str, Any]:
+        return {"sources": list(self._sources)}
+
+
+class TextMessageTermination(_LatchedCondition):
+    """Stops when a :class:`~flowlib.messages.TextMessage` arrives, optionally from one agent.
+
+    Handy for a single agent in a tool loop: the run ends when the agent answers in
+    plain text instead of calling a tool.
+
+    Stop reason: ``"Text message received from '{source}'"``.
+
+    Args:
+        source: Only a text message from this agent counts. ``None`` (default): any.
+    """
+
+    component_provider_override = "flowlib.conditions.TextMessageTermination"
+
+    def __init__(self, source: str | None = None) -> None:
+        super().__init__()
+        self._source = source
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            if isinstance(message, TextMessage) and (
+                self._source is None or message.source == self._source
+            ):
+                return StopMessage(
+                    content=f"Text message received from '{message.source}'",
+                    source="TextMessageTermination",
+                )
+        return None
+
+    def _params(self) -> dict[str, Any]:
+        return {"source": self._source}
+
+
+class FunctionCallTermination(_LatchedCondition):
+    """Stops once a tool with the given name has been executed.
+
+    Looks at the results carried by :class:`~flowlib.messages.ToolCallExecutionEvent`;
+    a result that is an error still counts as executed.
+
+    Stop reason: ``"Function '{function_name}' was executed."``.
+
+    Args:
+        function_name: The tool (function) name to watch for.
+    """
+
+    component_provider_override = "flowlib.conditions.FunctionCallTermination"
+
+    def __init__(self, function_name: str) -> None:
+        super().__init__()
+        self._function_name = function_name
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            if not isinstance(message, ToolCallExecutionEvent):
+                continue
+            if any(result.name == self._function_name for result in message.content):
+                return StopMessage(
+                    content=f"Function '{self._function_name}' was executed.",
+                    source="FunctionCallTermination",
+                )
+        return None
+
+    def _params(self) -> dict[str, Any]:
+        return {"function_name": self._function_name}
+
+
+class FunctionalTermination(_LatchedCondition):
+    """Stops when a function of the new messages returns a true value.
+
+    The function receives each delta (not the whole history) and may be sync or async.
+    It cannot be serialised, so this condition has no declarative config.
+
+    Stop message: ``StopMessage(source="FunctionalTermination",
+    content="Functional termination condition met")``.
+
+    Args:
+        func: ``func(messages) -> bool``, or an async function returning ``bool``.
+
+    Raises:
+        TypeError: If ``func`` is not callable.
+
+    Example:
+        .. code-block:: python
+
+            from flowlib.conditions import FunctionalTermination
+            from flowlib.messages import StopMessage
+
+            def last_is_stop(messages):
+                return bool(messages) and isinstance(messages[-1], StopMessage)
+
+            stop = FunctionalTermination(last_is_stop)
+            result = await stop([StopMessage(content="Stop", source="agent1")])
+            assert result.content == "Functional termination condition met"
+    """
+
+    component_provider_override = None
+
+    def __init__(
+        self, func: Callable[[_Messages], bool] | Callable[[_Messages], Awaitable[bool]]
+    ) -> None:
+        super().__init__()
+        if not callable(func):
+            raise TypeError(
+                f"`FunctionalTermination` needs a function of the messages, got a "
+                f"{type(func).__name__}."
+            )
+        self._func = func
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        outcome = self._func(messages)
+        met = bool(await outcome) if inspect.isawaitable(outcome) else bool(outcome)
+        if not met:
+            return None
+        return StopMessage(
+            content="Functional termination condition met", source="FunctionalTermination"
+        )
+
+    def _params(self) -> dict[str, Any]:
+        return {"func": self._func}

@@ -1,0 +1,131 @@
+"""The one exception tree of flowlib.
+
+::
+
+    FlowlibError
+    ├── GraphError (also ValueError)            build time: the graph or team is malformed
+    │   ├── EmptyGraphError
+    │   ├── DuplicateNodeError
+    │   ├── UnknownNodeError                    an edge, entry point or participant names no node
+    │   ├── ParticipantMismatchError            participants and graph nodes differ
+    │   ├── NoStartNodeError
+    │   ├── UnreachableNodeError
+    │   ├── CycleWithoutExitError               a cycle with no conditional edge on it
+    │   ├── ActivationConflictError             one activation group, two activation conditions
+    │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
+    │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    ├── StateError (also ValueError)            a saved state does not fit the team it is loaded into
+    └── NodeExecutionError (also RuntimeError)  run time: a node raised; carries `node` and `__cause__`
+
+Every message names the offending node or edge in backticks and says how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ActivationConflictError",
+    "ConditionSerializationError",
+    "CycleWithoutExitError",
+    "DuplicateNodeError",
+    "EmptyGraphError",
+    "FlowlibError",
+    "GraphError",
+    "NoStartNodeError",
+    "NodeExecutionError",
+    "ParticipantMismatchError",
+    "StateError",
+    "UnboundedLoopError",
+    "UnknownNodeError",
+    "UnreachableNodeError",
+]
+
+
+class FlowlibError(Exception):
+    """Root of every error flowlib raises on purpose."""
+
+
+class GraphError(FlowlibError, ValueError):
+    """A graph or team definition is invalid. Raised at build time, never at first run.
+
+    Attributes:
+        nodes: The names of the nodes the error is about, in a stable order.
+        edges: The ``(source, target)`` pairs the error is about.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        nodes: Sequence[str] = (),
+        edges: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.nodes: tuple[str, ...] = tuple(nodes)
+        self.edges: tuple[tuple[str, str], ...] = tuple(edges)
+
+
+class EmptyGraphError(GraphError):
+    """The graph has no nodes."""
+
+
+class DuplicateNodeError(GraphError):
+    """Two nodes (or two participants) share one name."""
+
+
+class UnknownNodeError(GraphError):
+    """An edge, an entry point or a lookup names a node that the graph does not have."""
+
+
+class ParticipantMismatchError(GraphError):
+    """The participants given to a team and the nodes of its graph are not the same set."""
+
+
+class NoStartNodeError(GraphError):
+    """No node can start: every node has an incoming edge and no entry point is set."""
+
+
+class UnreachableNodeError(GraphError):
+    """Some nodes cannot be reached from any start node."""
+
+
+class CycleWithoutExitError(GraphError):
+    """A cycle has no conditional edge on it, so once entered it never ends."""
+
+
+class ActivationConflictError(GraphError):
+    """Edges of one activation group ask for different activation conditions."""
+
+
+class UnboundedLoopError(GraphError):
+    """A team whose graph loops has neither a termination condition nor ``max_turns``."""
+
+
+class ConditionSerializationError(GraphError):
+    """A dumped graph holds a callable condition that cannot be restored without the callable."""
+
+
+class StateError(FlowlibError, ValueError):
+    """A saved state cannot be loaded: wrong version, wrong team, or unknown nodes."""
+
+
+class NodeExecutionError(FlowlibError, RuntimeError):
+    """A node raised while it ran. The original exception is ``__cause__``.
+
+    The team keeps its state: the failed node is put back at the front of the ready set,
+    so ``run()`` with no task retries it once the cause is fixed.
+
+    Attributes:
+        node: The name of the node that failed.
+    """
+
+    def __init__(self, node: str, cause: BaseException, *, during: str | None = None) -> None:
+        where = f" in {during}" if during else ""
+        super().__init__(
+            f"Node `{node}` raised {type(cause).__name__}{where}: {cause}. "
+            "The team kept its state; fix the cause and call `run()` with no task to retry "
+            "the node, or `reset()` to start over."
+        )
+        self.node = node
+        self.__cause__ = cause

@@ -1,0 +1,42 @@
+"""The graph core: the IR every team compiles to, its validation, and the one executor."""
+
+from ._conditions import (
+    AllOf,
+    AnyOf,
+    CallableCondition,
+    Contains,
+    EdgeCondition,
+    HandoffTo,
+    Not,
+    Regex,
+    describe_condition,
+)
+from ._executor import COMPLETE_REASON, GraphExecutor
+from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
+from ._plan import ExecutionPlan
+from ._state import GraphManagerState
+from ._trace import RunTrace
+from ._validate import GraphAnalysis, validate_graph
+
+__all__ = [
+    "COMPLETE_REASON",
+    "AllOf",
+    "AnyOf",
+    "CallableCondition",
+    "Contains",
+    "DiGraph",
+    "DiGraphEdge",
+    "DiGraphNode",
+    "EdgeCondition",
+    "ExecutionPlan",
+    "GraphAnalysis",
+    "GraphExecutor",
+    "GraphManagerState",
+    "HandoffTo",
+    "NodeKind",
+    "Not",
+    "Regex",
+    "RunTrace",
+    "describe_condition",
+    "validate_graph",
+]

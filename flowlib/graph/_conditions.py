@@ -1,0 +1,221 @@
+"""Serialisable edge conditions.
+
+An edge condition decides, from the source node's final chat message, whether the edge
+fires. Besides ``None`` (always), a string (substring of ``to_model_text()``) and a plain
+callable, a condition can be one of the small objects here: they are plain data, so a
+graph that uses them dumps to JSON and loads back whole, and the renderer can label
+them. New kinds register themselves by subclassing :class:`EdgeCondition` with a unique
+``kind``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ConditionSerializationError
+from ..messages import BaseChatMessage, HandoffMessage
+
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "CallableCondition",
+    "Contains",
+    "EdgeCondition",
+    "HandoffTo",
+    "Not",
+    "Regex",
+    "condition_from_data",
+    "describe_condition",
+]
+
+
+class EdgeCondition(BaseModel):
+    """Base class of serialisable edge conditions. Subclasses set ``kind`` and ``check``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    registry: ClassVar[dict[str, type[EdgeCondition]]] = {}
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields.get("kind")
+        default = field.default if field is not None else None
+        if isinstance(default, str):
+            EdgeCondition.registry[default] = cls
+
+    def check(self, message: BaseChatMessage) -> bool:
+        """Return whether the edge fires for ``message``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement check()")
+
+    def __call__(self, message: BaseChatMessage) -> bool:
+        return self.check(message)
+
+    def label(self) -> str:
+        """A short human-readable label, used when drawing the edge."""
+        return self.kind
+
+
+class Contains(EdgeCondition):
+    """Fires when ``text`` is a substring of the message's ``to_model_text()``."""
+
+    kind: Literal["contains"] = "contains"
+    text: str
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return self.text in message.to_model_text()
+
+    def label(self) -> str:
+        return repr(self.text)
+
+
+class Regex(EdgeCondition):
+    """Fires when ``pattern`` matches anywhere in the message's ``to_model_text()``."""
+
+    kind: Literal["regex"] = "regex"
+    pattern: str
+    ignore_case: bool = False
+
+    @cached_property
+    def _compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return self._compiled.search(message.to_model_text()) is not None
+
+    def label(self) -> str:
+        return f"/{self.pattern}/" + ("i" if self.ignore_case else "")
+
+
+class HandoffTo(EdgeCondition):
+    """Fires when the message is a ``HandoffMessage`` whose target is ``target``."""
+
+    kind: Literal["handoff_to"] = "handoff_to"
+    target: str
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return isinstance(message, HandoffMessage) and message.target == self.target
+
+    def label(self) -> str:
+        return f"handoff to {self.target}"
+
+
+class Not(EdgeCondition):
+    """Fires when ``condition`` does not."""
+
+    kind: Literal["not"] = "not"
+    condition: ConditionData
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return not as_condition(self.condition).check(message)
+
+    def label(self) -> str:
+        return "not " + as_condition(self.condition).label()
+
+
+class AnyOf(EdgeCondition):
+    """Fires when at least one of ``conditions`` fires."""
+
+    kind: Literal["any_of"] = "any_of"
+    conditions: list[ConditionData]
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return any(as_condition(c).check(message) for c in self.conditions)
+
+    def label(self) -> str:
+        return " or ".join(as_condition(c).label() for c in self.conditions)
+
+
+class AllOf(EdgeCondition):
+    """Fires when every one of ``conditions`` fires."""
+
+    kind: Literal["all_of"] = "all_of"
+    conditions: list[ConditionData]
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return all(as_condition(c).check(message) for c in self.conditions)
+
+    def label(self) -> str:
+        return " and ".join(as_condition(c).label() for c in self.conditions)
+
+
+class CallableCondition(EdgeCondition):
+    """Placeholder a dump writes for a callable condition, which JSON cannot hold.
+
+    Loading it back needs the callable: pass ``conditions={name: func}`` to
+    :meth:`DiGraph.load`. Checking a placeholder raises, so it never silently passes.
+    """
+
+    kind: Literal["callable"] = "callable"
+    name: str
+    serializable: Literal[False] = False
+
+    def check(self, message: BaseChatMessage) -> bool:
+        raise ConditionSerializationError(
+            f"Condition `{self.name}` is a callable that was not restored when the graph "
+            f"was loaded; pass `conditions={{'{self.name}': func}}` to `DiGraph.load()`.",
+        )
+
+    def label(self) -> str:
+        return self.name
+
+
+# A nested condition inside Not/AnyOf/AllOf: either a condition object or a bare
+# string (substring test), so JSON stays short.
+ConditionData = Any
+
+
+def as_condition(data: Any) -> EdgeCondition:
+    """Turn a nested condition (object, substring or dict) into an :class:`EdgeCondition`."""
+    if isinstance(data, EdgeCondition):
+        return data
+    if isinstance(data, str):
+        return Contains(text=data)
+    if isinstance(data, Mapping):
+        return condition_from_data(data)
+    raise TypeError(
+        f"A nested edge condition must be a condition object or a string, "
+        f"not {type(data).__name__}."
+    )
+
+
+def condition_from_data(
+    data: Mapping[str, Any],
+    *,
+    callables: Mapping[str, Callable[[BaseChatMessage], bool]] | None = None,
+) -> EdgeCondition:
+    """Rebuild a condition object from its dumped form.
+
+    Raises:
+        ConditionSerializationError: If ``data`` names an unknown kind.
+    """
+    kind = data.get("kind")
+    if not isinstance(kind, str) or kind not in EdgeCondition.registry:
+        known = ", ".join(sorted(EdgeCondition.registry))
+        raise ConditionSerializationError(
+            f"Unknown edge condition kind `{kind}`; known kinds are {known}. Register a new "
+            "kind by subclassing flowlib.graph.EdgeCondition before loading."
+        )
+    return EdgeCondition.registry[kind].model_validate(dict(data))
+
+
+def describe_condition(condition: Any) -> str:
+    """A short label for any condition form: None, str, object or callable."""
+    if condition is None:
+        return ""
+    if isinstance(condition, str):
+        return repr(condition)
+    if isinstance(condition, EdgeCondition):
+        return condition.label()
+    name = getattr(condition, "__name__", None) or type(condition).__name__
+    return "<lambda>" if name == "<lambda>" else str(name)
+
+
+for _model in (Not, AnyOf, AllOf):
+    _model.model_rebuild()

@@ -1,0 +1,604 @@
+"""The one graph executor every team runs on.
+
+Semantics (see docs/graph-semantics.md for the reasoning):
+
+- **Eager.** A node starts as soon as one of its activation groups is satisfied; it does
+  not wait for unrelated siblings. Independent ready nodes run concurrently on the one
+  event loop, so a run takes its critical path.
+- **Deterministic order.** Entry nodes and nodes that become ready together start in
+  insertion order (edge order for targets of one completion).
+- **Broadcast through cursors.** Chat messages go to one shared thread; each node keeps a
+  cursor and, on its turn, receives every message published since its previous turn,
+  except its own.
+- **Termination sees everything.** After each turn the termination condition receives
+  that turn's events and messages; the task messages are fed in first.
+- **Stopping.** Nothing ready or running: natural completion, and the next run starts
+  from the entry again. Termination fired, or ``max_turns`` turns run: no new node
+  starts, running turns finish, and the ready set is kept so ``run()`` with no task
+  resumes. Cancellation: running turns are cancelled and put back in front of the ready
+  set, then ``CancelledError`` propagates. A node error: the same, and the error is raised
+  as :class:`~flowlib.errors.NodeExecutionError`.
+
+When only one node can run and nothing else is running, its turn is driven inline (no
+task, no queue): nothing else can become ready until it completes, so this is the same
+schedule, with less overhead on sequential stretches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import deque
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ..agents import FunctionAgent
+from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
+from ..errors import NodeExecutionError, StateError
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    MessageFactory,
+    ModelClientStreamingChunkEvent,
+)
+from ._activation import ActivationTracker
+from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
+from ._state import GRAPH_STATE_VERSION, GraphManagerState
+from ._trace import RunTrace
+
+__all__ = ["COMPLETE_REASON", "GraphExecutor", "Participant"]
+
+Participant = Union[ChatAgent, Team]
+Item = Union[BaseAgentEvent, BaseChatMessage]
+
+COMPLETE_REASON = "Digraph execution is complete"
+
+_AGENT, _TEAM, _FUNCTION = 0, 1, 2
+
+
+@dataclass(slots=True)
+class _Output:
+    """What a finished turn hands to the executor."""
+
+    published: list[BaseChatMessage]
+    final: BaseChatMessage | None
+    delta: list[Item]
+
+
+@dataclass(slots=True)
+class _Done:
+    """Queue marker: a concurrently running turn has ended (``error`` set if it raised)."""
+
+    node: int
+    output: _Output | None
+    error: BaseException | None
+
+
+class _Wake:
+    """Queue marker: the cancellation token fired."""
+
+
+class GraphExecutor:
+    """Runs an :class:`ExecutionPlan` over participants and keeps the run state.
+
+    Args:
+        plan: The compiled graph.
+        participants: One per plan node, in plan order.
+        termination_condition: Checked after every turn (and on the task messages).
+        max_turns: At most this many turns per run.
+        message_factory: Rebuilds messages when a state is loaded.
+    """
+
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        participants: Sequence[Participant],
+        *,
+        termination_condition: TerminationCondition | None,
+        max_turns: int | None,
+        message_factory: MessageFactory,
+    ) -> None:
+        self._plan = plan
+        self._participants = list(participants)
+        self._kind = [
+            _TEAM
+            if isinstance(p, Team)
+            else _FUNCTION
+            if isinstance(p, FunctionAgent)
+            else _AGENT
+            for p in self._participants
+        ]
+        self._termination = termination_condition
+        self._max_turns = max_turns
+        self._factory = message_factory
+        count = len(plan.names)
+        self._tracker = ActivationTracker(plan)
+        self._thread: list[BaseChatMessage] = []
+        self._thread_node: list[int] = []
+        self._cursor = [0] * count
+        self._ready: deque[int] = deque()
+        self._queued = [False] * count
+        self._running = [False] * count
+        self._pending = [False] * count
+        self._fresh = True
+        self._current_turn = 0
+        self._is_running = False
+        self.trace = RunTrace(
+            names=list(plan.names),
+            edge_ends=[(plan.names[e.source], plan.names[e.target]) for e in plan.edges],
+        )
+
+    # --- public state -------------------------------------------------------------------
+
+    @property
+    def is_running(self) -> bool:
+        """Whether a run is in progress."""
+        return self._is_running
+
+    @property
+    def thread(self) -> list[BaseChatMessage]:
+        """The chat messages published so far (read-only view by convention)."""
+        return self._thread
+
+    @property
+    def ready(self) -> list[str]:
+        """The nodes that will run next, in order."""
+        return [self._plan.names[node] for node in self._ready]
+
+    def reset(self) -> None:
+        """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
+        self._tracker.reset()
+        self._thread.clear()
+        self._thread_node.clear()
+        count = len(self._plan.names)
+        self._cursor = [0] * count
+        self._ready.clear()
+        self._queued = [False] * count
+        self._running = [False] * count
+        self._pending = [False] * count
+        self._fresh = True
+        self._current_turn = 0
+
+    # --- scheduling helpers -------------------------------------------------------------
+
+    def _enqueue(self, node: int) -> None:
+        self._queued[node] = True
+        self._ready.append(node)
+
+    def _activate(self, node: int) -> None:
+        if self._queued[node]:
+            return  # activated twice before it started: it runs once
+        if self._running[node]:
+            self._pending[node] = True  # runs again after its current turn
+            return
+        self._enqueue(node)
+
+    def _in_flight(self, node: int) -> bool:
+        return self._queued[node] or self._running[node]
+
+    def _pop_ready(self) -> int:
+        node = self._ready.popleft()
+        self._queued[node] = False
+        self._running[node] = True
+        self.trace.step_nodes.append(node)
+        return node
+
+    def _requeue_front(self, nodes: Sequence[int]) -> None:
+        for node in reversed(nodes):
+            self._running[node] = False
+            if not self._queued[node]:
+                self._queued[node] = True
+                self._ready.appendleft(node)
+
+    def _start_from_entry(self) -> None:
+        self._tracker.reset()
+        self._ready.clear()
+        count = len(self._plan.names)
+        self._queued = [False] * count
+        self._pending = [False] * count
+        for node in self._plan.entry:
+            self._enqueue(node)
+        self._fresh = False
+
+    def _take_new(self, node: int) -> list[BaseChatMessage]:
+        start, end = self._cursor[node], len(self._thread)
+        self._cursor[node] = end
+        if start == end:
+            return []
+        thread, origin = self._thread, self._thread_node
+        return [thread[i] for i in range(start, end) if origin[i] != node]
+
+    # --- one turn -----------------------------------------------------------------------
+
+    async def _turn(
+        self, node: int, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | _Output, None]:
+        participant = self._participants[node]
+        kind = self._kind[node]
+        if kind == _FUNCTION:
+            assert isinstance(participant, FunctionAgent)
+            response = await participant.call(messages)
+            if response is None:
+                yield _Output([], None, [])
+                return
+            delta: list[Item] = list(response.inner_messages or ())
+            for inner in delta:
+                yield inner
+            chat = response.chat_message
+            delta.append(chat)
+            yield chat
+            yield _Output([chat], chat, delta)
+        elif kind == _TEAM:
+            assert isinstance(participant, Team)
+            result: TaskResult | None = None
+            async for item in participant.run_stream(
+                task=messages, cancellation_token=token, output_task_messages=False
+            ):
+                if isinstance(item, TaskResult):
+                    result = item
+                else:
+                    yield item
+            produced = list(result.messages) if result is not None else []
+            published = [m for m in produced if isinstance(m, BaseChatMessage)]
+            yield _Output(published, published[-1] if published else None, produced)
+        else:
+            assert isinstance(participant, ChatAgent)
+            delta = []
+            async for item in participant.on_messages_stream(messages, token):
+                if isinstance(item, Response):
+                    chat = item.chat_message
+                    delta.append(chat)
+                    yield chat
+                    yield _Output([chat], chat, delta)
+                    return
+                if not isinstance(item, ModelClientStreamingChunkEvent):
+                    delta.append(item)
+                yield item
+            raise RuntimeError(
+                f"Agent `{participant.name}`'s on_messages_stream() ended without yielding a "
+                "Response; yield `Response(chat_message=...)` as its last item."
+            )
+
+    async def _drive(
+        self,
+        node: int,
+        messages: list[BaseChatMessage],
+        token: CancellationToken,
+        queue: asyncio.Queue[Any],
+    ) -> None:
+        """Run one turn in its own task, forwarding its items to the run's queue."""
+        output: _Output | None = None
+        try:
+            async for item in self._turn(node, messages, token):
+                if isinstance(item, _Output):
+                    output = item
+                else:
+                    queue.put_nowait(item)
+        except asyncio.CancelledError:
+            queue.put_nowait(_Done(node, None, asyncio.CancelledError()))
+            raise
+        except Exception as exc:
+            queue.put_nowait(_Done(node, None, exc))
+            return
+        queue.put_nowait(_Done(node, output, None))
+
+    async def _complete(
+        self,
+        node: int,
+        output: _Output | None,
+        stop_reason: str | None,
+        dead_ends: list[int],
+    ) -> str | None:
+        """Publish a finished turn, check termination, fire edges; return the stop reason."""
+        self._running[node] = False
+        final: BaseChatMessage | None = None
+        if output is not None:
+            for message in output.published:
+                self._thread.append(message)
+                self._thread_node.append(node)
+            final = output.final
+            if stop_reason is None and self._termination is not None and output.delta:
+                stop = await self._termination(output.delta)
+                if stop is not None:
+                    stop_reason = stop.content
+        out_edges = self._plan.out_edges[node]
+        if out_edges:
+            step = len(self.trace.step_nodes) - 1
+            text: str | None = None
+            progressed = False
+            for edge in out_edges:
+                if self._tracker.take_absorbed(edge):
+                    progressed = True
+                    continue
+                if edge.test == ALWAYS:
+                    passed = True
+                elif final is None:
+                    passed = False
+                elif edge.test == SUBSTRING:
+                    if text is None:
+                        text = final.to_model_text()
+                    passed = edge.text in text
+                else:
+                    passed = self._check(edge, final)
+                if passed:
+                    progressed = True
+                    self.trace.fired.append((step, edge.index))
+                    if self._tracker.fire(edge, self._in_flight):
+                        self._activate(edge.target)
+            if not progressed:
+                dead_ends.append(node)
+        if self._pending[node]:
+            self._pending[node] = False
+            self._enqueue(node)
+        return stop_reason
+
+    def _check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:
+        assert edge.predicate is not None
+        try:
+            return bool(edge.predicate(message))
+        except Exception as exc:
+            raise NodeExecutionError(
+                self._plan.names[edge.source],
+                exc,
+                during=f"the condition of edge `{self._plan.describe_edge(edge)}`",
+            ) from exc
+
+    # --- a run --------------------------------------------------------------------------
+
+    async def run_stream(
+        self,
+        task: Sequence[BaseChatMessage],
+        *,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[Item | TaskResult, None]:
+        """Run until a stop; yield task messages, events and messages, then a TaskResult.
+
+        Raises:
+            RuntimeError: If a run is already in progress.
+            NodeExecutionError: If a node raises (state is kept; ``run()`` retries it).
+            asyncio.CancelledError: If the token is cancelled.
+        """
+        if self._is_running:
+            raise RuntimeError(
+                "The team is already running; wait for the current run to finish (or stop it "
+                "with ExternalTermination or a cancellation token) before starting another."
+            )
+        self._is_running = True
+        token = cancellation_token or CancellationToken()
+        consumer = asyncio.current_task()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        tasks: dict[int, asyncio.Task[None]] = {}
+        inline = -1
+        # While a turn runs inline, cancelling means cancelling this (the consumer's) task;
+        # otherwise the main loop is woken through the queue and cancels the turn tasks.
+        inline_active = False
+
+        def on_cancel() -> None:
+            if inline_active and consumer is not None:
+                consumer.cancel()
+            else:
+                queue.put_nowait(_Wake())
+
+        token.add_callback(on_cancel)
+        self.trace.step_nodes.clear()
+        self.trace.fired.clear()
+        self.trace.stop_reason = None
+        kept: list[Item] = []
+        dead_ends: list[int] = []
+        max_turns = self._max_turns
+        stop_reason: str | None = None
+        turns = 0
+        self._current_turn = 0
+        try:
+            if self._fresh:
+                self._start_from_entry()
+            for message in task:
+                self._thread.append(message)
+                self._thread_node.append(-1)
+            if output_task_messages:
+                for message in task:
+                    kept.append(message)
+                    yield message
+            if self._termination is not None and task:
+                stop = await self._termination(list(task))
+                if stop is not None:
+                    stop_reason = stop.content
+
+            while True:
+                while stop_reason is None and self._ready:
+                    if max_turns is not None and turns >= max_turns:
+                        break
+                    if token.is_cancelled():
+                        raise asyncio.CancelledError()
+                    if tasks or len(self._ready) > 1:
+                        node = self._pop_ready()
+                        turns += 1
+                        messages = self._take_new(node)
+                        tasks[node] = asyncio.ensure_future(
+                            self._drive(node, messages, token, queue)
+                        )
+                        continue
+                    node = self._pop_ready()
+                    turns += 1
+                    messages = self._take_new(node)
+                    inline, inline_active = node, True
+                    output: _Output | None = None
+                    try:
+                        async for item in self._turn(node, messages, token):
+                            if isinstance(item, _Output):
+                                output = item
+                                continue
+                            if not isinstance(item, ModelClientStreamingChunkEvent):
+                                kept.append(item)
+                            inline_active = False
+                            yield item
+                            inline_active = True
+                    except (asyncio.CancelledError, GeneratorExit):
+                        raise
+                    except NodeExecutionError:
+                        raise
+                    except Exception as exc:
+                        raise NodeExecutionError(self._plan.names[node], exc) from exc
+                    finally:
+                        inline_active = False
+                    if token.is_cancelled():
+                        _forget_cancel_request(consumer)
+                        raise asyncio.CancelledError()
+                    inline = -1
+                    self._current_turn = turns
+                    stop_reason = await self._complete(node, output, stop_reason, dead_ends)
+
+                if not tasks:
+                    break
+                entry = await queue.get()
+                if type(entry) is _Done:
+                    del tasks[entry.node]
+                    if entry.error is not None:
+                        self._requeue_front([entry.node])
+                        if isinstance(entry.error, asyncio.CancelledError):
+                            raise asyncio.CancelledError()
+                        raise NodeExecutionError(
+                            self._plan.names[entry.node], entry.error
+                        ) from entry.error
+                    self._current_turn = turns
+                    stop_reason = await self._complete(
+                        entry.node, entry.output, stop_reason, dead_ends
+                    )
+                elif type(entry) is _Wake:
+                    raise asyncio.CancelledError()
+                else:
+                    if not isinstance(entry, ModelClientStreamingChunkEvent):
+                        kept.append(entry)
+                    yield entry
+
+            if stop_reason is None:
+                if self._ready:
+                    stop_reason = f"Maximum number of turns {max_turns} reached."
+                else:
+                    stop_reason = self._completion_reason(dead_ends)
+            if not self._ready:
+                self._fresh = True
+            self.trace.stop_reason = stop_reason
+            if self._termination is not None:
+                await self._termination.reset()
+            yield TaskResult(messages=kept, stop_reason=stop_reason)
+        finally:
+            token.remove_callback(on_cancel)
+            interrupted = [inline] if inline >= 0 else []
+            if tasks:
+                for running in tasks.values():
+                    running.cancel()
+                await asyncio.gather(*tasks.values(), return_exceptions=True)
+                interrupted.extend(tasks)
+            if interrupted:
+                self._requeue_front(interrupted)
+            self._is_running = False
+
+    def _completion_reason(self, dead_ends: list[int]) -> str:
+        names = self._plan.names
+        notes: list[str] = []
+        for node in dict.fromkeys(dead_ends):
+            edges = ", ".join(
+                f"`{self._plan.describe_edge(edge)}`" for edge in self._plan.out_edges[node]
+            )
+            notes.append(f"node `{names[node]}` matched none of its outgoing edges ({edges})")
+        for group_id, missing in self._tracker.waiting():
+            group = self._plan.groups[group_id]
+            edges = ", ".join(f"`{self._plan.describe_edge(self._plan.edges[e])}`" for e in missing)
+            notes.append(
+                f"node `{names[group.target]}` was still waiting for {edges} "
+                f"(activation group `{group.name}`)"
+            )
+        return COMPLETE_REASON + (": " + "; ".join(notes) if notes else "")
+
+    # --- persistence --------------------------------------------------------------------
+
+    def _edge_key(self, edge_index: int) -> tuple[str, str, str]:
+        edge = self._plan.edges[edge_index]
+        names = self._plan.names
+        return (names[edge.source], names[edge.target], self._plan.groups[edge.group].name)
+
+    def save_state(self) -> GraphManagerState:
+        """Everything needed to resume: thread, cursors, ready set, joins, turn count."""
+        names = self._plan.names
+        fired, absorbed = self._tracker.dump()
+        return GraphManagerState(
+            message_thread=[dict(message.dump()) for message in self._thread],
+            thread_nodes=[names[n] if n >= 0 else None for n in self._thread_node],
+            cursors={names[i]: cursor for i, cursor in enumerate(self._cursor)},
+            ready=[names[n] for n in self._ready],
+            fired=[self._edge_key(e) for e in fired],
+            absorbed=[self._edge_key(e) for e in absorbed],
+            current_turn=self._current_turn,
+            fresh=self._fresh,
+        )
+
+    def load_state(self, state: GraphManagerState) -> None:
+        """Restore :meth:`save_state` output into this (stopped) executor.
+
+        Raises:
+            StateError: If the state's version or node names do not fit this graph.
+        """
+        if state.version != GRAPH_STATE_VERSION:
+            raise StateError(
+                f"Saved graph state has version {state.version}; this flowlib reads version "
+                f"{GRAPH_STATE_VERSION}. Save it again with this version of flowlib."
+            )
+        index = self._plan.index
+
+        def node_of(name: str | None, what: str) -> int:
+            if name is None:
+                return -1
+            found = index.get(name)
+            if found is None:
+                raise StateError(
+                    f"Saved state names node `{name}` ({what}), which this team's graph does "
+                    "not have; load the state into a team built with the same participants "
+                    "and graph."
+                )
+            return found
+
+        edge_index = {self._edge_key(e): e for e in range(len(self._plan.edges))}
+
+        def edge_of(key: tuple[str, str, str]) -> int:
+            found = edge_index.get(tuple(key))  # type: ignore[arg-type]
+            if found is None:
+                raise StateError(
+                    f"Saved state names edge `{key[0]} -> {key[1]}` in activation group "
+                    f"`{key[2]}`, which this team's graph does not have; load the state into "
+                    "a team built with the same graph."
+                )
+            return found
+
+        thread = [self._factory.create(data) for data in state.message_thread]
+        if len(thread) != len(state.thread_nodes):
+            raise StateError(
+                "Saved state is inconsistent: message_thread and thread_nodes differ in length."
+            )
+        origins = [node_of(name, "thread") for name in state.thread_nodes]
+        cursors = [0] * len(self._plan.names)
+        for name, cursor in state.cursors.items():
+            cursors[node_of(name, "cursors")] = cursor
+        ready = [node_of(name, "ready") for name in state.ready]
+        fired = [edge_of(key) for key in state.fired]
+        absorbed = [edge_of(key) for key in state.absorbed]
+
+        self.reset()
+        self._thread.extend(thread)  # type: ignore[arg-type]
+        self._thread_node.extend(origins)
+        self._cursor = cursors
+        for node in ready:
+            if not self._queued[node]:
+                self._enqueue(node)
+        self._tracker.load(fired, absorbed)
+        self._current_turn = state.current_turn
+        self._fresh = state.fresh
+
+
+def _forget_cancel_request(task: asyncio.Task[Any] | None) -> None:
+    """Drop a pending cancel request that we turn into our own CancelledError."""
+    if task is not None and sys.version_info >= (3, 11):
+        while task.cancelling():
+            task.uncancel()

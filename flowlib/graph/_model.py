@@ -1,0 +1,261 @@
+"""The graph IR: :class:`DiGraph`, :class:`DiGraphNode` and :class:`DiGraphEdge`.
+
+Every team compiles to this one pydantic model. It is plain data: it dumps to JSON and
+loads back (callable conditions are marked in the dump, never dropped silently), it can
+be validated and drawn without running anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_serializer, model_validator
+from pydantic.functional_serializers import SerializerFunctionWrapHandler
+from pydantic.json_schema import SkipJsonSchema
+
+from ..errors import ConditionSerializationError
+from ..messages import BaseChatMessage
+from ._conditions import CallableCondition, EdgeCondition, condition_from_data
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["DiGraph", "DiGraphEdge", "DiGraphNode", "NodeKind"]
+
+NodeKind = Literal["agent", "team", "router", "function"]
+"""What runs at a node: a chat agent, a nested team, a router (selector, orchestrator) or a
+plain Python function."""
+
+Activation = Literal["all", "any"]
+
+ConditionFunction = Callable[[BaseChatMessage], bool]
+
+
+class DiGraphEdge(BaseModel):
+    """A directed edge to ``target``, with an optional condition.
+
+    Args:
+        target: The name of the node the edge leads to.
+        condition: ``None`` (always fires), a string (fires when it is a substring of the
+            source's final message ``to_model_text()``), a condition object from
+            :mod:`flowlib.graph` (serialisable) or a callable taking the message and
+            returning ``bool`` (moved to ``condition_function``; not serialisable).
+        activation_group: Groups the incoming edges of the target. Empty means the
+            default group: edges from inside the target's loop (its strongly connected
+            component, self-loops included) form one group, edges from outside another.
+        activation_condition: ``"all"`` (every edge of the group must fire) or ``"any"``
+            (one is enough); ``None`` uses the target node's ``activation``.
+        label: A label to draw instead of the condition's own.
+    """
+
+    target: str
+    condition: str | EdgeCondition | SkipJsonSchema[ConditionFunction] | None = None
+    condition_function: SkipJsonSchema[ConditionFunction | None] = Field(
+        default=None, exclude=True
+    )
+    activation_group: str = ""
+    activation_condition: Activation | None = None
+    label: str | None = None
+
+    @field_validator("condition", mode="before")
+    @classmethod
+    def _condition_from_dict(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return condition_from_data(value)
+        return value
+
+    @model_validator(mode="after")
+    def _move_callable(self) -> DiGraphEdge:
+        condition = self.condition
+        if condition is not None and not isinstance(condition, (str, EdgeCondition)):
+            self.condition_function = condition
+            self.condition = None
+        return self
+
+    @model_serializer(mode="wrap")
+    def _mark_callables(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.condition_function is not None:
+            name = getattr(self.condition_function, "__name__", "callable")
+            data["condition"] = CallableCondition(name=name).model_dump()
+        return data
+
+    @property
+    def is_conditional(self) -> bool:
+        """Whether the edge has a condition (and so can exit a loop)."""
+        return self.condition is not None or self.condition_function is not None
+
+    def check_condition(self, message: BaseChatMessage) -> bool:
+        """Return whether the edge fires for the source's final ``message``."""
+        if self.condition_function is not None:
+            return bool(self.condition_function(message))
+        condition = self.condition
+        if condition is None:
+            return True
+        if isinstance(condition, str):
+            return condition in message.to_model_text()
+        if isinstance(condition, EdgeCondition):
+            return condition.check(message)
+        return bool(condition(message))
+
+
+class DiGraphNode(BaseModel):
+    """A node: a named participant, its outgoing edges and how it is activated.
+
+    Args:
+        name: Unique node name; equals the participant's name.
+        edges: Outgoing edges, in the order they were added.
+        activation: Default activation condition of the node's incoming edge groups.
+        kind: What runs at the node (for drawing and for the executor).
+    """
+
+    name: str
+    edges: list[DiGraphEdge] = Field(default_factory=list)
+    activation: Activation = "all"
+    kind: NodeKind = "agent"
+
+
+class DiGraph(BaseModel):
+    """A directed graph of nodes and conditional edges: the IR every team compiles to.
+
+    Args:
+        nodes: Nodes by name, in insertion order (which fixes start and tie order).
+        default_start_node: The entry point; when unset, the entry points are the nodes
+            without incoming edges.
+
+    Example:
+        >>> g = DiGraph(nodes={
+        ...     "a": DiGraphNode(name="a", edges=[DiGraphEdge(target="b")]),
+        ...     "b": DiGraphNode(name="b"),
+        ... })
+        >>> g.graph_validate()
+        >>> sorted(g.get_start_nodes()), sorted(g.get_leaf_nodes())
+        (['a'], ['b'])
+    """
+
+    nodes: dict[str, DiGraphNode]
+    default_start_node: str | None = None
+
+    # --- documented queries -------------------------------------------------------------
+
+    def iter_edges(self) -> Iterator[tuple[str, DiGraphEdge]]:
+        """Yield ``(source, edge)`` for every edge, in insertion order."""
+        for name, node in self.nodes.items():
+            for edge in node.edges:
+                yield name, edge
+
+    def get_parents(self) -> dict[str, list[str]]:
+        """Map each node to the sources of its incoming edges."""
+        parents: dict[str, list[str]] = {name: [] for name in self.nodes}
+        for source, edge in self.iter_edges():
+            parents.setdefault(edge.target, []).append(source)
+        return parents
+
+    def entry_nodes(self) -> list[str]:
+        """The nodes a run starts from, in insertion order.
+
+        The ``default_start_node`` if set, else every node without incoming edges.
+        """
+        if self.default_start_node is not None:
+            return [self.default_start_node]
+        targets = {edge.target for _, edge in self.iter_edges()}
+        return [name for name in self.nodes if name not in targets]
+
+    def get_start_nodes(self) -> set[str]:
+        """The entry points (see :meth:`entry_nodes`) as a set."""
+        return set(self.entry_nodes())
+
+    def get_leaf_nodes(self) -> set[str]:
+        """The nodes without outgoing edges."""
+        return {name for name, node in self.nodes.items() if not node.edges}
+
+    def get_has_cycles(self) -> bool:
+        """Whether the graph has at least one cycle (self-loops included)."""
+        from ._validate import analyse
+
+        return analyse(self).has_cycles
+
+    def has_cycles_with_exit(self) -> bool:
+        """True if the graph has cycles and each has a conditional edge; False if acyclic.
+
+        Raises:
+            CycleWithoutExitError: If a cycle has no conditional edge; the message shows it.
+        """
+        from ._validate import analyse, check_cycles_have_exits
+
+        analysis = analyse(self)
+        check_cycles_have_exits(self, analysis)
+        return analysis.has_cycles
+
+    def graph_validate(self, *, allow_unconditional_cycles: bool = False) -> None:
+        """Check the structure; see :func:`flowlib.graph.validate_graph` for the rules.
+
+        Raises:
+            GraphError: A subclass naming the offending nodes or edges and the fix.
+        """
+        from ._validate import validate_graph
+
+        validate_graph(self, allow_unconditional_cycles=allow_unconditional_cycles)
+
+    def get_remaining_map(self) -> dict[str, dict[str, int]]:
+        """For each target, how many incoming edges each of its activation groups has."""
+        from ._validate import analyse
+
+        remaining: dict[str, dict[str, int]] = {}
+        analysis = analyse(self)
+        for (source, edge), group in zip(self.iter_edges(), analysis.edge_groups, strict=True):
+            del source
+            per_target = remaining.setdefault(edge.target, {})
+            per_target[group] = per_target.get(group, 0) + 1
+        return remaining
+
+    def to_networkx(self) -> nx.DiGraph[str]:
+        """A ``networkx.DiGraph`` with the same nodes and edges (edge data: the edge)."""
+        import networkx as nx
+
+        graph: nx.DiGraph[str] = nx.DiGraph()
+        graph.add_nodes_from(self.nodes)
+        graph.add_edges_from((s, e.target, {"edge": e}) for s, e in self.iter_edges())
+        return graph
+
+    # --- persistence --------------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        """A JSON-safe dict of the graph. Callable conditions appear as
+        ``{"kind": "callable", "name": ..., "serializable": false}``."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def load(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        conditions: Mapping[str, ConditionFunction] | None = None,
+    ) -> DiGraph:
+        """Rebuild a graph from :meth:`dump` output.
+
+        Args:
+            data: The dumped graph.
+            conditions: Callables for the edges whose conditions were callables, by the
+                name the dump recorded.
+
+        Raises:
+            ConditionSerializationError: If a callable condition is not in ``conditions``.
+        """
+        graph = cls.model_validate(data)
+        for source, edge in graph.iter_edges():
+            placeholder = edge.condition
+            if isinstance(placeholder, CallableCondition):
+                func = (conditions or {}).get(placeholder.name)
+                if func is None:
+                    raise ConditionSerializationError(
+                        f"Edge `{source} -> {edge.target}` had the callable condition "
+                        f"`{placeholder.name}`, which JSON cannot hold; pass "
+                        f"`conditions={{'{placeholder.name}': func}}` to `DiGraph.load()`, "
+                        "or use a serialisable condition (a string or flowlib.graph.Contains).",
+                        edges=[(source, edge.target)],
+                    )
+                edge.condition = None
+                edge.condition_function = func
+        return graph

@@ -1,0 +1,41 @@
+"""The executor's saved state: everything needed to resume a run mid-loop."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["GRAPH_STATE_VERSION", "GraphManagerState"]
+
+GRAPH_STATE_VERSION = 1
+
+
+class GraphManagerState(BaseModel):
+    """The graph executor's state, JSON-serialisable and versioned.
+
+    Edges are named by ``[source, target, activation group]`` so the state reads well
+    and is checked against the graph it is loaded into.
+
+    Attributes:
+        version: Format version; loading another version is refused with a clear error.
+        message_thread: Every chat message published so far, dumped.
+        thread_nodes: For each thread entry, the node that published it (None: the task).
+        cursors: Per node, how many thread entries it has already been shown.
+        ready: Nodes that are activated and will run next, in order.
+        fired: Edges that fired into joins that are still waiting for others.
+        absorbed: Edges of ``any`` groups whose next firing is void (see the executor).
+        current_turn: Turns run in the run that produced the state.
+        fresh: Whether the next run starts again from the entry nodes.
+    """
+
+    type: Literal["GraphManagerState"] = "GraphManagerState"
+    version: int = GRAPH_STATE_VERSION
+    message_thread: list[dict[str, Any]] = Field(default_factory=list)
+    thread_nodes: list[str | None] = Field(default_factory=list)
+    cursors: dict[str, int] = Field(default_factory=dict)
+    ready: list[str] = Field(default_factory=list)
+    fired: list[tuple[str, str, str]] = Field(default_factory=list)
+    absorbed: list[tuple[str, str, str]] = Field(default_factory=list)
+    current_turn: int = 0
+    fresh: bool = True

@@ -1,0 +1,693 @@
+"""Messages agents exchange and events they emit.
+
+Every message derives from :class:`BaseChatMessage` (agent-to-agent communication, seen by
+the other participants and by termination conditions) or :class:`BaseAgentEvent`
+(observable progress for users and applications, not processed by other agents).
+Each concrete class has a literal ``type`` field equal to its class name, which
+:class:`MessageFactory` uses to rebuild a message from its :meth:`BaseMessage.dump`.
+
+Example:
+    >>> msg = TextMessage(content="Hello", source="user")
+    >>> print(msg)
+    source='user' models_usage=None metadata={} content='Hello' type='TextMessage'
+    >>> MessageFactory().create(msg.dump()) == msg
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, Field, computed_field
+from typing_extensions import Self
+
+from .code_executors import CodeBlock, CodeResult
+from .memory import MemoryContent
+from .models import (
+    FunctionCall,
+    FunctionExecutionResult,
+    Image,
+    LLMMessage,
+    RequestUsage,
+    UserMessage,
+)
+
+__all__ = [
+    "AgentEvent",
+    "BaseAgentEvent",
+    "BaseChatMessage",
+    "BaseMessage",
+    "BaseTextChatMessage",
+    "ChatMessage",
+    "CodeExecutionEvent",
+    "CodeGenerationEvent",
+    "HandoffMessage",
+    "MemoryQueryEvent",
+    "MessageFactory",
+    "ModelClientStreamingChunkEvent",
+    "MultiModalMessage",
+    "SelectSpeakerEvent",
+    "StopMessage",
+    "StructuredContentType",
+    "StructuredMessage",
+    "TextMessage",
+    "ThoughtEvent",
+    "ToolCallExecutionEvent",
+    "ToolCallRequestEvent",
+    "ToolCallSummaryMessage",
+    "UserInputRequestedEvent",
+]
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ---------------------------------------------------------------------------------------
+# Base classes
+# ---------------------------------------------------------------------------------------
+
+
+class BaseMessage(BaseModel, ABC):
+    """Abstract base of every message and event.
+
+    Do not subclass this directly: subclass :class:`BaseChatMessage` for messages
+    agents exchange, or :class:`BaseAgentEvent` for observable events.
+    """
+
+    @abstractmethod
+    def to_text(self) -> str:
+        """Render the message as text for the console, users and termination conditions.
+
+        This is not what models see; for chat messages use
+        :meth:`BaseChatMessage.to_model_text`.
+        """
+
+    def dump(self) -> dict[str, Any]:
+        """Convert the message to a JSON-serialisable dict.
+
+        Datetimes become ISO 8601 strings and images base64 dicts. The dict always has a
+        ``type`` key (the class name when the class declares no ``type`` field), so
+        :meth:`MessageFactory.create` can rebuild the message.
+
+        Returns:
+            A dict of JSON-safe values.
+        """
+        data = self.model_dump(mode="json")
+        data.setdefault("type", type(self).__name__)
+        return data
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any]) -> Self:
+        """Create a message of this class from a dict made by :meth:`dump`.
+
+        Args:
+            data: The dumped message.
+
+        Returns:
+            The message.
+
+        Raises:
+            pydantic.ValidationError: ``data`` does not fit this class.
+        """
+        return cls.model_validate(data)
+
+
+class BaseChatMessage(BaseMessage, ABC):
+    """Abstract base of messages agents send to each other.
+
+    Subclass it for a new agent-to-agent message type (or use :class:`StructuredMessage`
+    when the content is a pydantic model). Agents process the content of chat messages
+    with their models and answer with another chat message.
+
+    Args:
+        id: A unique id; a new UUID by default.
+        source: The name of the agent that sent the message.
+        models_usage: Model tokens spent producing the message.
+        metadata: Free-form string metadata.
+        created_at: When the message was made (timezone-aware, UTC by default).
+    """
+
+    id: str = Field(default_factory=_new_id, repr=False)
+    """Unique identifier for this message."""
+    source: str
+    """The name of the agent that sent this message."""
+    models_usage: RequestUsage | None = None
+    """The model client usage incurred when producing this message."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Additional metadata about the message."""
+    created_at: datetime = Field(default_factory=_utc_now, repr=False)
+    """The time when the message was created."""
+
+    @abstractmethod
+    def to_model_text(self) -> str:
+        """Render the content as text for a model.
+
+        Used to build parts of a model message; :meth:`to_model_message` builds a whole
+        one. Not meant for the console: use :meth:`to_text` for that.
+        """
+
+    @abstractmethod
+    def to_model_message(self) -> UserMessage:
+        """Convert the message to a :class:`~flowlib.models.UserMessage` for a model client."""
+
+
+class BaseAgentEvent(BaseMessage, ABC):
+    """Abstract base of events that agents and teams emit for users and applications.
+
+    Subclass it for a new observable event; override :meth:`to_text` to control how it
+    renders. Events are not sent to other agents.
+
+    Args:
+        id: A unique id; a new UUID by default.
+        source: The name of the agent (or team) that emitted the event.
+        models_usage: Model tokens spent producing the event.
+        metadata: Free-form string metadata.
+        created_at: When the event was made (timezone-aware, UTC by default).
+    """
+
+    id: str = Field(default_factory=_new_id, repr=False)
+    """Unique identifier for this event."""
+    source: str
+    """The name of the agent that sent this message."""
+    models_usage: RequestUsage | None = None
+    """The model client usage incurred when producing this message."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Additional metadata about the message."""
+    created_at: datetime = Field(default_factory=_utc_now, repr=False)
+    """The time when the message was created."""
+
+
+class BaseTextChatMessage(BaseChatMessage, ABC):
+    """Base of chat messages whose content is a string.
+
+    Inherit from it when a new message type carries text: ``to_text``,
+    ``to_model_text`` and ``to_model_message`` are implemented.
+
+    Args:
+        content: The text.
+    """
+
+    content: str
+    """The content of the message."""
+
+    def to_text(self) -> str:
+        """Return the content."""
+        return self.content
+
+    def to_model_text(self) -> str:
+        """Return the content."""
+        return self.content
+
+    def to_model_message(self) -> UserMessage:
+        """Return ``UserMessage(content=self.content, source=self.source)``."""
+        return UserMessage(content=self.content, source=self.source)
+
+
+# ---------------------------------------------------------------------------------------
+# Chat messages
+# ---------------------------------------------------------------------------------------
+
+
+class TextMessage(BaseTextChatMessage):
+    """A text message with string-only content."""
+
+    type: Literal["TextMessage"] = "TextMessage"
+
+
+class StopMessage(BaseTextChatMessage):
+    """A message asking for the conversation to stop; termination conditions return one."""
+
+    type: Literal["StopMessage"] = "StopMessage"
+
+
+class HandoffMessage(BaseTextChatMessage):
+    """A message handing the conversation over to another agent.
+
+    Args:
+        content: The handoff text.
+        target: The name of the agent to hand off to.
+        context: Model context passed on to the target agent.
+    """
+
+    target: str
+    """The name of the target agent to handoff to."""
+    context: list[LLMMessage] = Field(default_factory=list)
+    """The model context to be passed to the target agent."""
+    type: Literal["HandoffMessage"] = "HandoffMessage"
+
+
+class ToolCallSummaryMessage(BaseTextChatMessage):
+    """A summary of the results of an agent's tool calls.
+
+    Args:
+        content: The summary text.
+        tool_calls: The tool calls that were made.
+        results: Their results.
+    """
+
+    type: Literal["ToolCallSummaryMessage"] = "ToolCallSummaryMessage"
+    tool_calls: list[FunctionCall]
+    """The tool calls that were made."""
+    results: list[FunctionExecutionResult]
+    """The results of the tool calls."""
+
+
+def _iterm_inline_image(image: Image) -> str:
+    # iTerm2's inline image protocol: OSC 1337 ; File=inline=1 : <base64> BEL.
+    return f"\x1b]1337;File=inline=1:{image.to_base64()}\x07"
+
+
+class MultiModalMessage(BaseChatMessage):
+    """A message mixing text and images.
+
+    Args:
+        content: Text and :class:`~flowlib.models.Image` parts, in order.
+    """
+
+    content: list[str | Image]
+    """The content of the message."""
+    type: Literal["MultiModalMessage"] = "MultiModalMessage"
+
+    def to_model_text(self, image_placeholder: str | None = "[image]") -> str:
+        """Render the content as text for a model, one part per line.
+
+        Args:
+            image_placeholder: The text that stands for each image; None puts the
+                image's base64 data there instead.
+
+        Returns:
+            The parts joined with newlines.
+        """
+        parts: list[str] = []
+        for item in self.content:
+            if isinstance(item, str):
+                parts.append(item)
+            elif image_placeholder is None:
+                parts.append(item.to_base64())
+            else:
+                parts.append(image_placeholder)
+        return "\n".join(parts)
+
+    def to_text(self, iterm: bool = False) -> str:
+        """Render the content for the console, one part per line.
+
+        Args:
+            iterm: Draw images inline with the iTerm2 escape sequence instead of
+                writing ``<image>``.
+
+        Returns:
+            The parts joined with newlines.
+        """
+        parts: list[str] = []
+        for item in self.content:
+            if isinstance(item, str):
+                parts.append(item)
+            elif iterm:
+                parts.append(_iterm_inline_image(item))
+            else:
+                parts.append("<image>")
+        return "\n".join(parts)
+
+    def to_model_message(self) -> UserMessage:
+        """Return a ``UserMessage`` with the same text and image parts."""
+        return UserMessage(content=list(self.content), source=self.source)
+
+
+StructuredContentType = TypeVar("StructuredContentType", bound=BaseModel, covariant=True)
+"""Type variable for structured content types."""
+
+
+class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
+    """A chat message whose content is a pydantic model.
+
+    Parametrise it with the content model: ``StructuredMessage[MyContent]``. Its
+    ``type`` is the parametrised class name (``"StructuredMessage[MyContent]"``);
+    register that class on a :class:`MessageFactory` (or a team's
+    ``custom_message_types``) to load dumps back.
+
+    Args:
+        content: The content model.
+        format_string: (Experimental) A ``str.format`` template over the content's fields,
+            used by :meth:`to_text`, e.g. ``"Hello, {text} {number}!"``.
+
+    Example:
+        >>> class Greeting(BaseModel):
+        ...     text: str
+        ...     number: int
+        >>> msg = StructuredMessage[Greeting](
+        ...     content=Greeting(text="Hello", number=42), source="agent"
+        ... )
+        >>> msg.to_text()
+        '{"text": "Hello", "number": 42}'
+        >>> msg.model_copy(update={"format_string": "{text}, {number}!"}).to_text()
+        'Hello, 42!'
+    """
+
+    content: StructuredContentType
+    """The content of the message. Must be a subclass of pydantic ``BaseModel``."""
+    format_string: str | None = None
+    """(Experimental) A template over the content fields that :meth:`to_text` renders."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def type(self) -> str:
+        """The class name, e.g. ``"StructuredMessage[MyContent]"``."""
+        return type(self).__name__
+
+    def to_text(self) -> str:
+        """Render the content: the format string filled with its fields, or else JSON."""
+        if self.format_string is not None:
+            return self.format_string.format(**self.content.model_dump())
+        return json.dumps(self.content.model_dump(mode="json"), ensure_ascii=False)
+
+    def to_model_text(self) -> str:
+        """Render the content for a model; the same text as :meth:`to_text`."""
+        return self.to_text()
+
+    def to_model_message(self) -> UserMessage:
+        """Return ``UserMessage(content=self.to_model_text(), source=self.source)``."""
+        return UserMessage(content=self.to_model_text(), source=self.source)
+
+
+# ---------------------------------------------------------------------------------------
+# Events
+# ---------------------------------------------------------------------------------------
+
+
+class ToolCallRequestEvent(BaseAgentEvent):
+    """The model asked for tool calls.
+
+    Args:
+        content: The tool calls.
+    """
+
+    content: list[FunctionCall]
+    """The tool calls."""
+    type: Literal["ToolCallRequestEvent"] = "ToolCallRequestEvent"
+
+    def to_text(self) -> str:
+        """Return the list of calls as Python shows it."""
+        return str(self.content)
+
+
+class ToolCallExecutionEvent(BaseAgentEvent):
+    """Tool calls were executed.
+
+    Args:
+        content: The results of the calls.
+    """
+
+    content: list[FunctionExecutionResult]
+    """The tool call results."""
+    type: Literal["ToolCallExecutionEvent"] = "ToolCallExecutionEvent"
+
+    def to_text(self) -> str:
+        """Return the list of results as Python shows it."""
+        return str(self.content)
+
+
+class MemoryQueryEvent(BaseAgentEvent):
+    """Memory was queried before a model call.
+
+    Args:
+        content: The memory items found.
+    """
+
+    content: list[MemoryContent]
+    """The memory query results."""
+    type: Literal["MemoryQueryEvent"] = "MemoryQueryEvent"
+
+    def to_text(self) -> str:
+        """Return the list of memory items as Python shows it."""
+        return str(self.content)
+
+
+class UserInputRequestedEvent(BaseAgentEvent):
+    """A user proxy asks for user input; emitted before its input callback runs.
+
+    Args:
+        request_id: Identifies the input request.
+        content: Always empty; present for consumers that expect a ``content`` field.
+    """
+
+    request_id: str
+    """Identifier for the user input request."""
+    content: Literal[""] = ""
+    """Empty content for compat with consumers expecting a content field."""
+    type: Literal["UserInputRequestedEvent"] = "UserInputRequestedEvent"
+
+    def to_text(self) -> str:
+        """Return the (empty) content."""
+        return self.content
+
+
+class ModelClientStreamingChunkEvent(BaseAgentEvent):
+    """A chunk of text streamed by a model client.
+
+    Args:
+        content: The text chunk.
+        full_message_id: The id of the complete message the chunks add up to, when known.
+    """
+
+    content: str
+    """A string chunk from the model client."""
+    full_message_id: str | None = None
+    """The id of the complete message that may come after the chunks."""
+    type: Literal["ModelClientStreamingChunkEvent"] = "ModelClientStreamingChunkEvent"
+
+    def to_text(self) -> str:
+        """Return the chunk."""
+        return self.content
+
+
+class ThoughtEvent(BaseAgentEvent):
+    """The model's reasoning, or text that came along with its tool calls.
+
+    Args:
+        content: The thought text.
+    """
+
+    content: str
+    """The thought process of the model."""
+    type: Literal["ThoughtEvent"] = "ThoughtEvent"
+
+    def to_text(self) -> str:
+        """Return the thought."""
+        return self.content
+
+
+class SelectSpeakerEvent(BaseAgentEvent):
+    """A team selected the next speaker(s).
+
+    Args:
+        content: The names of the selected speakers.
+    """
+
+    content: list[str]
+    """The names of the selected speakers."""
+    type: Literal["SelectSpeakerEvent"] = "SelectSpeakerEvent"
+
+    def to_text(self) -> str:
+        """Return the list of names as Python shows it."""
+        return str(self.content)
+
+
+class CodeGenerationEvent(BaseAgentEvent):
+    """A model generated code.
+
+    Args:
+        retry_attempt: 0 for the first generation, then 1, 2, ... for retries.
+        content: The complete model answer.
+        code_blocks: The code blocks found in the answer.
+    """
+
+    retry_attempt: int
+    """Retry number; 0 means the first generation."""
+    content: str
+    """The complete content as a string."""
+    code_blocks: list[CodeBlock]
+    """The code blocks present in the content."""
+    type: Literal["CodeGenerationEvent"] = "CodeGenerationEvent"
+
+    def to_text(self) -> str:
+        """Return the model answer."""
+        return self.content
+
+
+class CodeExecutionEvent(BaseAgentEvent):
+    """Code was executed.
+
+    Args:
+        retry_attempt: 0 for the first execution, then 1, 2, ... for retries.
+        result: The execution result.
+    """
+
+    retry_attempt: int
+    """Retry number; 0 means the first execution."""
+    result: CodeResult
+    """The code execution result."""
+    type: Literal["CodeExecutionEvent"] = "CodeExecutionEvent"
+
+    def to_text(self) -> str:
+        """Return the output of the execution."""
+        return self.result.output
+
+
+# ---------------------------------------------------------------------------------------
+# Unions and the factory
+# ---------------------------------------------------------------------------------------
+
+ChatMessage = Annotated[
+    TextMessage | MultiModalMessage | StopMessage | ToolCallSummaryMessage | HandoffMessage,
+    Field(discriminator="type"),
+]
+"""The built-in concrete chat messages (not ``StructuredMessage``), told apart by ``type``."""
+
+AgentEvent = Annotated[
+    ToolCallRequestEvent
+    | ToolCallExecutionEvent
+    | MemoryQueryEvent
+    | UserInputRequestedEvent
+    | ModelClientStreamingChunkEvent
+    | ThoughtEvent
+    | SelectSpeakerEvent
+    | CodeGenerationEvent
+    | CodeExecutionEvent,
+    Field(discriminator="type"),
+]
+"""The built-in concrete agent events, told apart by ``type``."""
+
+_BUILTIN_MESSAGE_TYPES: tuple[type[BaseChatMessage | BaseAgentEvent], ...] = (
+    TextMessage,
+    MultiModalMessage,
+    StopMessage,
+    ToolCallSummaryMessage,
+    HandoffMessage,
+    ToolCallRequestEvent,
+    ToolCallExecutionEvent,
+    MemoryQueryEvent,
+    UserInputRequestedEvent,
+    ModelClientStreamingChunkEvent,
+    ThoughtEvent,
+    SelectSpeakerEvent,
+    CodeGenerationEvent,
+    CodeExecutionEvent,
+)
+
+
+def _type_name(message_type: type[BaseMessage]) -> str:
+    """Return the ``type`` value a class's dumps carry (see :meth:`BaseMessage.dump`)."""
+    field = message_type.model_fields.get("type")
+    default = field.default if field is not None else None
+    return default if isinstance(default, str) else message_type.__name__
+
+
+class MessageFactory:
+    """Rebuilds messages and events from their :meth:`~BaseMessage.dump`.
+
+    The built-in message and event types are registered from the start; register custom
+    subclasses of :class:`BaseChatMessage` / :class:`BaseAgentEvent`, and each concrete
+    ``StructuredMessage[T]`` in use, with :meth:`register`.
+
+    Example:
+        >>> factory = MessageFactory()
+        >>> msg = factory.create({"type": "TextMessage", "source": "user", "content": "Hi"})
+        >>> msg.to_text()
+        'Hi'
+    """
+
+    def __init__(self) -> None:
+        self._types: dict[str, type[BaseChatMessage | BaseAgentEvent]] = {
+            _type_name(message_type): message_type for message_type in _BUILTIN_MESSAGE_TYPES
+        }
+
+    def is_registered(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> bool:
+        """Tell whether ``message_type`` is registered.
+
+        Args:
+            message_type: A message or event class.
+
+        Returns:
+            True when this exact class is registered under its type name.
+        """
+        return self._types.get(_type_name(message_type)) is message_type
+
+    def register(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> None:
+        """Register a message or event class so :meth:`create` can rebuild it.
+
+        Registering the same class again does nothing.
+
+        Args:
+            message_type: A concrete subclass of :class:`BaseChatMessage` or
+                :class:`BaseAgentEvent`, or a parametrised ``StructuredMessage[T]``.
+
+        Raises:
+            ValueError: ``message_type`` is not such a class, or another class is already
+                registered under the same type name.
+        """
+        if not isinstance(message_type, type) or not issubclass(
+            message_type, (BaseChatMessage, BaseAgentEvent)
+        ):
+            raise ValueError(
+                f"Cannot register `{message_type!r}`: message types must be subclasses of "
+                "BaseChatMessage or BaseAgentEvent."
+            )
+        if message_type.__abstractmethods__:
+            missing = ", ".join(sorted(message_type.__abstractmethods__))
+            raise ValueError(
+                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing})."
+            )
+        unparametrised = issubclass(message_type, StructuredMessage) and bool(
+            message_type.__pydantic_generic_metadata__["parameters"]
+        )
+        if unparametrised:
+            raise ValueError(
+                f"Cannot register `{message_type.__name__}` without its content type: "
+                "register the parametrised class, e.g. StructuredMessage[MyContent]."
+            )
+        name = _type_name(message_type)
+        existing = self._types.get(name)
+        if existing is not None and existing is not message_type:
+            raise ValueError(
+                f"Message type `{name}` is already registered for "
+                f"`{existing.__module__}.{existing.__qualname__}`; give "
+                f"`{message_type.__module__}.{message_type.__qualname__}` another name."
+            )
+        self._types[name] = message_type
+
+    def create(self, data: Mapping[str, Any]) -> BaseChatMessage | BaseAgentEvent:
+        """Rebuild a message or event from its dump.
+
+        Args:
+            data: A dict made by :meth:`BaseMessage.dump`.
+
+        Returns:
+            A message of the registered class named by ``data["type"]``.
+
+        Raises:
+            ValueError: ``data`` has no ``type``, its type is not registered, or the data
+                does not fit the class (``pydantic.ValidationError`` is a ``ValueError``).
+        """
+        name = data.get("type")
+        if not isinstance(name, str):
+            raise ValueError(
+                "Cannot rebuild a message without a string `type` field; pass a dict made by "
+                "message.dump()."
+            )
+        message_type = self._types.get(name)
+        if message_type is None:
+            raise ValueError(
+                f"Unknown message type `{name}`: register the class with "
+                "MessageFactory.register() (for a team, pass it in `custom_message_types`)."
+            )
+        return message_type.load(data)

@@ -1,0 +1,183 @@
+"""The fluent :class:`DiGraphBuilder`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Literal, Union
+
+from ..agents import FunctionAgent, NodeFunction
+from ..base import ChatAgent, Team
+from ..errors import DuplicateNodeError, UnknownNodeError
+from ..graph import DiGraph, DiGraphEdge, DiGraphNode, EdgeCondition, NodeKind
+from ..messages import BaseChatMessage
+
+__all__ = ["DiGraphBuilder", "GraphParticipant"]
+
+GraphParticipant = Union[ChatAgent, Team]
+NodeRef = Union[str, ChatAgent, Team]
+Condition = Union[str, EdgeCondition, Callable[[BaseChatMessage], bool], None]
+
+
+class DiGraphBuilder:
+    """Build a :class:`~flowlib.graph.DiGraph` step by step; every method chains.
+
+    Nodes are agents, nested teams or plain functions (wrapped in
+    :class:`~flowlib.agents.FunctionAgent`). :meth:`build` validates the graph.
+
+    Example:
+        >>> from flowlib.agents import FunctionAgent
+        >>> def a(messages): return "draft"
+        >>> def b(messages): return "APPROVE"
+        >>> builder = DiGraphBuilder()
+        >>> _ = builder.add_node(a).add_node(b).add_edge("a", "b")
+        >>> graph = builder.build()
+        >>> [p.name for p in builder.get_participants()]
+        ['a', 'b']
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, DiGraphNode] = {}
+        self.agents: dict[str, GraphParticipant] = {}
+        self._default_start_node: str | None = None
+
+    def _name_of(self, ref: NodeRef | NodeFunction, role: str) -> str:
+        if isinstance(ref, str):
+            name = ref
+        elif isinstance(ref, (ChatAgent, Team)):
+            name = ref.name
+        else:
+            name = getattr(ref, "__name__", repr(ref))
+        if name not in self.nodes:
+            known = ", ".join(f"`{n}`" for n in self.nodes) or "none yet"
+            raise UnknownNodeError(
+                f"The {role} `{name}` is not a node of this builder; add it first with "
+                f"`add_node(...)`. Nodes: {known}.",
+                nodes=[name],
+            )
+        return name
+
+    def add_node(
+        self,
+        agent: GraphParticipant | NodeFunction,
+        activation: Literal["all", "any"] = "all",
+        *,
+        name: str | None = None,
+        kind: NodeKind | None = None,
+    ) -> DiGraphBuilder:
+        """Add a node for ``agent`` (an agent, a nested team, or a sync/async function).
+
+        Args:
+            agent: What runs at the node.
+            activation: How the node's incoming edge groups are satisfied by default.
+            name: Node name for a function (defaults to the function's ``__name__``).
+            kind: Override the node kind shown in drawings (``router`` for routers).
+
+        Raises:
+            DuplicateNodeError: If a node of that name exists.
+        """
+        participant: GraphParticipant
+        node_kind: NodeKind
+        if isinstance(agent, Team):
+            participant, node_kind = agent, "team"
+        elif isinstance(agent, FunctionAgent):
+            participant, node_kind = agent, "function"
+        elif isinstance(agent, ChatAgent):
+            participant, node_kind = agent, "agent"
+        else:
+            participant, node_kind = FunctionAgent(agent, name=name), "function"
+        if name is not None and participant.name != name:
+            raise ValueError(
+                f"`name={name!r}` only applies to function nodes; the node's name is the "
+                f"agent's or team's own name, `{participant.name}`."
+            )
+        if participant.name in self.nodes:
+            raise DuplicateNodeError(
+                f"A node named `{participant.name}` already exists; node names must be unique. "
+                "Rename one of the agents.",
+                nodes=[participant.name],
+            )
+        self.nodes[participant.name] = DiGraphNode(
+            name=participant.name, edges=[], activation=activation, kind=kind or node_kind
+        )
+        self.agents[participant.name] = participant
+        return self
+
+    def add_edge(
+        self,
+        source: NodeRef,
+        target: NodeRef,
+        condition: Condition = None,
+        activation_group: str | None = None,
+        activation_condition: Literal["all", "any"] | None = None,
+        *,
+        label: str | None = None,
+    ) -> DiGraphBuilder:
+        """Add an edge ``source -> target``.
+
+        Args:
+            source: Source node (name or agent).
+            target: Target node (name or agent).
+            condition: ``None`` (always), a substring of the source's final message text,
+                a condition object (serialisable) or a callable on the message.
+            activation_group: The target's activation group for this edge (default: the
+                loop-aware default group, see :class:`~flowlib.graph.DiGraphEdge`).
+            activation_condition: ``"all"`` or ``"any"`` for the group; ``None`` uses the
+                target node's activation.
+            label: What a drawing shows on the edge instead of the condition.
+
+        Raises:
+            UnknownNodeError: If ``source`` or ``target`` has not been added.
+        """
+        source_name = self._name_of(source, "edge source")
+        target_name = self._name_of(target, "edge target")
+        self.nodes[source_name].edges.append(
+            DiGraphEdge(
+                target=target_name,
+                condition=condition,
+                activation_group=activation_group or "",
+                activation_condition=activation_condition,
+                label=label,
+            )
+        )
+        return self
+
+    def add_conditional_edges(
+        self, source: NodeRef, condition_to_target: Mapping[str, NodeRef]
+    ) -> DiGraphBuilder:
+        """Add one substring-conditioned edge per ``{keyword: target}`` entry.
+
+        Raises:
+            UnknownNodeError: If a node has not been added.
+        """
+        for keyword, target in condition_to_target.items():
+            self.add_edge(source, target, condition=keyword)
+        return self
+
+    def set_entry_point(self, name: NodeRef) -> DiGraphBuilder:
+        """Make ``name`` the node every run starts from.
+
+        Raises:
+            UnknownNodeError: If the node has not been added.
+        """
+        self._default_start_node = self._name_of(name, "entry point")
+        return self
+
+    def build(self) -> DiGraph:
+        """Return the validated graph.
+
+        Raises:
+            GraphError: A subclass naming what is wrong (see :mod:`flowlib.errors`).
+        """
+        graph = DiGraph(
+            nodes={
+                name: node.model_copy(update={"edges": list(node.edges)})
+                for name, node in self.nodes.items()
+            },
+            default_start_node=self._default_start_node,
+        )
+        graph.graph_validate()
+        return graph
+
+    def get_participants(self) -> list[GraphParticipant]:
+        """The agents, teams and function nodes added, in insertion order."""
+        return list(self.agents.values())

@@ -1,0 +1,86 @@
+"""GraphFlow: a team that runs its participants along a directed graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..agents import FunctionAgent, NodeFunction
+from ..base import ChatAgent, Team, TerminationCondition
+from ..graph import DiGraph
+from ..messages import BaseAgentEvent, BaseChatMessage
+from ._group_chat import BaseGroupChat
+
+__all__ = ["GraphFlow"]
+
+
+class GraphFlow(BaseGroupChat):
+    """A team that follows a :class:`~flowlib.graph.DiGraph`: sequences, fan-out, joins,
+    conditional branches and loops with exits.
+
+    Nodes start eagerly as soon as their activation is satisfied; independent nodes run
+    concurrently. See :doc:`graph-semantics` for every rule.
+
+    Args:
+        participants: The agents, nested teams and function nodes of the graph
+            (``DiGraphBuilder.get_participants()``). Plain functions are wrapped in
+            :class:`~flowlib.agents.FunctionAgent`.
+        graph: The graph (``DiGraphBuilder.build()``).
+        name: Defaults to ``"GraphFlow"``.
+        description: Defaults to ``"A team of agents"``.
+        termination_condition: Stops the run when it fires.
+        max_turns: At most this many turns per run.
+        runtime: Accepted for AutoGen compatibility; flowlib has no separate runtime, so
+            only ``None`` is allowed.
+        custom_message_types: Extra message classes the participants produce.
+
+    Raises:
+        ValueError: For duplicate participant names, an invalid graph (e.g. a cycle
+            without exit), participants that do not match the graph's nodes, or a loop
+            with neither a termination condition nor ``max_turns``.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.teams import DiGraphBuilder
+        >>> def draft(messages): return "a draft"
+        >>> def review(messages): return "APPROVE"
+        >>> builder = DiGraphBuilder().add_node(draft).add_node(review)
+        >>> flow = GraphFlow(builder.get_participants(), builder.add_edge("draft", "review").build())
+        >>> result = asyncio.run(flow.run(task="write"))
+        >>> [m.to_text() for m in result.messages]
+        ['write', 'a draft', 'APPROVE']
+    """
+
+    DEFAULT_NAME = "GraphFlow"
+    DEFAULT_DESCRIPTION = "A team of agents"
+    component_provider_override = "flowlib.teams.GraphFlow"
+
+    def __init__(
+        self,
+        participants: Sequence[ChatAgent | Team | NodeFunction],
+        graph: DiGraph,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        termination_condition: TerminationCondition | None = None,
+        max_turns: int | None = None,
+        runtime: Any = None,
+        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
+    ) -> None:
+        if runtime is not None:
+            raise ValueError(
+                "flowlib runs teams on its own graph executor and has no separate agent "
+                "runtime; remove the `runtime=` argument."
+            )
+        members: list[ChatAgent | Team] = [
+            p if isinstance(p, (ChatAgent, Team)) else FunctionAgent(p) for p in participants
+        ]
+        super().__init__(
+            name=name or self.DEFAULT_NAME,
+            description=description or self.DEFAULT_DESCRIPTION,
+            participants=members,
+            graph=graph,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            custom_message_types=custom_message_types,
+        )
