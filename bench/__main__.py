@@ -96,7 +96,7 @@ def _worker(name: str, only: list[str], quick: bool, out: str) -> int:
         result["label"] = getattr(peer, "LABEL", LABELS[name])
         result["notes"] = list(getattr(peer, "NOTES", []))
     except ImportError as exc:
-        result["skipped"] = f"not installed ({type(exc).__name__}: {exc})"
+        result["skipped"] = f"not installed or incomplete ({type(exc).__name__}: {exc})"
     except Exception as exc:  # e.g. a half-written flowlib
         result["skipped"] = f"not usable ({type(exc).__name__}: {exc})"
     if result["skipped"]:
@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     t0 = time.perf_counter()
     frameworks = [_run_framework(name, args) for name in args.frameworks]
-    results = {
+    elapsed = time.perf_counter() - t0
+    results: dict[str, Any] = {
         "meta": {
             "python": platform.python_version(),
             "platform": platform.platform(),
@@ -180,12 +181,12 @@ def main(argv: list[str] | None = None) -> int:
             "shapes": args.only,
             "sizes": vars(shapes.QUICK if args.quick else shapes.FULL),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "elapsed": time.perf_counter() - t0,
+            "elapsed": elapsed,
         },
         "frameworks": frameworks,
     }
     report.print_report(results, sys.stdout)
-    print(f"\n(total {results['meta']['elapsed']:.1f} s)")
+    print(f"\n(total {elapsed:.1f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=list))
         print(f"results written to {args.json}")

@@ -53,14 +53,16 @@ def _cell(row: dict[str, Any] | None, fw: dict[str, Any]) -> str:
 def _table(header: Sequence[str], body: Sequence[Sequence[str]], out: TextIO) -> None:
     widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
     line = "  ".join(
-        str(h).ljust(w) if i < 2 else str(h).rjust(w) for i, (h, w) in enumerate(zip(header, widths))
+        str(h).ljust(w) if i < 2 else str(h).rjust(w)
+        for i, (h, w) in enumerate(zip(header, widths, strict=True))
     )
     print(line, file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for r in body:
         print(
             "  ".join(
-                str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+                str(c).ljust(w) if i < 2 else str(c).rjust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
             ),
             file=out,
         )
@@ -122,8 +124,8 @@ def print_report(results: dict[str, Any], out: TextIO) -> None:
                 problems.append(f"  {fw['name']}: {row['label']}: {row['error']}")
     if problems:
         print("\nFailures:", file=out)
-        for p in problems:
-            print(p, file=out)
+        for problem in problems:
+            print(problem, file=out)
     notes = [n for fw in frameworks for n in fw.get("notes", [])]
     if notes:
         print("\nNotes:", file=out)
@@ -147,17 +149,23 @@ def _targets(by_fw: dict[str, dict[str, dict[str, Any]]], out: TextIO) -> None:
         a, b = val(mine, key), val(lg, key)
         if a is not None and b is not None:
             ok = a <= b / 10
-            lines.append(f"{'PASS' if ok else 'FAIL'}  {key}: per-turn overhead >= 10x lower than "
-                         f"LangGraph ({_fmt(a)} vs {_fmt(b)} ms/turn, {b / a:.1f}x)")
+            lines.append(
+                f"{'PASS' if ok else 'FAIL'}  {key}: per-turn overhead >= 10x lower than "
+                f"LangGraph ({_fmt(a)} vs {_fmt(b)} ms/turn, {b / a:.1f}x)"
+            )
     a = val(mine, "fanout")
     if a is not None:
-        lines.append(f"{'PASS' if a <= 1.05 else 'FAIL'}  fanout: wall within 5% of the slowest "
-                     f"branch ({a:.3f})")
+        lines.append(
+            f"{'PASS' if a <= 1.05 else 'FAIL'}  fanout: wall within 5% of the slowest "
+            f"branch ({a:.3f})"
+        )
     for key in ("uneven", "uneven_skewed"):
         a = val(mine, key)
         if a is not None:
-            lines.append(f"{'PASS' if a <= 1.05 else 'FAIL'}  {key}: finishes in its critical-path "
-                         f"time, 5% slack ({a:.3f})")
+            lines.append(
+                f"{'PASS' if a <= 1.05 else 'FAIL'}  {key}: finishes in its critical-path "
+                f"time, 5% slack ({a:.3f})"
+            )
     chains = sorted(
         (int(k.rsplit("_", 1)[1]), r["value"])
         for k, r in mine.items()
@@ -167,11 +175,15 @@ def _targets(by_fw: dict[str, dict[str, dict[str, Any]]], out: TextIO) -> None:
         (n1, t1), (n2, t2) = chains[0], chains[-1]
         growth = (t2 / n2) / (t1 / n1) if t1 > 0 else float("inf")
         ok = growth <= 2.0
-        lines.append(f"{'PASS' if ok else 'FAIL'}  validation linear: per-node time at {n2:,} nodes "
-                     f"is {growth:.2f}x that at {n1:,} (<= 2 allowed)")
+        lines.append(
+            f"{'PASS' if ok else 'FAIL'}  validation linear: per-node time at {n2:,} nodes "
+            f"is {growth:.2f}x that at {n1:,} (<= 2 allowed)"
+        )
         if n2 >= 100_000:
-            lines.append(f"{'PASS' if t2 < 1.0 else 'FAIL'}  validation of {n2:,} nodes under 1 s "
-                         f"({t2:.3f} s)")
+            lines.append(
+                f"{'PASS' if t2 < 1.0 else 'FAIL'}  validation of {n2:,} nodes under 1 s "
+                f"({t2:.3f} s)"
+            )
     if lines:
         print("\nflowlib vs DESIGN.md targets:", file=out)
         for line in lines:

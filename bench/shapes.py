@@ -30,6 +30,7 @@ expected number, so a framework that silently skips work cannot look fast).
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import random
 import time
@@ -130,7 +131,9 @@ class GraphSpec:
 
 def chain_spec(n: int) -> GraphSpec:
     nodes = [f"n{i}" for i in range(n)]
-    edges: list[tuple[str, str, str | None]] = [(nodes[i], nodes[i + 1], None) for i in range(n - 1)]
+    edges: list[tuple[str, str, str | None]] = [
+        (nodes[i], nodes[i + 1], None) for i in range(n - 1)
+    ]
     return GraphSpec(name=f"chain {n:,}", nodes=nodes, edges=edges, entry=nodes[0])
 
 
@@ -212,7 +215,9 @@ def _check_turns(got: int, expected: int, what: str) -> None:
         raise RuntimeError(f"{what}: expected {expected} agent turns, the run produced {got}")
 
 
-async def _best_wall(make: Callable[[], Runner], repeats: int, expected_turns: int, what: str) -> float:
+async def _best_wall(
+    make: Callable[[], Runner], repeats: int, expected_turns: int, what: str
+) -> float:
     best = float("inf")
     for _ in range(repeats):
         runner = make()
@@ -278,7 +283,7 @@ async def run_uneven(peer: Any, sizes: Sizes) -> list[Row]:
         try:
             turns = sum(len(b) for b in branches) + 2
             wall = await _best_wall(
-                lambda b=branches: peer.make_branches(b), sizes.uneven_repeats, turns, key
+                functools.partial(peer.make_branches, branches), sizes.uneven_repeats, turns, key
             )
             row.value = wall / cp
             row.detail = f"best of {sizes.uneven_repeats}: {wall:.3f} s (critical path {cp:g} s)"

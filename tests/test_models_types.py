@@ -114,8 +114,7 @@ def test_function_execution_result_defaults_and_repr() -> None:
     errored = FunctionExecutionResult(content="boom", name="f", call_id="", is_error=True)
     assert errored.is_error is True
     assert repr(result.model_copy(update={"is_error": False})) == (
-        "FunctionExecutionResult(content='None', name='approve', call_id='call_Q', "
-        "is_error=False)"
+        "FunctionExecutionResult(content='None', name='approve', call_id='call_Q', is_error=False)"
     )
 
 
@@ -174,7 +173,7 @@ def test_function_execution_result_message() -> None:
 
 def test_llm_message_union_is_discriminated_on_type() -> None:
     adapter: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessage])
-    messages = [
+    messages: list[LLMMessage] = [
         SystemMessage(content="sys"),
         UserMessage(content=["look", Image(PNG)], source="user"),
         AssistantMessage(content=[FunctionCall("c", "{}", "f")], source="a", thought="t"),
@@ -214,7 +213,9 @@ def test_create_result_repr_matches_documents() -> None:
     )
 
 
-@pytest.mark.parametrize("reason", ["stop", "length", "function_calls", "content_filter", "unknown"])
+@pytest.mark.parametrize(
+    "reason", ["stop", "length", "function_calls", "content_filter", "unknown"]
+)
 def test_create_result_accepts_every_finish_reason(reason: FinishReasons) -> None:
     result = CreateResult(finish_reason=reason, content="", usage=RequestUsage(0, 0), cached=True)
     assert result.finish_reason == reason
@@ -304,7 +305,7 @@ def test_image_from_file_uses_extension_when_bytes_are_unknown(tmp_path: Path) -
     assert Image.from_file(tiff).mime_type == "image/tiff"
     unknown = tmp_path / "notes.txt"
     unknown.write_bytes(b"hello")
-    with pytest.raises(ValueError, match="notes.txt"):
+    with pytest.raises(ValueError, match=r"notes\.txt"):
         Image.from_file(unknown)
 
 
@@ -426,7 +427,8 @@ def test_memory_mime_type_values() -> None:
         "BINARY": "application/octet-stream",
     }
     assert MemoryMimeType("text/plain") is MemoryMimeType.TEXT
-    assert MemoryMimeType.TEXT == "text/plain"
+    as_text: str = MemoryMimeType.TEXT  # a str enum: usable wherever a MIME string is
+    assert as_text == "text/plain"
 
 
 def test_memory_content_fields() -> None:

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 from typing import Any
 
 from bench.shapes import GraphSpec, Runner
@@ -105,7 +106,7 @@ class AgentChatShapes:
         b = self.api.DiGraphBuilder()
         for a in agents:
             b.add_node(a)
-        for x, y in zip(agents, agents[1:]):
+        for x, y in pairwise(agents):
             b.add_edge(x, y)
         b.set_entry_point(agents[0])
         return self._runner(agents, b)
@@ -172,7 +173,9 @@ def _shapes() -> AgentChatShapes:
     from autogen_agentchat.messages import TextMessage
     from autogen_agentchat.teams import DiGraphBuilder, GraphFlow
 
-    return AgentChatShapes(AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response))
+    return AgentChatShapes(
+        AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response)
+    )
 
 
 def version() -> str:

@@ -28,7 +28,9 @@ def _shapes() -> AgentChatShapes:
     from flowlib.messages import TextMessage
     from flowlib.teams import DiGraphBuilder, GraphFlow
 
-    return AgentChatShapes(AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response))
+    return AgentChatShapes(
+        AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response)
+    )
 
 
 def version() -> str:

@@ -13,6 +13,7 @@ import asyncio
 import operator
 from collections.abc import Callable
 from functools import cache
+from itertools import pairwise
 from typing import Annotated, Any, TypedDict
 
 from bench.shapes import GraphSpec, Runner
@@ -94,7 +95,7 @@ def make_chain(n: int) -> Runner:
     for name in names:
         g.add_node(name, FakeNode(name))
     g.add_edge(lg.START, names[0])
-    for x, y in zip(names, names[1:]):
+    for x, y in pairwise(names):
         g.add_edge(x, y)
     g.add_edge(names[-1], lg.END)
     return _runner(g, n)

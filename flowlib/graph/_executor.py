@@ -232,13 +232,13 @@ class GraphExecutor:
         elif kind == _TEAM:
             assert isinstance(participant, Team)
             result: TaskResult | None = None
-            async for item in participant.run_stream(
+            async for team_item in participant.run_stream(
                 task=messages, cancellation_token=token, output_task_messages=False
             ):
-                if isinstance(item, TaskResult):
-                    result = item
+                if isinstance(team_item, TaskResult):
+                    result = team_item
                 else:
-                    yield item
+                    yield team_item
             produced = list(result.messages) if result is not None else []
             published = [m for m in produced if isinstance(m, BaseChatMessage)]
             yield _Output(published, published[-1] if published else None, produced)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_serializer, model_validator
-from pydantic.functional_serializers import SerializerFunctionWrapHandler
+from pydantic import SerializerFunctionWrapHandler
 from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConditionSerializationError

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Set up (see bootstrap.sh), then lint, type-check and run the whole test suite.
+# Extra arguments go to pytest. "No tests collected" counts as a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/bootstrap.sh
+.venv/bin/ruff check flowlib tests examples bench
+.venv/bin/ruff format --check flowlib tests examples bench
+.venv/bin/mypy --strict flowlib
+status=0
+.venv/bin/python -m pytest "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests; that is a failure for flowlib" >&2
+  exit 1
+fi
+exit "$status"
