@@ -39,6 +39,7 @@ class DiGraphBuilder:
         self.nodes: dict[str, DiGraphNode] = {}
         self.agents: dict[str, GraphParticipant] = {}
         self._default_start_node: str | None = None
+        self._shared: set[str] = set()  # nodes also owned by a graph already built
 
     def _name_of(self, ref: NodeRef | NodeFunction, role: str) -> str:
         if isinstance(ref, str):
@@ -130,15 +131,19 @@ class DiGraphBuilder:
         """
         source_name = self._name_of(source, "edge source")
         target_name = self._name_of(target, "edge target")
-        self.nodes[source_name].edges.append(
-            DiGraphEdge(
-                target=target_name,
-                condition=condition,
-                activation_group=activation_group or "",
-                activation_condition=activation_condition,
-                label=label,
-            )
+        edge = DiGraphEdge(
+            target=target_name,
+            condition=condition,
+            activation_group=activation_group or "",
+            activation_condition=activation_condition,
+            label=label,
         )
+        node = self.nodes[source_name]
+        if source_name in self._shared:
+            self._shared.discard(source_name)
+            node = node.model_copy(update={"edges": [*node.edges]})
+            self.nodes[source_name] = node
+        node.edges.append(edge)
         return self
 
     def add_conditional_edges(
@@ -168,13 +173,13 @@ class DiGraphBuilder:
         Raises:
             GraphError: A subclass naming what is wrong (see :mod:`flowlib.errors`).
         """
-        graph = DiGraph(
-            nodes={
-                name: node.model_copy(update={"edges": list(node.edges)})
-                for name, node in self.nodes.items()
-            },
-            default_start_node=self._default_start_node,
+        # Nodes are shared with the built graph rather than copied (copying every node
+        # dominates the cost of building a large graph); a node is copied only if the
+        # builder later adds an edge to it, so the graph built here never changes.
+        graph = DiGraph.model_construct(
+            nodes=dict(self.nodes), default_start_node=self._default_start_node
         )
+        self._shared = set(self.nodes)
         graph.graph_validate()
         return graph
 
