@@ -14,8 +14,9 @@
     │   ├── ActivationConflictError             one activation group, two activation conditions
     │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
     │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
-    ├── StateError (also ValueError)            a saved state does not fit the team it is loaded into
-    └── NodeExecutionError (also RuntimeError)  run time: a node raised; carries `node` and `__cause__`
+    ├── StateError (also ValueError)            a saved state does not fit its team
+    ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
+    └── TerminatedException (also RuntimeError) a fired termination condition was reused
 
 Every message names the offending node or edge in backticks and says how to fix it.
 """

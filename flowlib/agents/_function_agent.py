@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from ..base import CancellationToken, Response
 from ..messages import BaseChatMessage, TextMessage
@@ -12,8 +12,8 @@ from ._base_chat_agent import BaseChatAgent
 
 __all__ = ["FunctionAgent", "NodeFunction"]
 
-_Result = Union[str, BaseChatMessage, Response, None]
-NodeFunction = Callable[[Sequence[BaseChatMessage]], Union[_Result, Awaitable[_Result]]]
+_Result = str | BaseChatMessage | Response | None
+NodeFunction = Callable[[Sequence[BaseChatMessage]], _Result | Awaitable[_Result]]
 """A sync or async function taking the new messages and returning a str, a chat message,
 a :class:`~flowlib.base.Response` or None."""
 

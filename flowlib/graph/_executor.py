@@ -31,7 +31,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
@@ -49,8 +49,8 @@ from ._trace import RunTrace
 
 __all__ = ["COMPLETE_REASON", "GraphExecutor", "Participant"]
 
-Participant = Union[ChatAgent, Team]
-Item = Union[BaseAgentEvent, BaseChatMessage]
+Participant = ChatAgent | Team
+Item = BaseAgentEvent | BaseChatMessage
 
 COMPLETE_REASON = "Digraph execution is complete"
 
@@ -102,11 +102,7 @@ class GraphExecutor:
         self._plan = plan
         self._participants = list(participants)
         self._kind = [
-            _TEAM
-            if isinstance(p, Team)
-            else _FUNCTION
-            if isinstance(p, FunctionAgent)
-            else _AGENT
+            _TEAM if isinstance(p, Team) else _FUNCTION if isinstance(p, FunctionAgent) else _AGENT
             for p in self._participants
         ]
         self._termination = termination_condition

@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_serializer, model_validator
-from pydantic import SerializerFunctionWrapHandler
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ConditionSerializationError
@@ -51,9 +57,7 @@ class DiGraphEdge(BaseModel):
 
     target: str
     condition: str | EdgeCondition | SkipJsonSchema[ConditionFunction] | None = None
-    condition_function: SkipJsonSchema[ConditionFunction | None] = Field(
-        default=None, exclude=True
-    )
+    condition_function: SkipJsonSchema[ConditionFunction | None] = Field(default=None, exclude=True)
     activation_group: str = ""
     activation_condition: Activation | None = None
     label: str | None = None

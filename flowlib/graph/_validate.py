@@ -201,7 +201,9 @@ def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
     names, scc, cyclic = analysis.names, analysis.scc, analysis.cyclic
     node_activation = [node.activation for node in graph.nodes.values()]
     groups, activations = analysis.edge_groups, analysis.edge_activation
-    for edge, source, target in zip(analysis.edges, analysis.sources, analysis.targets):
+    for edge, source, target in zip(
+        analysis.edges, analysis.sources, analysis.targets, strict=True
+    ):
         if edge.activation_group:
             groups.append(edge.activation_group)
         elif cyclic and scc[source] == scc[target] and scc[target] in cyclic:

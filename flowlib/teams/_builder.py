@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal, Union
+from typing import Literal
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team
@@ -13,9 +13,9 @@ from ..messages import BaseChatMessage
 
 __all__ = ["DiGraphBuilder", "GraphParticipant"]
 
-GraphParticipant = Union[ChatAgent, Team]
-NodeRef = Union[str, ChatAgent, Team]
-Condition = Union[str, EdgeCondition, Callable[[BaseChatMessage], bool], None]
+GraphParticipant = ChatAgent | Team
+NodeRef = str | ChatAgent | Team
+Condition = str | EdgeCondition | Callable[[BaseChatMessage], bool] | None
 
 
 class DiGraphBuilder:

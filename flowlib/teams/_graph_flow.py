@@ -45,7 +45,8 @@ class GraphFlow(BaseGroupChat):
         >>> def draft(messages): return "a draft"
         >>> def review(messages): return "APPROVE"
         >>> builder = DiGraphBuilder().add_node(draft).add_node(review)
-        >>> flow = GraphFlow(builder.get_participants(), builder.add_edge("draft", "review").build())
+        >>> graph = builder.add_edge("draft", "review").build()
+        >>> flow = GraphFlow(builder.get_participants(), graph)
         >>> result = asyncio.run(flow.run(task="write"))
         >>> [m.to_text() for m in result.messages]
         ['write', 'a draft', 'APPROVE']

@@ -97,8 +97,11 @@ class BaseGroupChat(Team, ABC):
                 "termination_condition nor max_turns, so a loop whose exit never matches "
                 "would run forever. Pass e.g. `termination_condition=MaxMessageTermination(20)`"
                 " or `max_turns=50`.",
-                nodes=[analysis.names[n] for n in range(len(analysis.names))
-                       if analysis.scc[n] in analysis.cyclic],
+                nodes=[
+                    analysis.names[n]
+                    for n in range(len(analysis.names))
+                    if analysis.scc[n] in analysis.cyclic
+                ],
             )
         self._name = name
         self._description = description
@@ -291,17 +294,14 @@ class BaseGroupChat(Team, ABC):
         unknown = sorted(set(agent_states) - expected)
         missing = sorted(expected - set(agent_states))
         if unknown or missing:
+            problems = []
+            if unknown:
+                problems.append("unknown entries " + ", ".join(f"`{n}`" for n in unknown))
+            if missing:
+                problems.append("missing entries " + ", ".join(f"`{n}`" for n in missing))
             raise StateError(
-                f"Team state does not fit `{self._name}`: "
-                + "; ".join(
-                    part
-                    for part in (
-                        "unknown entries " + ", ".join(f"`{n}`" for n in unknown) if unknown else "",
-                        "missing entries " + ", ".join(f"`{n}`" for n in missing) if missing else "",
-                    )
-                    if part
-                )
-                + ". Load it into a team built with the same participants."
+                f"Team state does not fit `{self._name}`: {'; '.join(problems)}. Load it into "
+                "a team built with the same participants."
             )
         manager = GraphManagerState.model_validate(agent_states[self._manager_key])
         self._executor.load_state(manager)
