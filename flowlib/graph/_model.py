@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationError,
     field_validator,
     model_serializer,
     model_validator,
@@ -247,7 +248,17 @@ class DiGraph(BaseModel):
         Raises:
             ConditionSerializationError: If a callable condition is not in ``conditions``.
         """
-        graph = cls.model_validate(data)
+        try:
+            graph = cls.model_validate(data)
+        except ValidationError as exc:
+            # Surface our own condition errors (wrapped by pydantic) as themselves,
+            # with the edge they were found on.
+            for error in exc.errors():
+                cause = (error.get("ctx") or {}).get("error")
+                if isinstance(cause, ConditionSerializationError):
+                    where = ".".join(str(part) for part in error["loc"])
+                    raise ConditionSerializationError(f"{cause} (at `{where}`)") from exc
+            raise
         for source, edge in graph.iter_edges():
             placeholder = edge.condition
             if isinstance(placeholder, CallableCondition):

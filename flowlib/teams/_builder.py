@@ -14,7 +14,7 @@ from ..messages import BaseChatMessage
 __all__ = ["DiGraphBuilder", "GraphParticipant"]
 
 GraphParticipant = ChatAgent | Team
-NodeRef = str | ChatAgent | Team
+NodeRef = str | ChatAgent | Team | NodeFunction
 Condition = str | EdgeCondition | Callable[[BaseChatMessage], bool] | None
 
 
@@ -41,7 +41,7 @@ class DiGraphBuilder:
         self._default_start_node: str | None = None
         self._shared: set[str] = set()  # nodes also owned by a graph already built
 
-    def _name_of(self, ref: NodeRef | NodeFunction, role: str) -> str:
+    def _name_of(self, ref: NodeRef, role: str) -> str:
         if isinstance(ref, str):
             name = ref
         elif isinstance(ref, (ChatAgent, Team)):
