@@ -10,11 +10,12 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from typing import Any
 
 from flowlib.agents import BaseChatAgent
-from flowlib.base import CancellationToken, Response
+from flowlib.base import CancellationToken, Response, TerminationCondition
 from flowlib.messages import (
     BaseAgentEvent,
     BaseChatMessage,
     ModelClientStreamingChunkEvent,
+    StopMessage,
     TextMessage,
     ThoughtEvent,
 )
@@ -141,3 +142,31 @@ def texts(messages: Sequence[Any]) -> list[str]:
 def sources(messages: Sequence[Any]) -> list[str]:
     """The source of every chat message (events skipped)."""
     return [m.source for m in messages if isinstance(m, BaseChatMessage)]
+
+
+class Recorder(TerminationCondition):
+    """A termination condition that records every delta it is fed and never fires itself.
+
+    Args:
+        on_delta: Called with each delta (use it to open gates at a precise moment).
+    """
+
+    def __init__(self, on_delta: Callable[[Sequence[Any]], None] | None = None) -> None:
+        self.deltas: list[list[str]] = []
+        self.on_delta = on_delta
+        self.resets = 0
+
+    @property
+    def terminated(self) -> bool:
+        return False
+
+    async def __call__(
+        self, messages: Sequence[BaseAgentEvent | BaseChatMessage]
+    ) -> StopMessage | None:
+        self.deltas.append([f"{m.source}:{m.to_text()}" for m in messages])
+        if self.on_delta is not None:
+            self.on_delta(messages)
+        return None
+
+    async def reset(self) -> None:
+        self.resets += 1

@@ -170,9 +170,9 @@ def test_check_condition_regex() -> None:
     edge = DiGraphEdge(target="b", condition=Regex(pattern=r"score: \d+"))
     assert edge.check_condition(msg("final score: 42")) is True
     assert edge.check_condition(msg("score: none")) is False
-    assert DiGraphEdge(target="b", condition=Regex(pattern="^ok$")).check_condition(
-        msg("OK")
-    ) is False
+    assert (
+        DiGraphEdge(target="b", condition=Regex(pattern="^ok$")).check_condition(msg("OK")) is False
+    )
     insensitive = DiGraphEdge(target="b", condition=Regex(pattern="^ok$", ignore_case=True))
     assert insensitive.check_condition(msg("OK")) is True
 
@@ -325,12 +325,8 @@ def test_get_remaining_map_self_loop_and_explicit_groups() -> None:
                     DiGraphEdge(target="c2", condition="fan"),
                 ],
             ),
-            "c1": DiGraphNode(
-                name="c1", edges=[DiGraphEdge(target="b", activation_group="back")]
-            ),
-            "c2": DiGraphNode(
-                name="c2", edges=[DiGraphEdge(target="b", activation_group="back")]
-            ),
+            "c1": DiGraphNode(name="c1", edges=[DiGraphEdge(target="b", activation_group="back")]),
+            "c2": DiGraphNode(name="c2", edges=[DiGraphEdge(target="b", activation_group="back")]),
         }
     )
     assert g.get_remaining_map() == {
@@ -353,16 +349,16 @@ def rich_graph() -> DiGraph:
                     DiGraphEdge(target="c", condition=Regex(pattern="^c", ignore_case=True)),
                     DiGraphEdge(
                         target="d",
-                        condition=Not(
-                            condition=AnyOf(conditions=["x", HandoffTo(target="d")])
-                        ),
+                        condition=Not(condition=AnyOf(conditions=["x", HandoffTo(target="d")])),
                     ),
                 ],
                 kind="router",
             ),
             "b": DiGraphNode(
                 name="b",
-                edges=[DiGraphEdge(target="e", activation_group="join", activation_condition="any")],
+                edges=[
+                    DiGraphEdge(target="e", activation_group="join", activation_condition="any")
+                ],
             ),
             "c": DiGraphNode(
                 name="c",
@@ -540,8 +536,10 @@ def test_builder_builds_expected_graph() -> None:
     assert list(g.nodes) == ["a", "b", "c"]
     assert g.default_start_node == "a"
     assert g.nodes["b"].activation == "any"
-    assert [(e.target, e.condition, e.activation_group, e.activation_condition, e.label)
-            for e in g.nodes["a"].edges] == [
+    assert [
+        (e.target, e.condition, e.activation_group, e.activation_condition, e.label)
+        for e in g.nodes["a"].edges
+    ] == [
         ("b", None, "", None, None),
         ("c", "go", "g", "all", None),
     ]
@@ -575,7 +573,9 @@ def test_builder_set_entry_point_with_agent_or_name() -> None:
 
     assert make().set_entry_point(a).build().default_start_node == "a"
     assert make().set_entry_point("a").build().default_start_node == "a"
-    assert DiGraphBuilder().add_node(a).add_node(b).add_edge(a, b).build().default_start_node is None
+    assert (
+        DiGraphBuilder().add_node(a).add_node(b).add_edge(a, b).build().default_start_node is None
+    )
 
 
 def test_builder_get_participants_in_insertion_order() -> None:

@@ -28,9 +28,7 @@ from flowlib.teams import DiGraphBuilder, GraphFlow
 Edge = tuple[str, str] | tuple[str, str, str]
 
 
-def make(
-    edges: Sequence[Edge], *, nodes: Sequence[str] = (), start: str | None = None
-) -> DiGraph:
+def make(edges: Sequence[Edge], *, nodes: Sequence[str] = (), start: str | None = None) -> DiGraph:
     """A DiGraph from ``(source, target[, condition])``; nodes in first-mention order."""
     names: list[str] = list(nodes)
     for edge in edges:
@@ -175,7 +173,9 @@ def test_cycle_without_conditional_edge_is_shown_from_its_first_node() -> None:
 
 def test_inner_cycle_without_exit_inside_a_loop_with_exit() -> None:
     # a -> b -> c -> a has the conditional c -> a, but b <-> c has no condition at all.
-    g = make([("a", "b"), ("b", "c"), ("c", "b"), ("c", "a", "again"), ("c", "d", "done")], start="a")
+    g = make(
+        [("a", "b"), ("b", "c"), ("c", "b"), ("c", "a", "again"), ("c", "d", "done")], start="a"
+    )
     with pytest.raises(CycleWithoutExitError) as info:
         g.graph_validate()
     cycle = shown_cycle(str(info.value))

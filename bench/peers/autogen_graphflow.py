@@ -147,20 +147,20 @@ class AgentChatShapes:
         b.set_entry_point(src)
         return self._runner(agents, b)
 
-    def prepare_validation(self, spec: GraphSpec) -> Callable[[], Any]:
+    def prepare_validation(self, spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
         agents = {n: self.Agent(n) for n in spec.nodes}
         api = self.api
 
-        def build() -> Any:
+        def populate() -> Callable[[], Any]:
             b = api.DiGraphBuilder()
             for ag in agents.values():
                 b.add_node(ag)
             for s, t, cond in spec.edges:
                 b.add_edge(agents[s], agents[t], condition=cond)
             b.set_entry_point(agents[spec.entry])
-            return b.build()
+            return b.build  # type: ignore[no-any-return]
 
-        return build
+        return populate
 
 
 # ------------------------------------------------------------- module interface
@@ -198,5 +198,5 @@ def make_branches(branches: list[list[float]]) -> Runner:
     return _shapes().make_branches(branches)
 
 
-def prepare_validation(spec: GraphSpec) -> Callable[[], Any]:
+def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
     return _shapes().prepare_validation(spec)

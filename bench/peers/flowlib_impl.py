@@ -59,5 +59,5 @@ def make_branches(branches: list[list[float]]) -> Runner:
     return _shapes().make_branches(branches)
 
 
-def prepare_validation(spec: GraphSpec) -> Callable[[], Any]:
+def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
     return _shapes().prepare_validation(spec)

@@ -134,14 +134,14 @@ def make_branches(branches: list[list[float]]) -> Runner:
     return _runner(g, max(len(b) for b in branches) + 2)
 
 
-def prepare_validation(spec: GraphSpec) -> Callable[[], Any]:
+def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
     lg = _lg()
     nodes = {n: FakeNode(n) for n in spec.nodes}
     out_edges: dict[str, list[tuple[str, str | None]]] = {}
     for s, t, cond in spec.edges:
         out_edges.setdefault(s, []).append((t, cond))
 
-    def build() -> Any:
+    def populate() -> Callable[[], Any]:
         g = lg.StateGraph(_State)
         for name, node in nodes.items():
             g.add_node(name, node)
@@ -152,6 +152,6 @@ def prepare_validation(spec: GraphSpec) -> Callable[[], Any]:
             else:
                 for t, _ in targets:
                     g.add_edge(s, t)
-        return g.compile()
+        return g.compile  # type: ignore[no-any-return]
 
-    return build
+    return populate

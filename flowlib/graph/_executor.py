@@ -113,6 +113,8 @@ class GraphExecutor:
         self._thread: list[BaseChatMessage] = []
         self._thread_node: list[int] = []
         self._cursor = [0] * count
+        self._last_own = [-1] * count  # thread index of each node's latest message
+        self._turn_start = [0] * count  # cursor before the node's current turn
         self._ready: deque[int] = deque()
         self._queued = [False] * count
         self._running = [False] * count
@@ -149,6 +151,8 @@ class GraphExecutor:
         self._thread_node.clear()
         count = len(self._plan.names)
         self._cursor = [0] * count
+        self._last_own = [-1] * count
+        self._turn_start = [0] * count
         self._ready.clear()
         self._queued = [False] * count
         self._running = [False] * count
@@ -181,8 +185,10 @@ class GraphExecutor:
         return node
 
     def _requeue_front(self, nodes: Sequence[int]) -> None:
+        """Put interrupted or failed turns back in front; they will see the same messages."""
         for node in reversed(nodes):
             self._running[node] = False
+            self._cursor[node] = self._turn_start[node]
             if not self._queued[node]:
                 self._queued[node] = True
                 self._ready.appendleft(node)
@@ -199,9 +205,12 @@ class GraphExecutor:
 
     def _take_new(self, node: int) -> list[BaseChatMessage]:
         start, end = self._cursor[node], len(self._thread)
+        self._turn_start[node] = start
         self._cursor[node] = end
         if start == end:
             return []
+        if self._last_own[node] < start:  # none of its own messages in range: plain slice
+            return self._thread[start:end]
         thread, origin = self._thread, self._thread_node
         return [thread[i] for i in range(start, end) if origin[i] != node]
 
@@ -241,20 +250,26 @@ class GraphExecutor:
         else:
             assert isinstance(participant, ChatAgent)
             delta = []
+            response: Response | None = None
+            # Run the agent's stream to its end (rather than leaving it at the Response):
+            # an abandoned async generator is finalised through the event loop, which
+            # costs a wake-up per turn.
             async for item in participant.on_messages_stream(messages, token):
                 if isinstance(item, Response):
+                    response = item
                     chat = item.chat_message
                     delta.append(chat)
                     yield chat
-                    yield _Output([chat], chat, delta)
-                    return
-                if not isinstance(item, ModelClientStreamingChunkEvent):
-                    delta.append(item)
-                yield item
-            raise RuntimeError(
-                f"Agent `{participant.name}`'s on_messages_stream() ended without yielding a "
-                "Response; yield `Response(chat_message=...)` as its last item."
-            )
+                elif response is None:
+                    if not isinstance(item, ModelClientStreamingChunkEvent):
+                        delta.append(item)
+                    yield item
+            if response is None:
+                raise RuntimeError(
+                    f"Agent `{participant.name}`'s on_messages_stream() ended without yielding "
+                    "a Response; yield `Response(chat_message=...)` as its last item."
+                )
+            yield _Output([response.chat_message], response.chat_message, delta)
 
     async def _drive(
         self,
@@ -290,9 +305,11 @@ class GraphExecutor:
         self._running[node] = False
         final: BaseChatMessage | None = None
         if output is not None:
-            for message in output.published:
-                self._thread.append(message)
-                self._thread_node.append(node)
+            if output.published:
+                for message in output.published:
+                    self._thread.append(message)
+                    self._thread_node.append(node)
+                self._last_own[node] = len(self._thread) - 1
             final = output.final
             if stop_reason is None and self._termination is not None and output.delta:
                 stop = await self._termination(output.delta)
@@ -584,6 +601,9 @@ class GraphExecutor:
         self.reset()
         self._thread.extend(thread)  # type: ignore[arg-type]
         self._thread_node.extend(origins)
+        for position, origin in enumerate(origins):
+            if origin >= 0:
+                self._last_own[origin] = position
         self._cursor = cursors
         for node in ready:
             if not self._queued[node]:

@@ -258,6 +258,8 @@ def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
         walk.append(node)
         node = next(p for p in pred[node] if p in stuck)
     cycle = list(reversed(walk[position_of[node] :]))
+    first = cycle.index(min(cycle))  # show it from its first-inserted node
+    cycle = cycle[first:] + cycle[:first]
     cycle_names = [names[n] for n in cycle]
     shown = " -> ".join([*cycle_names, cycle_names[0]])
     edges = [(cycle_names[i], cycle_names[(i + 1) % len(cycle)]) for i in range(len(cycle))]

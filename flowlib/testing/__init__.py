@@ -1,0 +1,51 @@
+"""Property testing as a feature: fake agents, a reference run checker, graph strategies.
+
+- Fake agents that never call a model: :class:`ScriptedAgent` (replies from a script),
+  :class:`EchoAgent`, and :class:`GatedAgent` with a :class:`TurnRecorder` to observe
+  concurrency by events instead of by time.
+- :func:`check_run` / :func:`check_trace`: replay a team's trace against the activation
+  rules, independently of the executor; a :class:`RunTimeline` makes the check exact.
+- :mod:`flowlib.testing.strategies` (needs ``hypothesis``): strategies that generate valid
+  graph specs (chains, fan-outs, joins, loops, random DAGs with back edges) and invalid
+  ones with the error each must raise.
+
+Example:
+    >>> import asyncio
+    >>> from flowlib.teams import DiGraphBuilder, GraphFlow
+    >>> writer = ScriptedAgent("writer", ["draft", "final draft"])
+    >>> critic = ScriptedAgent("critic", ["REVISE", "APPROVE"])
+    >>> builder = DiGraphBuilder().add_node(writer).add_node(critic)
+    >>> _ = builder.add_edge(writer, critic).add_edge(critic, writer, condition="REVISE")
+    >>> _ = builder.set_entry_point(writer)
+    >>> team = GraphFlow(builder.get_participants(), builder.build(), max_turns=10)
+    >>> timeline = RunTimeline.attach(team)
+    >>> result = asyncio.run(team.run(task="write"))
+    >>> team.trace.steps
+    ['writer', 'critic', 'writer', 'critic']
+    >>> check_run(team, timeline=timeline)
+"""
+
+from ._agents import (
+    EchoAgent,
+    GatedAgent,
+    ScriptedAgent,
+    ScriptExhaustedError,
+    ScriptFunction,
+    TurnEvent,
+    TurnRecorder,
+)
+from ._checks import RunTimeline, TraceCheckError, check_run, check_trace
+
+__all__ = [
+    "EchoAgent",
+    "GatedAgent",
+    "RunTimeline",
+    "ScriptExhaustedError",
+    "ScriptFunction",
+    "ScriptedAgent",
+    "TraceCheckError",
+    "TurnEvent",
+    "TurnRecorder",
+    "check_run",
+    "check_trace",
+]
