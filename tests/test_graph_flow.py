@@ -724,11 +724,6 @@ async def test_cancelled_before_start_raises() -> None:
     assert a.turns == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a node re-run after cancellation is not shown the messages of its "
-    "interrupted turn (cursor advanced before the turn, never rewound)",
-)
 async def test_node_rerun_after_cancellation_sees_its_messages() -> None:
     token = CancellationToken()
     blocked = asyncio.Event()
@@ -770,11 +765,6 @@ async def test_node_error_names_the_node_keeps_state_and_retries() -> None:
     assert a.turns == 1  # A did not run again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a node retried after NodeExecutionError is not shown the messages of its "
-    "failed turn (cursor advanced before the turn, never rewound)",
-)
 async def test_node_retried_after_error_sees_its_messages() -> None:
     a, b = Fake("A"), Fake("B", fail=RuntimeError("boom"))
     flow = team([a, b], [("A", "B")])

@@ -479,11 +479,6 @@ def test_load_unknown_condition_kind_is_a_value_error_naming_the_kind() -> None:
         DiGraph.load(data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: unknown condition kind surfaces as pydantic.ValidationError, not "
-    "ConditionSerializationError",
-)
 def test_load_unknown_condition_kind_raises_condition_serialization_error() -> None:
     data = graph([("a", "b")]).dump()
     data["nodes"]["a"]["edges"][0]["condition"] = {"kind": "telepathy"}

@@ -1,6 +1,6 @@
 """Base types: agents, teams, task results, termination, handoffs and cancellation."""
 
-from ._cancellation import CancellationToken
+from .._cancellation import CancellationToken
 from ._chat_agent import ChatAgent, Response
 from ._handoff import Handoff
 from ._task import TaskResult, TaskRunner

@@ -7,8 +7,8 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .._cancellation import CancellationToken
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._cancellation import CancellationToken
 from ._task import TaskRunner
 
 __all__ = ["ChatAgent", "Response"]

@@ -6,8 +6,8 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from .._cancellation import CancellationToken
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._cancellation import CancellationToken
 
 __all__ = ["TaskResult", "TaskRunner"]
 

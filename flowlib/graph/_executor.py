@@ -223,14 +223,14 @@ class GraphExecutor:
         kind = self._kind[node]
         if kind == _FUNCTION:
             assert isinstance(participant, FunctionAgent)
-            response = await participant.call(messages)
-            if response is None:
+            answer = await participant.call(messages)
+            if answer is None:
                 yield _Output([], None, [])
                 return
-            delta: list[Item] = list(response.inner_messages or ())
+            delta: list[Item] = list(answer.inner_messages or ())
             for inner in delta:
                 yield inner
-            chat = response.chat_message
+            chat = answer.chat_message
             delta.append(chat)
             yield chat
             yield _Output([chat], chat, delta)

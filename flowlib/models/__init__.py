@@ -1,10 +1,15 @@
-"""Model-side value types: LLM messages, function calls, results, usage and images.
+"""Models: the client interface, scripted and OpenAI-compatible clients, and the value
+types they exchange (LLM messages, function calls, results, usage, images)."""
 
-Model clients (``ChatCompletionClient`` and its implementations) join this package later;
-add their names to ``__all__`` below.
-"""
-
+from ._client import (
+    ChatCompletionClient,
+    ModelCapabilities,
+    ModelFamily,
+    ModelInfo,
+    validate_model_info,
+)
 from ._image import Image, ImageDetail
+from ._replay import ReplayChatCompletionClient, ReplayExhaustedError
 from ._types import (
     AssistantMessage,
     ChatCompletionTokenLogprob,
@@ -22,6 +27,7 @@ from ._types import (
 
 __all__ = [
     "AssistantMessage",
+    "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
     "CreateResult",
     "FinishReasons",
@@ -31,8 +37,14 @@ __all__ = [
     "Image",
     "ImageDetail",
     "LLMMessage",
+    "ModelCapabilities",
+    "ModelFamily",
+    "ModelInfo",
+    "ReplayChatCompletionClient",
+    "ReplayExhaustedError",
     "RequestUsage",
     "SystemMessage",
     "TopLogprob",
     "UserMessage",
+    "validate_model_info",
 ]
