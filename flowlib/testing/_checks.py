@@ -161,6 +161,7 @@ def check_trace(
     timeline: RunTimeline | None = None,
     replies: Sequence[str | None] | None = None,
     fresh: bool = True,
+    check_steps: bool = True,
 ) -> None:
     """Check one run's ``trace`` against the activation rules of ``graph``.
 
@@ -168,9 +169,13 @@ def check_trace(
         graph: The team's graph (``team.graph``).
         trace: The run's trace (``team.trace``), after the run.
         timeline: A :class:`RunTimeline` attached before the run; makes the check exact.
+            With it, the step of each firing is derived from the timeline (the source's
+            latest start before the firing), not read from ``trace.fired``.
         replies: The text each step replied, by step (None where unknown); enables the
             checks of conditions, absorption and the stop reason.
         fresh: Whether the run started from the entry nodes (not resumed from a stop).
+        check_steps: With a timeline, also check that ``trace.fired`` records the step of
+            the source's turn for every firing.
 
     Raises:
         TraceCheckError: Naming the first rule the run broke.
@@ -184,7 +189,7 @@ def check_trace(
 
     def fail(message: str) -> TraceCheckError:
         path = " ".join(f"{i}:{names[node]}" for i, node in enumerate(steps))
-        firing = ", ".join(f"{step}:{_edge_text(names, ends, e)}" for step, e in fired)
+        firing = ", ".join(f"{step}:{_edge_text(names, ends, e)}" for step, e in trace.fired)
         return TraceCheckError(
             f"{message}\n  steps: {path}\n  fired: {firing}\n  stop: {trace.stop_reason}"
         )
@@ -193,6 +198,30 @@ def check_trace(
         (names[s], names[t]) for s, t in ends
     ]:
         raise fail("The trace does not belong to this graph (nodes or edges differ).")
+    for step, edge in fired:
+        if not 0 <= edge < len(ends):
+            raise fail(f"Firing ({step}, {edge}) names an edge the graph does not have.")
+
+    if timeline is not None:
+        timeline.verify(trace)
+        # A node never runs twice at once, so a firing belongs to its source's latest start.
+        latest: dict[int, int] = {}
+        for kind, number in timeline.events:
+            if kind == "start":
+                latest[steps[number]] = number
+                continue
+            recorded, edge = fired[number]
+            step = latest.get(ends[edge][0], -1)
+            if step < 0:
+                raise fail(
+                    f"Edge {_edge_text(names, ends, edge)} fired before its source ever started."
+                )
+            if check_steps and step != recorded:
+                raise fail(
+                    f"trace.fired records step {recorded} for the firing of "
+                    f"{_edge_text(names, ends, edge)}, but the source's turn is step {step}."
+                )
+            fired[number] = (step, edge)
 
     analysis = validate_graph(graph, allow_unconditional_cycles=True)
     groups: list[_Group] = []
@@ -212,8 +241,6 @@ def check_trace(
     # --- what the trace alone implies -------------------------------------------------
     seen_firings: set[tuple[int, int]] = set()
     for step, edge in fired:
-        if not 0 <= edge < len(ends):
-            raise fail(f"Firing ({step}, {edge}) names an edge the graph does not have.")
         if not 0 <= step < len(steps) or steps[step] != ends[edge][0]:
             raise fail(
                 f"Edge {_edge_text(names, ends, edge)} fired at step {step}, which is not a "
@@ -273,7 +300,6 @@ def check_trace(
     start_at: list[int] = []  # event position of each step's start
     first_fire_at: dict[int, int] = {}  # step -> event position of its first firing
     if timeline is not None:
-        timeline.verify(trace)
         credit = [bool(f) for f in free]
         activated_by: list[str] = ["the entry" if c else "" for c in credit]
         for position, (kind, number) in enumerate(timeline.events):
@@ -385,7 +411,13 @@ def _fire(group: _Group, edge: int) -> bool:
     return False
 
 
-def check_run(team: Any, *, timeline: RunTimeline | None = None, fresh: bool = True) -> None:
+def check_run(
+    team: Any,
+    *,
+    timeline: RunTimeline | None = None,
+    fresh: bool = True,
+    check_steps: bool = True,
+) -> None:
     """Check the most recent run of a graph team (e.g. :class:`~flowlib.teams.GraphFlow`).
 
     Like :func:`check_trace` on ``team.graph`` and ``team.trace``, with the replies taken
@@ -414,4 +446,11 @@ def check_run(team: Any, *, timeline: RunTimeline | None = None, fresh: bool = T
         offset = len(agent.replies) - starts[name]
         replies.append(agent.replies[offset + taken.get(name, 0)])
         taken[name] = taken.get(name, 0) + 1
-    check_trace(team.graph, trace, timeline=timeline, replies=replies, fresh=fresh)
+    check_trace(
+        team.graph,
+        trace,
+        timeline=timeline,
+        replies=replies,
+        fresh=fresh,
+        check_steps=check_steps,
+    )

@@ -258,9 +258,9 @@ class GraphSpec:
         for edge in self.edges:
             if edge.source not in by_name or edge.target not in by_name:
                 return None
-            source = by_name[edge.source]
-            if source.then is None or not edge.matches(source.then):
-                limited[edge.target] += sum(1 for text in source.outputs if edge.matches(text))
+            origin = by_name[edge.source]
+            if origin.then is None or not edge.matches(origin.then):
+                limited[edge.target] += sum(1 for text in origin.outputs if edge.matches(text))
             else:
                 free.append((edge.source, edge.target))
         order = _topological(names, free)
