@@ -265,10 +265,8 @@ def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
         shown = " -> ".join([*cycle_names, cycle_names[0]])
     else:  # a long cycle: its start and end, and how many nodes lie between
         skipped = len(cycle_names) - 2 * _SHOWN
-        shown = " -> ".join(
-            [*cycle_names[:_SHOWN], f"... {skipped} more ...", *cycle_names[-_SHOWN:]]
-            + [cycle_names[0]]
-        )
+        head, tail = cycle_names[:_SHOWN], cycle_names[-_SHOWN:]
+        shown = " -> ".join([*head, f"... {skipped} more ...", *tail, cycle_names[0]])
     edges = [(cycle_names[i], cycle_names[(i + 1) % len(cycle)]) for i in range(len(cycle))]
     raise CycleWithoutExitError(
         f"The cycle `{shown}` has no conditional edge, so once entered it never ends. Give "
