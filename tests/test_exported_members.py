@@ -17,9 +17,11 @@ PUBLIC = [
     "flowlib.graph",
     "flowlib.memory",
     "flowlib.messages",
+    "flowlib.model_context",
     "flowlib.models",
     "flowlib.teams",
     "flowlib.testing",
+    "flowlib.tools",
 ]
 
 

@@ -1,0 +1,167 @@
+"""``ChatCompletionContext``: the message history an agent keeps, and the view of it that
+is sent to the model."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..errors import StateError
+from ..models import (
+    AssistantMessage,
+    FunctionCall,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    SystemMessage,
+    UserMessage,
+)
+
+__all__ = ["CONTEXT_STATE_VERSION", "ChatCompletionContext", "ChatCompletionContextState"]
+
+CONTEXT_STATE_VERSION = 1
+"""The format version written by :meth:`ChatCompletionContext.save_state`."""
+
+_LLM_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
+
+
+class ChatCompletionContextState(BaseModel):
+    """The saved state of a model context: its whole history, not the view.
+
+    Args:
+        messages: Every message held, oldest first.
+        version: Format version; loading another version is refused.
+    """
+
+    type: Literal["ChatCompletionContextState"] = "ChatCompletionContextState"
+    version: int = CONTEXT_STATE_VERSION
+    messages: list[LLMMessage] = Field(default_factory=list)
+
+
+class ChatCompletionContext(ABC):
+    """Stores an agent's LLM messages and decides which of them the model sees.
+
+    Subclasses implement :meth:`get_messages` (the view); storage, :meth:`clear` and
+    state handling are shared. The history may be preloaded with ``initial_messages``;
+    :meth:`clear` (what an agent's reset calls) drops them too.
+
+    Args:
+        initial_messages: Messages to start the history with.
+
+    Example:
+        A view that drops the reasoning of earlier answers (for reasoning models):
+
+        >>> import asyncio
+        >>> from flowlib.model_context import UnboundedChatCompletionContext
+        >>> from flowlib.models import AssistantMessage
+        >>> class ReasoningModelContext(UnboundedChatCompletionContext):
+        ...     async def get_messages(self):
+        ...         messages = await super().get_messages()
+        ...         return [
+        ...             m.model_copy(update={"thought": None})
+        ...             if isinstance(m, AssistantMessage) else m
+        ...             for m in messages
+        ...         ]
+        >>> context = ReasoningModelContext(
+        ...     [AssistantMessage(content="4", thought="2+2...", source="a")]
+        ... )
+        >>> asyncio.run(context.get_messages())[0].thought is None
+        True
+    """
+
+    component_type: ClassVar[str] = "chat_completion_context"
+
+    def __init__(self, initial_messages: Sequence[LLMMessage] | None = None) -> None:
+        self._initial_messages: list[LLMMessage] = []
+        for message in initial_messages or ():
+            self._initial_messages.append(_checked(message))
+        self._messages: list[LLMMessage] = list(self._initial_messages)
+
+    async def add_message(self, message: LLMMessage) -> None:
+        """Append a message to the history.
+
+        Raises:
+            TypeError: If ``message`` is not an LLM message (for example a chat message
+                that was not converted with ``to_model_message()``).
+        """
+        self._messages.append(_checked(message))
+
+    @abstractmethod
+    async def get_messages(self) -> list[LLMMessage]:
+        """Return the view of the history to send to the model (a new list)."""
+
+    async def clear(self) -> None:
+        """Forget every message, the preloaded ones included."""
+        self._messages = []
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Return the history as JSON-serialisable, versioned data."""
+        return ChatCompletionContextState(messages=list(self._messages)).model_dump(mode="json")
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Replace the history with one saved by :meth:`save_state`.
+
+        A state without ``type``/``version`` (AutoGen's ``{"messages": [...]}``) is read as
+        version 1.
+
+        Raises:
+            StateError: If the state has another version or is malformed.
+        """
+        version = state.get("version", CONTEXT_STATE_VERSION)
+        if version != CONTEXT_STATE_VERSION:
+            raise StateError(
+                f"Model context state has version {version!r}; this flowlib reads version "
+                f"{CONTEXT_STATE_VERSION}. Save it again with this version of flowlib."
+            )
+        try:
+            loaded = ChatCompletionContextState.model_validate(dict(state))
+        except ValidationError as exc:
+            raise StateError(f"Model context state is malformed: {exc}") from exc
+        self._messages = list(loaded.messages)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(messages={len(self._messages)})"
+
+
+def _checked(message: Any) -> LLMMessage:
+    if not isinstance(message, _LLM_MESSAGE_TYPES):
+        raise TypeError(
+            f"A model context holds LLM messages (SystemMessage, UserMessage, "
+            f"AssistantMessage, FunctionExecutionResultMessage), not "
+            f"{type(message).__name__}. Convert chat messages with to_model_message()."
+        )
+    return message
+
+
+def is_tool_call_message(message: LLMMessage) -> bool:
+    """Whether ``message`` is an assistant message made of function calls."""
+    return (
+        isinstance(message, AssistantMessage)
+        and isinstance(message.content, list)
+        and bool(message.content)
+        and all(isinstance(item, FunctionCall) for item in message.content)
+    )
+
+
+def drop_orphan_results(messages: list[LLMMessage]) -> list[LLMMessage]:
+    """Remove result messages whose function calls are not in ``messages``.
+
+    A model API rejects a tool result that answers no visible call, so views that cut
+    the history call this after cutting.
+    """
+    call_ids = {
+        item.id
+        for message in messages
+        if isinstance(message, AssistantMessage) and isinstance(message.content, list)
+        for item in message.content
+    }
+    return [
+        message
+        for message in messages
+        if not (
+            isinstance(message, FunctionExecutionResultMessage)
+            and any(result.call_id not in call_ids for result in message.content)
+        )
+    ]

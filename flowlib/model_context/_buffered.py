@@ -1,0 +1,58 @@
+"""``BufferedChatCompletionContext``: the model sees the last ``buffer_size`` messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..models import FunctionExecutionResultMessage, LLMMessage
+from ._base import ChatCompletionContext
+
+__all__ = ["BufferedChatCompletionContext"]
+
+
+class BufferedChatCompletionContext(ChatCompletionContext):
+    """Keeps a view of the most recent ``buffer_size`` messages; the history is kept whole.
+
+    If the view would start with tool results whose function calls fell out of it, those
+    results are dropped too (a model API rejects results that answer no visible call), so
+    the view may then hold ``buffer_size - 1`` messages, as in AutoGen.
+
+    Args:
+        buffer_size: How many recent messages the model sees; at least 1.
+        initial_messages: Messages to start the history with.
+
+    Raises:
+        ValueError: If ``buffer_size`` is less than 1.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.models import UserMessage
+        >>> context = BufferedChatCompletionContext(buffer_size=2)
+        >>> for text in ["a", "b", "c"]:
+        ...     asyncio.run(context.add_message(UserMessage(content=text, source="user")))
+        >>> [m.content for m in asyncio.run(context.get_messages())]
+        ['b', 'c']
+    """
+
+    def __init__(
+        self, buffer_size: int, initial_messages: Sequence[LLMMessage] | None = None
+    ) -> None:
+        if buffer_size < 1:
+            raise ValueError(
+                f"buffer_size must be at least 1, got {buffer_size}. Use "
+                "UnboundedChatCompletionContext to send the whole history."
+            )
+        super().__init__(initial_messages)
+        self._buffer_size = buffer_size
+
+    @property
+    def buffer_size(self) -> int:
+        """How many recent messages the model sees."""
+        return self._buffer_size
+
+    async def get_messages(self) -> list[LLMMessage]:
+        """Return at most ``buffer_size`` recent messages, never starting with a result."""
+        view = self._messages[-self._buffer_size :]
+        while view and isinstance(view[0], FunctionExecutionResultMessage):
+            view = view[1:]
+        return view

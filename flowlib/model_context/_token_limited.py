@@ -1,0 +1,67 @@
+"""``TokenLimitedChatCompletionContext``: the model sees the most recent messages that
+fit in a token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..models import ChatCompletionClient, LLMMessage
+from ..tools import ToolSchema
+from ._base import ChatCompletionContext, drop_orphan_results
+
+__all__ = ["TokenLimitedChatCompletionContext"]
+
+
+class TokenLimitedChatCompletionContext(ChatCompletionContext):
+    """Keeps a view of the newest messages whose token count fits a limit.
+
+    The oldest messages are dropped one at a time until
+    ``model_client.count_tokens(view, tools=tool_schema)`` is at most ``token_limit``
+    (or, with no limit, until ``model_client.remaining_tokens`` is positive). Tool
+    results left without their function call are then dropped as well.
+
+    Args:
+        model_client: The client that counts tokens for its model.
+        token_limit: The most tokens the view may take; ``None`` fills the model's
+            context window.
+        tool_schema: Tool schemas counted with the messages, as they are sent along.
+        initial_messages: Messages to start the history with.
+
+    Raises:
+        ValueError: If ``token_limit`` is given and less than 1.
+    """
+
+    def __init__(
+        self,
+        model_client: ChatCompletionClient,
+        *,
+        token_limit: int | None = None,
+        tool_schema: Sequence[ToolSchema] | None = None,
+        initial_messages: Sequence[LLMMessage] | None = None,
+    ) -> None:
+        if token_limit is not None and token_limit < 1:
+            raise ValueError(f"token_limit must be at least 1, got {token_limit}.")
+        super().__init__(initial_messages)
+        self._model_client = model_client
+        self._token_limit = token_limit
+        self._tool_schema: list[ToolSchema] = list(tool_schema or [])
+
+    @property
+    def token_limit(self) -> int | None:
+        """The token budget, or ``None`` for the model's remaining window."""
+        return self._token_limit
+
+    def _fits(self, messages: list[LLMMessage]) -> bool:
+        if self._token_limit is None:
+            # Positive, not just non-negative: clients clamp the remainder at 0, and a view
+            # that fills the window leaves no room for the answer anyway.
+            return self._model_client.remaining_tokens(messages, tools=self._tool_schema) > 0
+        tokens = self._model_client.count_tokens(messages, tools=self._tool_schema)
+        return tokens <= self._token_limit
+
+    async def get_messages(self) -> list[LLMMessage]:
+        """Return the newest messages that fit the budget (possibly none)."""
+        start = 0
+        while start < len(self._messages) and not self._fits(self._messages[start:]):
+            start += 1
+        return drop_orphan_results(self._messages[start:])
