@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, model_validator
 
+from ..tools import BaseTool, FunctionTool
+
 __all__ = ["Handoff"]
 
 
@@ -20,6 +22,11 @@ class Handoff(BaseModel):
         description: The tool description shown to the model.
         name: The tool name; must be a valid identifier.
         message: The content of the resulting ``HandoffMessage``.
+
+    Example:
+        >>> handoff = Handoff(target="user", message="Transfer to user.")
+        >>> handoff.name, handoff.handoff_tool.name
+        ('transfer_to_user', 'transfer_to_user')
     """
 
     target: str
@@ -48,3 +55,14 @@ class Handoff(BaseModel):
                 f"Transferred to {target}, adopting the role of {target} immediately."
             )
         return filled
+
+    @property
+    def handoff_tool(self) -> BaseTool[Any, Any]:
+        """The tool the model calls to hand off: named :attr:`name`, described by
+        :attr:`description`, taking no arguments and returning :attr:`message`."""
+        message = self.message
+
+        async def handoff() -> str:  # async: no worker thread for a constant
+            return message
+
+        return FunctionTool(handoff, description=self.description, name=self.name)

@@ -1,6 +1,13 @@
 """Models: the client interface, scripted and OpenAI-compatible clients, and the value
 types they exchange (LLM messages, function calls, results, usage, images)."""
 
+from ._cache import (
+    CHAT_CACHE_VALUE_TYPE,
+    CacheStore,
+    ChatCompletionCache,
+    InMemoryStore,
+    SQLiteStore,
+)
 from ._client import (
     ChatCompletionClient,
     ModelCapabilities,
@@ -9,6 +16,11 @@ from ._client import (
     validate_model_info,
 )
 from ._image import Image, ImageDetail
+from ._openai import (
+    AzureOpenAIChatCompletionClient,
+    ModelResponseError,
+    OpenAIChatCompletionClient,
+)
 from ._replay import ReplayChatCompletionClient, ReplayExhaustedError
 from ._types import (
     AssistantMessage,
@@ -25,8 +37,12 @@ from ._types import (
     UserMessage,
 )
 
-__all__ = [
+__all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "AssistantMessage",
+    "AzureOpenAIChatCompletionClient",
+    "CHAT_CACHE_VALUE_TYPE",
+    "CacheStore",
+    "ChatCompletionCache",
     "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
     "CreateResult",
@@ -36,13 +52,17 @@ __all__ = [
     "FunctionExecutionResultMessage",
     "Image",
     "ImageDetail",
+    "InMemoryStore",
     "LLMMessage",
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
+    "ModelResponseError",
+    "OpenAIChatCompletionClient",
     "ReplayChatCompletionClient",
     "ReplayExhaustedError",
     "RequestUsage",
+    "SQLiteStore",
     "SystemMessage",
     "TopLogprob",
     "UserMessage",

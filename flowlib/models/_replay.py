@@ -126,7 +126,9 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 cached=False,
             )
         else:
-            result = item
+            # A copy, so a caller changing its result cannot change the script (or what
+            # a later reset() replays).
+            result = item.model_copy(deep=True)
         self._actual = RequestUsage(
             prompt_tokens=self._actual.prompt_tokens + result.usage.prompt_tokens,
             completion_tokens=self._actual.completion_tokens + result.usage.completion_tokens,

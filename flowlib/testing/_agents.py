@@ -128,6 +128,10 @@ class ScriptedAgent(BaseChatAgent):
             makes a turn past the end of the script raise :class:`ScriptExhaustedError`,
             so a test notices a node that runs more often than expected.
         delay: Seconds to ``asyncio.sleep`` before replying (0: reply without awaiting).
+        yields: How many times a turn gives control back to the event loop
+            (``asyncio.sleep(0)``) before replying: one count for every turn, or one per
+            turn (0 past the end). Varies the order in which concurrent turns finish,
+            deterministically and without wall-clock time.
         recorder: A shared :class:`TurnRecorder` to log turn starts and ends in.
         description: The agent's description.
 
@@ -152,6 +156,7 @@ class ScriptedAgent(BaseChatAgent):
         *,
         then: str | None = None,
         delay: float = 0.0,
+        yields: int | Sequence[int] = 0,
         recorder: TurnRecorder | None = None,
         description: str = "A scripted test agent.",
     ) -> None:
@@ -163,11 +168,15 @@ class ScriptedAgent(BaseChatAgent):
             )
         if delay < 0:
             raise ValueError(f"delay must be >= 0 seconds, not {delay!r}.")
+        counts = (yields,) if isinstance(yields, int) else tuple(yields)
+        if any(count < 0 for count in counts):
+            raise ValueError(f"yields must be counts >= 0, not {yields!r}.")
         self._script: tuple[str, ...] | ScriptFunction = (
             outputs if callable(outputs) else tuple(outputs)
         )
         self._then = then
         self._delay = delay
+        self._yields: int | tuple[int, ...] = yields if isinstance(yields, int) else counts
         self._recorder = recorder
         self._position = 0
         self.seen: list[list[BaseChatMessage]] = []
@@ -211,6 +220,10 @@ class ScriptedAgent(BaseChatAgent):
 
     async def _before_reply(self, turn: int) -> None:
         """Awaited before replying; subclasses add gates. Cancellation here voids the turn."""
+        yields = self._yields
+        count = yields if isinstance(yields, int) else (yields[turn] if turn < len(yields) else 0)
+        for _ in range(count):
+            await asyncio.sleep(0)
         if self._delay > 0:
             await asyncio.sleep(self._delay)
 
@@ -279,6 +292,7 @@ class EchoAgent(ScriptedAgent):
     Args:
         name: The agent's name.
         delay: Seconds to wait before replying.
+        yields: Event-loop yields before replying (see :class:`ScriptedAgent`).
         recorder: A shared :class:`TurnRecorder`.
         description: The agent's description.
 
@@ -293,10 +307,13 @@ class EchoAgent(ScriptedAgent):
         name: str,
         *,
         delay: float = 0.0,
+        yields: int | Sequence[int] = 0,
         recorder: TurnRecorder | None = None,
         description: str = "Repeats the last message.",
     ) -> None:
-        super().__init__(name, _echo, delay=delay, recorder=recorder, description=description)
+        super().__init__(
+            name, _echo, delay=delay, yields=yields, recorder=recorder, description=description
+        )
 
 
 class GatedAgent(ScriptedAgent):

@@ -92,7 +92,7 @@ class RunTimeline:
     """
 
     events: list[tuple[Literal["start", "fire"], int]] = field(default_factory=list)
-    _trace: RunTrace | None = field(default=None, repr=False)
+    _trace: RunTrace | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def attach(cls, team: Any) -> RunTimeline:
@@ -107,7 +107,8 @@ class RunTimeline:
                 f"RunTimeline.attach() needs a team with a `trace` (a RunTrace), not "
                 f"{type(team).__name__}."
             )
-        timeline = cls(_trace=trace)
+        timeline = cls()
+        timeline._trace = trace
         timeline._observe(trace)
         return timeline
 
@@ -132,7 +133,8 @@ class RunTimeline:
         """
         starts = sum(1 for kind, _ in self.events if kind == "start")
         fires = len(self.events) - starts
-        if trace is not self._trace or (starts, fires) != (len(trace.step_nodes), len(trace.fired)):
+        attached = self._trace is None or trace is self._trace  # None: built by hand
+        if not attached or (starts, fires) != (len(trace.step_nodes), len(trace.fired)):
             raise RuntimeError(
                 f"RunTimeline saw {starts} starts and {fires} firings but the trace has "
                 f"{len(trace.step_nodes)} and {len(trace.fired)}; attach the timeline to the "
@@ -298,7 +300,7 @@ def check_trace(
 
     # --- exact replay with the interleaving -------------------------------------------
     start_at: list[int] = []  # event position of each step's start
-    first_fire_at: dict[int, int] = {}  # step -> event position of its first firing
+    last_fire_at: dict[int, int] = {}  # step -> event position of its last firing
     if timeline is not None:
         credit = [bool(f) for f in free]
         activated_by: list[str] = ["the entry" if c else "" for c in credit]
@@ -320,7 +322,7 @@ def check_trace(
                     f"Edge {_edge_text(names, ends, edge)} fired for step {step} before that "
                     "step started."
                 )
-            first_fire_at.setdefault(step, position)
+            last_fire_at[step] = position
             group = groups[group_of[edge]]
             if _fire(group, edge):
                 credit[group.target] = True
@@ -367,11 +369,12 @@ def check_trace(
                     )
                 if timeline is not None:
                     # Absorbed: a sibling of the group fired while this source was in
-                    # flight for this step, i.e. after its previous turn started and
-                    # before this turn completed.
+                    # flight for this step, i.e. after its previous turn started and no
+                    # later than this turn's own firings (an earlier edge of the same
+                    # completion can absorb a later one).
                     before = previous_step[step]
                     low = start_at[before] + 1 if before >= 0 else 0
-                    high = first_fire_at.get(step, len(timeline.events))
+                    high = last_fire_at.get(step, len(timeline.events) - 1) + 1
                     if not any(
                         kind == "fire"
                         and fired[number][1] != edge

@@ -34,7 +34,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from itertools import pairwise
 from typing import Any, Final, Literal
 
@@ -77,6 +77,7 @@ __all__ = [
     "dags",
     "dags_with_back_edges",
     "fan_outs",
+    "interleaved",
     "invalid_graphs",
     "joins",
     "loops_with_exit",
@@ -141,19 +142,22 @@ class NodeSpec:
         then: The reply after the scripted ones; ``None`` makes an extra turn fail (the
             spec promises the node runs at most ``len(outputs)`` times).
         activation: The node's default activation condition.
+        yields: Per turn, how often the agent yields to the event loop before replying
+            (see :class:`~flowlib.testing.ScriptedAgent`); varies concurrent orders.
     """
 
     name: str
     outputs: tuple[str, ...] = ("ok",)
     then: str | None = None
     activation: Activation = "all"
+    yields: tuple[int, ...] = ()
 
     def __repr__(self) -> str:
         return _compact_repr(self)
 
     def agent(self) -> ScriptedAgent:
         """A fresh :class:`ScriptedAgent` playing this node's script."""
-        return ScriptedAgent(self.name, self.outputs, then=self.then)
+        return ScriptedAgent(self.name, self.outputs, then=self.then, yields=self.yields)
 
     def max_turns(self) -> int | None:
         """How often the node can run before its script fails (None: unlimited)."""
@@ -764,7 +768,7 @@ def dags_with_back_edges(
         loops = _keywords_of(back, node.name)
         if loops:
             outputs = _replies(draw, forward + loops)
-            node = NodeSpec(node.name, outputs, node.then, node.activation)
+            node = replace(node, outputs=outputs)
         nodes.append(node)
     entry = names[0] if any(e.target == names[0] for e in back) or draw(st.booleans()) else None
     return GraphSpec(nodes=tuple(nodes), edges=tuple(edges), entry=entry, shape="dag_loops")
@@ -783,6 +787,24 @@ def valid_graphs(*, max_nodes: int = 6) -> st.SearchStrategy[GraphSpec]:
     )
 
 
+@st.composite
+def interleaved(
+    draw: st.DrawFn, specs: st.SearchStrategy[GraphSpec], *, max_yields: int = 3
+) -> GraphSpec:
+    """The specs of ``specs``, each node yielding to the event loop 0..``max_yields`` times
+    per turn, so concurrent branches finish in varied (but reproducible) orders.
+
+    Example:
+        >>> from hypothesis import given
+        >>> @given(interleaved(valid_graphs()))
+        ... def test_runs(spec): ...
+    """
+    spec = draw(specs)
+    counts = st.lists(st.integers(0, max_yields), max_size=4).map(tuple)
+    nodes = tuple(replace(node, yields=draw(counts)) for node in spec.nodes)
+    return replace(spec, nodes=nodes)
+
+
 # --- invalid graphs ---------------------------------------------------------------------
 
 
@@ -790,10 +812,10 @@ def _pairs(spec: GraphSpec) -> list[tuple[str, str]]:
     return [(edge.source, edge.target) for edge in spec.edges]
 
 
-@st.composite
-def _empty(draw: st.DrawFn, max_nodes: int) -> InvalidGraphCase:
-    del draw, max_nodes
-    return InvalidGraphCase(GraphSpec(nodes=(), shape="empty"), EmptyGraphError, (), in_ir=True)
+def _empty(max_nodes: int) -> st.SearchStrategy[InvalidGraphCase]:
+    del max_nodes
+    spec = GraphSpec(nodes=(), shape="empty")
+    return st.just(InvalidGraphCase(spec, EmptyGraphError, (), in_ir=True))
 
 
 @st.composite

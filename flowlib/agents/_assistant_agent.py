@@ -1,0 +1,598 @@
+"""AssistantAgent: a model-backed agent that can call tools and hand off."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from ..base import CancellationToken, Handoff, Response
+from ..errors import StateError
+from ..memory import Memory
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    HandoffMessage,
+    MemoryQueryEvent,
+    ModelClientStreamingChunkEvent,
+    StructuredMessage,
+    TextMessage,
+    ThoughtEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+    ToolCallSummaryMessage,
+)
+from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
+from ..models import (
+    AssistantMessage,
+    ChatCompletionClient,
+    CreateResult,
+    FunctionCall,
+    FunctionExecutionResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+    RequestUsage,
+    SystemMessage,
+    UserMessage,
+)
+from ..tools import Tool
+from ._base_chat_agent import BaseChatAgent
+from ._tool_calls import (
+    SummaryFormatter,
+    ToolInput,
+    build_handoffs,
+    build_tools,
+    handoff_context,
+    run_linked,
+    run_tool_calls,
+    summarize,
+)
+
+__all__ = ["AssistantAgent", "AssistantAgentState"]
+
+DEFAULT_DESCRIPTION = "An agent that provides assistance with ability to use tools."
+DEFAULT_SYSTEM_MESSAGE = (
+    "You are a helpful AI assistant. Solve tasks using your tools. Reply with TERMINATE "
+    "when the task has been completed."
+)
+_IMAGE_PLACEHOLDER = "[image]"
+
+_Item = BaseAgentEvent | BaseChatMessage
+
+
+class AssistantAgentState(BaseModel):
+    """What :meth:`AssistantAgent.save_state` returns: the model context's state."""
+
+    type: Literal["AssistantAgentState"] = "AssistantAgentState"
+    version: str = "1.0.0"
+    llm_context: dict[str, Any]
+
+
+@dataclass
+class _Inference:
+    """A finished model call and the id given to the message it produces."""
+
+    result: CreateResult
+    message_id: str
+
+
+class AssistantAgent(BaseChatAgent):
+    """An agent that answers with a model and can call tools and hand off.
+
+    Each call adds the new messages to the model context, applies the memories, then
+    calls the model (with the system message prepended). A text answer is returned at
+    once, as a ``TextMessage`` (or ``StructuredMessage`` with ``output_content_type``).
+    Tool calls are run concurrently and their results added to the context; the model is
+    called again, up to ``max_tool_iterations`` times, while it keeps calling tools. Then
+    the agent either reflects (one more model call, without tools) or returns a
+    ``ToolCallSummaryMessage``. A handoff call ends the turn with a ``HandoffMessage``
+    once the other calls of the same answer have run.
+
+    Memories write into the model context, as the documents say (``ListMemory`` appends
+    a system message on every call, and it stays in the history). A handoff's ``context``
+    holds every non-handoff tool call of the call that hands off, with its result.
+
+    A failing tool never raises out of the agent: its result is marked ``is_error=True``
+    and says what went wrong. If the turn itself fails (the model raises, the turn is
+    cancelled), the model context is restored to what it was before the call, so the
+    agent can simply be called again. The agent is stateful (pass only new messages) and
+    not safe to call concurrently.
+
+    Args:
+        name: The agent's name.
+        model_client: The model to call.
+        tools: Tools, or plain sync / async functions (wrapped in ``FunctionTool``:
+            named after the function, described by its docstring).
+        workbench: Not supported yet; must be ``None``.
+        handoffs: ``Handoff`` objects or target names; each becomes a tool
+            ``transfer_to_<target>``.
+        model_context: Stores the conversation; an ``UnboundedChatCompletionContext`` by
+            default. It may be preloaded; :meth:`on_reset` clears it.
+        description: What the agent does, for teams choosing speakers.
+        system_message: Prepended to the context at each model call; ``None`` disables it.
+        model_client_stream: Stream the model's tokens as
+            ``ModelClientStreamingChunkEvent``s (not kept in ``inner_messages``).
+        reflect_on_tool_use: Make one more model call on the tool results instead of
+            returning a summary. Defaults to ``True`` iff ``output_content_type`` is set.
+        max_tool_iterations: How many model calls may request tools in one turn (>= 1).
+        tool_call_summary_format: Template per tool result, joined with newlines; fields
+            ``{tool_name}``, ``{arguments}``, ``{result}``, ``{is_error}``.
+        tool_call_summary_formatter: ``(call, result) -> str`` per tool call; overrides
+            ``tool_call_summary_format``.
+        output_content_type: A pydantic model: the model is asked for it (structured
+            output) and the final answer is a ``StructuredMessage`` of it.
+        output_content_type_format: (Experimental) ``format_string`` of that message.
+        memory: Memories whose ``update_context`` runs on the context before inference.
+        metadata: Attached to every chat message the agent produces.
+
+    Raises:
+        ValueError: If tool names or handoff names repeat, a handoff is named like a tool,
+            ``max_tool_iterations < 1``, tools or handoffs are given to a model without
+            function calling, or ``workbench`` is given.
+        TypeError: If a tool or handoff has the wrong type, or ``output_content_type``
+            is not a pydantic model class.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.models import ReplayChatCompletionClient
+        >>> client = ReplayChatCompletionClient(["Paris."])
+        >>> agent = AssistantAgent("assistant", model_client=client)
+        >>> result = asyncio.run(agent.run(task="What is the capital of France?"))
+        >>> [message.to_text() for message in result.messages]
+        ['What is the capital of France?', 'Paris.']
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model_client: ChatCompletionClient,
+        *,
+        tools: Sequence[ToolInput] | None = None,
+        workbench: Any = None,
+        handoffs: Sequence[Handoff | str] | None = None,
+        model_context: ChatCompletionContext | None = None,
+        description: str = DEFAULT_DESCRIPTION,
+        system_message: str | None = DEFAULT_SYSTEM_MESSAGE,
+        model_client_stream: bool = False,
+        reflect_on_tool_use: bool | None = None,
+        max_tool_iterations: int = 1,
+        tool_call_summary_format: str = "{result}",
+        tool_call_summary_formatter: SummaryFormatter | None = None,
+        output_content_type: type[BaseModel] | None = None,
+        output_content_type_format: str | None = None,
+        memory: Sequence[Memory] | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(name, description)
+        if workbench is not None:
+            raise ValueError(
+                f"Agent `{name}`: workbench is not supported yet; pass the tools with "
+                "`tools=[...]` instead."
+            )
+        if isinstance(memory, Memory):
+            raise TypeError(f"Agent `{name}`: memory takes a list of memories: memory=[...].")
+        if max_tool_iterations < 1:
+            raise ValueError(
+                f"Agent `{name}`: max_tool_iterations must be at least 1, got "
+                f"{max_tool_iterations}."
+            )
+        if output_content_type is not None and not (
+            isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
+        ):
+            raise TypeError(
+                f"Agent `{name}`: output_content_type must be a pydantic BaseModel subclass, "
+                f"not {output_content_type!r}."
+            )
+        self._tools = build_tools(name, tools or ())
+        self._handoffs = build_handoffs(name, handoffs or (), {tool.name for tool in self._tools})
+        if (self._tools or self._handoffs) and not model_client.model_info.get(
+            "function_calling", False
+        ):
+            given = "tools" if self._tools else "handoffs"
+            raise ValueError(
+                f"Agent `{name}`: the model does not support function calling "
+                f"(model_info['function_calling'] is False), so it cannot use {given}. "
+                "Use a model that supports function calling, or remove them."
+            )
+        handoff_tools: list[Tool] = [handoff.handoff_tool for handoff in self._handoffs.values()]
+        self._model_tools: list[Tool] = [*self._tools, *handoff_tools]
+        self._tools_by_name: dict[str, Tool] = {tool.name: tool for tool in self._model_tools}
+        self._model_client = model_client
+        self._model_context = (
+            model_context if model_context is not None else UnboundedChatCompletionContext()
+        )
+        self._system_messages: list[LLMMessage] = (
+            [] if system_message is None else [SystemMessage(content=system_message)]
+        )
+        self._model_client_stream = model_client_stream
+        self._reflect_on_tool_use = (
+            output_content_type is not None if reflect_on_tool_use is None else reflect_on_tool_use
+        )
+        self._max_tool_iterations = max_tool_iterations
+        self._tool_call_summary_format = tool_call_summary_format
+        self._tool_call_summary_formatter = tool_call_summary_formatter
+        self._output_content_type = output_content_type
+        self._output_content_type_format = output_content_type_format
+        self._memory = list(memory or ())
+        self._metadata = dict(metadata or {})
+        # The context state before a turn that has not finished yet, and a turn counter:
+        # together they make each turn all-or-nothing (see on_messages_stream).
+        self._open_turn: Mapping[str, Any] | None = None
+        self._turns_started = 0
+
+    # --- properties ---------------------------------------------------------------------
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        """The final answer type, plus the summary and handoff messages when they can occur."""
+        types: list[type[BaseChatMessage]] = [
+            TextMessage
+            if self._output_content_type is None
+            else StructuredMessage[self._output_content_type]  # type: ignore[name-defined]
+        ]
+        if self._tools:
+            types.append(ToolCallSummaryMessage)
+        if self._handoffs:
+            types.append(HandoffMessage)
+        return tuple(types)
+
+    @property
+    def model_context(self) -> ChatCompletionContext:
+        """The context holding the agent's conversation with its model."""
+        return self._model_context
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools given to the agent (handoff tools excluded)."""
+        return list(self._tools)
+
+    @property
+    def handoffs(self) -> dict[str, Handoff]:
+        """The agent's handoffs, by tool name."""
+        return dict(self._handoffs)
+
+    @property
+    def system_message(self) -> str | None:
+        """The system message, or ``None``."""
+        if not self._system_messages:
+            return None
+        content = self._system_messages[0].content
+        assert isinstance(content, str)
+        return content
+
+    # --- the turn -----------------------------------------------------------------------
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Handle the new messages and return the final response.
+
+        Raises:
+            asyncio.CancelledError: If ``cancellation_token`` is cancelled.
+            Exception: What the model client raises (the context is left unchanged).
+        """
+        async for item in self.on_messages_stream(messages, cancellation_token):
+            if isinstance(item, Response):
+                return item
+        raise AssertionError("on_messages_stream ended without a Response")  # pragma: no cover
+
+    async def on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        """Handle the new messages, yielding events (and chunks) as they happen, then the
+        Response.
+
+        The turn is all-or-nothing for the model context: if it raises, is cancelled, or
+        its stream is abandoned before the Response, the context is restored to its state
+        before the call (an abandoned stream is undone at the latest when the next call
+        starts, since Python may close it only later).
+        """
+        if self._open_turn is not None:
+            await self._model_context.load_state(self._open_turn)
+        snapshot = await self._model_context.save_state()
+        self._open_turn = snapshot
+        self._turns_started += 1
+        turn = self._turns_started
+        try:
+            async with aclosing(self._turn(messages, cancellation_token)) as items:
+                async for item in items:
+                    if isinstance(item, Response) and turn == self._turns_started:
+                        self._open_turn = None
+                    yield item
+        finally:
+            # A stale turn (a later call, reset or load_state came first) must not undo
+            # what happened since.
+            if turn == self._turns_started and self._open_turn is not None:
+                self._open_turn = None
+                await self._model_context.load_state(snapshot)
+
+    async def _turn(
+        self, messages: Sequence[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        for message in messages:
+            if isinstance(message, HandoffMessage):
+                for context_message in message.context:
+                    await self._model_context.add_message(context_message)
+            await self._model_context.add_message(message.to_model_message())
+
+        inner: list[_Item] = []
+        for memory in self._memory:
+            update = await memory.update_context(self._model_context)
+            if update.memories.results:
+                event = MemoryQueryEvent(content=list(update.memories.results), source=self.name)
+                inner.append(event)
+                yield event
+
+        steps: list[tuple[AssistantMessage, list[FunctionExecutionResult]]] = []
+        for _ in range(self._max_tool_iterations):
+            inference: _Inference | None = None
+            async with aclosing(self._infer(self._model_tools, token)) as stream:
+                async for streamed in stream:
+                    if isinstance(streamed, _Inference):
+                        inference = streamed
+                    else:
+                        yield streamed
+            assert inference is not None
+            result = inference.result
+            calls = result.content if isinstance(result.content, list) else []
+            if result.thought:
+                # Streamed text that came with tool calls is the thought: its chunks name it.
+                thought = (
+                    ThoughtEvent(id=inference.message_id, content=result.thought, source=self.name)
+                    if calls
+                    else ThoughtEvent(content=result.thought, source=self.name)
+                )
+                inner.append(thought)
+                yield thought
+            if not calls:
+                yield await self._answer(inference, inner)
+                return
+
+            request = ToolCallRequestEvent(
+                content=list(calls), source=self.name, models_usage=result.usage
+            )
+            inner.append(request)
+            yield request
+            results = await self._run_calls(calls, token)
+            execution = ToolCallExecutionEvent(content=results, source=self.name)
+            inner.append(execution)
+            yield execution
+            request_message = AssistantMessage(
+                content=list(calls), thought=result.thought, source=self.name
+            )
+            await self._model_context.add_message(request_message)
+            await self._model_context.add_message(FunctionExecutionResultMessage(content=results))
+            steps.append((request_message, results))
+
+            handoff = next((call for call in calls if call.name in self._handoffs), None)
+            if handoff is not None:
+                yield Response(
+                    chat_message=self._handoff_message(handoff, steps), inner_messages=inner
+                )
+                return
+
+        if self._reflect_on_tool_use:
+            inference = None
+            async with aclosing(self._infer([], token)) as stream:
+                async for streamed in stream:
+                    if isinstance(streamed, _Inference):
+                        inference = streamed
+                    else:
+                        yield streamed
+            assert inference is not None
+            if isinstance(inference.result.content, list) and inference.result.content:
+                raise ValueError(
+                    f"Agent `{self.name}`: the model answered the reflection call (made "
+                    "without tools) with tool calls; expected a text answer."
+                )
+            if inference.result.thought:
+                thought = ThoughtEvent(content=inference.result.thought, source=self.name)
+                inner.append(thought)
+                yield thought
+            yield await self._answer(inference, inner)
+            return
+
+        all_calls = [call for request_message, _ in steps for call in _calls_of(request_message)]
+        all_results = [result for _, results in steps for result in results]
+        summary = ToolCallSummaryMessage(
+            content=summarize(
+                all_calls,
+                all_results,
+                self._tool_call_summary_format,
+                self._tool_call_summary_formatter,
+            ),
+            tool_calls=all_calls,
+            results=all_results,
+            source=self.name,
+            metadata=dict(self._metadata),
+        )
+        yield Response(chat_message=summary, inner_messages=inner)
+
+    async def _infer(
+        self, tools: Sequence[Tool], token: CancellationToken
+    ) -> AsyncGenerator[ModelClientStreamingChunkEvent | _Inference, None]:
+        """Call the model on the system message and the context; yield chunks when
+        streaming, then the finished call."""
+        if token.is_cancelled():
+            raise asyncio.CancelledError()
+        context = await self._model_context.get_messages()
+        if not self._model_client.model_info.get("vision", False):
+            context = [_without_images(message) for message in context]
+        request = [*self._system_messages, *context]
+        message_id = str(uuid.uuid4())
+        if not self._model_client_stream:
+            result = await run_linked(
+                self._model_client.create(
+                    request,
+                    tools=tools,
+                    json_output=self._output_content_type,
+                    cancellation_token=token,
+                ),
+                token,
+            )
+            yield _Inference(result, message_id)
+            return
+        final: CreateResult | None = None
+        chunks = self._model_client.create_stream(
+            request, tools=tools, json_output=self._output_content_type, cancellation_token=token
+        )
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                if token.is_cancelled():
+                    raise asyncio.CancelledError()
+                if isinstance(chunk, CreateResult):
+                    final = chunk
+                else:
+                    yield ModelClientStreamingChunkEvent(
+                        content=chunk, full_message_id=message_id, source=self.name
+                    )
+        if final is None:
+            raise ValueError(
+                f"Agent `{self.name}`: the model client's stream ended without a "
+                "CreateResult; create_stream must yield the final result last."
+            )
+        yield _Inference(final, message_id)
+
+    async def _answer(self, inference: _Inference, inner: list[_Item]) -> Response:
+        """Record a text answer in the context and wrap it as the final Response."""
+        result = inference.result
+        content = result.content if isinstance(result.content, str) else ""
+        message = self._final_message(content, result.usage, inference.message_id)
+        await self._model_context.add_message(
+            AssistantMessage(content=content, thought=result.thought, source=self.name)
+        )
+        return Response(chat_message=message, inner_messages=inner)
+
+    def _final_message(self, content: str, usage: RequestUsage, message_id: str) -> BaseChatMessage:
+        if self._output_content_type is None:
+            return TextMessage(
+                id=message_id,
+                content=content,
+                source=self.name,
+                models_usage=usage,
+                metadata=dict(self._metadata),
+            )
+        try:
+            parsed = self._output_content_type.model_validate_json(content)
+        except ValidationError as exc:
+            raise ValueError(
+                f"Agent `{self.name}`: the model's answer is not a valid "
+                f"`{self._output_content_type.__name__}` ({exc.error_count()} error(s): "
+                f"{exc.errors()[0]['msg']}). Answer: {content[:200]!r}"
+            ) from exc
+        message_type = StructuredMessage[self._output_content_type]  # type: ignore[name-defined]
+        structured: BaseChatMessage = message_type(
+            id=message_id,
+            content=parsed,
+            format_string=self._output_content_type_format,
+            source=self.name,
+            models_usage=usage,
+            metadata=dict(self._metadata),
+        )
+        return structured
+
+    async def _run_calls(
+        self, calls: Sequence[FunctionCall], token: CancellationToken
+    ) -> list[FunctionExecutionResult]:
+        """Run the calls concurrently; only the first handoff of an answer is performed."""
+        handoffs = [index for index, call in enumerate(calls) if call.name in self._handoffs]
+        skipped = set(handoffs[1:])
+        if not skipped:
+            return await run_tool_calls(calls, self._tools_by_name, token)
+        kept = [call for index, call in enumerate(calls) if index not in skipped]
+        ran = iter(await run_tool_calls(kept, self._tools_by_name, token))
+        first = self._handoffs[calls[handoffs[0]].name].target
+        results: list[FunctionExecutionResult] = []
+        for index, call in enumerate(calls):
+            if index in skipped:
+                results.append(
+                    FunctionExecutionResult(
+                        content=(
+                            f"Error: handoff to `{self._handoffs[call.name].target}` was not "
+                            f"performed; only the first handoff of a response is (to `{first}`)."
+                        ),
+                        name=call.name,
+                        call_id=call.id,
+                        is_error=True,
+                    )
+                )
+            else:
+                results.append(next(ran))
+        return results
+
+    def _handoff_message(
+        self,
+        call: FunctionCall,
+        steps: Sequence[tuple[AssistantMessage, list[FunctionExecutionResult]]],
+    ) -> HandoffMessage:
+        handoff = self._handoffs[call.name]
+        return HandoffMessage(
+            content=handoff.message,
+            target=handoff.target,
+            context=handoff_context(self.name, steps, set(self._handoffs)),
+            source=self.name,
+            metadata=dict(self._metadata),
+        )
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def on_reset(self, cancellation_token: CancellationToken) -> None:
+        """Clear the model context, preloaded messages included."""
+        self._forget_open_turn()
+        await self._model_context.clear()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Return ``{"type": "AssistantAgentState", "version": "1.0.0", "llm_context":
+        ...}``: the model context, JSON-serialisable.
+
+        While a turn is unfinished, this is the context from before that turn.
+        """
+        if self._open_turn is not None:
+            context_state = dict(self._open_turn)
+        else:
+            context_state = dict(await self._model_context.save_state())
+        return AssistantAgentState(llm_context=context_state).model_dump(mode="json")
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a state from :meth:`save_state`; the conversation reverts to it.
+
+        Raises:
+            StateError: If ``state`` is not an AssistantAgent state.
+        """
+        try:
+            parsed = AssistantAgentState.model_validate(dict(state))
+        except ValidationError as exc:
+            raise StateError(
+                f"Agent `{self.name}`: cannot load this state; expected the result of "
+                f"AssistantAgent.save_state() ({exc.error_count()} error(s): "
+                f"{exc.errors()[0]['loc']} {exc.errors()[0]['msg']})."
+            ) from exc
+        if parsed.version.split(".")[0] != "1":
+            raise StateError(
+                f"Agent `{self.name}`: AssistantAgentState version {parsed.version!r} is not "
+                "supported; this flowlib reads version 1.x."
+            )
+        self._forget_open_turn()
+        await self._model_context.load_state(parsed.llm_context)
+
+    def _forget_open_turn(self) -> None:
+        """Make an unfinished (abandoned) turn stale, so it will not be undone later."""
+        self._open_turn = None
+        self._turns_started += 1
+
+
+def _calls_of(message: AssistantMessage) -> list[FunctionCall]:
+    return message.content if isinstance(message.content, list) else []
+
+
+def _without_images(message: LLMMessage) -> LLMMessage:
+    """Replace images by a placeholder for a model without vision."""
+    if not isinstance(message, UserMessage) or isinstance(message.content, str):
+        return message
+    parts = [part if isinstance(part, str) else _IMAGE_PLACEHOLDER for part in message.content]
+    return UserMessage(content="\n".join(parts), source=message.source)

@@ -1,0 +1,251 @@
+"""An agent whose thinking is a whole team, summed up by a model into one answer."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any
+
+from ..base import CancellationToken, Response, TaskResult, Team
+from ..errors import StateError
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    HandoffMessage,
+    ModelClientStreamingChunkEvent,
+    TextMessage,
+)
+from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
+from ..models import AssistantMessage, ChatCompletionClient, LLMMessage, SystemMessage, UserMessage
+from ._base_chat_agent import BaseChatAgent
+
+__all__ = ["SocietyOfMindAgent"]
+
+NO_RESPONSE = "No response."
+"""The reply when the inner team published no chat message (the model is not called)."""
+PREVIOUS_MESSAGES = "relevant previous messages"
+"""Content of the ``HandoffMessage`` that carries earlier context into the inner team."""
+
+
+class SocietyOfMindAgent(BaseChatAgent):
+    """Runs an inner team on the new messages, then has a model write one standalone answer.
+
+    Each call:
+
+    1. runs ``team`` with the new messages as its task, streaming the team's events and
+       messages as this agent's inner messages. When the model context already holds
+       earlier messages (preloaded, or from earlier calls), they go first, as the
+       ``context`` of a ``HandoffMessage(content="relevant previous messages",
+       target="")`` from this agent, so the freshly reset team knows the conversation;
+    2. adds the new messages to the model context;
+    3. asks the model with ``[SystemMessage(instruction), *model context,
+       *the inner team's chat messages, SystemMessage(response_prompt)]``: the model
+       context supplies the original request (and earlier turns, limited by the
+       context's view, e.g. ``BufferedChatCompletionContext``); each inner chat message
+       becomes a ``UserMessage`` from its sender. If the client's ``model_info`` says
+       ``multiple_system_messages=False``, the response prompt is sent as a
+       ``UserMessage`` instead. If the team published no chat message the reply is
+       ``"No response."`` and the model is not called;
+    4. replies with the model's text as a ``TextMessage`` and adds it to the context;
+    5. resets the inner team (also when the call fails or is cancelled), so every call
+       starts it afresh.
+
+    Args:
+        name: The agent's name.
+        team: The inner team (any flowlib team, e.g. a ``GraphFlow``).
+        model_client: Writes the final answer.
+        description: Defaults to :attr:`DEFAULT_DESCRIPTION`.
+        instruction: System prompt before the transcript; :attr:`DEFAULT_INSTRUCTION`.
+        response_prompt: System prompt after the transcript;
+            :attr:`DEFAULT_RESPONSE_PROMPT`.
+        model_context: Keeps the outer conversation; defaults to an unbounded one. It may
+            be preloaded; :meth:`on_reset` clears it.
+
+    Raises:
+        TypeError: If ``team`` is not a Team.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.models import ReplayChatCompletionClient
+        >>> from flowlib.teams import DiGraphBuilder, GraphFlow
+        >>> def writer(messages): return "Once upon a time, the end."
+        >>> def editor(messages): return "APPROVE"
+        >>> builder = DiGraphBuilder().add_node(writer).add_node(editor)
+        >>> graph = builder.add_edge("writer", "editor").build()
+        >>> inner = GraphFlow(builder.get_participants(), graph)
+        >>> model = ReplayChatCompletionClient(["A very short story."])
+        >>> agent = SocietyOfMindAgent("society_of_mind", team=inner, model_client=model)
+        >>> result = asyncio.run(agent.run(task="Write a story."))
+        >>> [m.to_text() for m in result.messages]
+        ['Write a story.', 'Once upon a time, the end.', 'APPROVE', 'A very short story.']
+    """
+
+    DEFAULT_INSTRUCTION = (
+        "Earlier you were asked to fulfill a request. You and your team worked diligently to "
+        "address that request. Here is a transcript of that conversation:"
+    )
+    """The system prompt placed before the transcript."""
+    DEFAULT_RESPONSE_PROMPT = (
+        "Output a standalone response to the original request, without mentioning any of the "
+        "intermediate discussion."
+    )
+    """The system prompt placed after the transcript."""
+    DEFAULT_DESCRIPTION = "An agent that uses an inner team of agents to generate responses."
+    """The default description."""
+
+    component_provider_override = "flowlib.agents.SocietyOfMindAgent"
+
+    def __init__(
+        self,
+        name: str,
+        team: Team,
+        model_client: ChatCompletionClient,
+        *,
+        description: str = DEFAULT_DESCRIPTION,
+        instruction: str = DEFAULT_INSTRUCTION,
+        response_prompt: str = DEFAULT_RESPONSE_PROMPT,
+        model_context: ChatCompletionContext | None = None,
+    ) -> None:
+        super().__init__(name, description)
+        if not isinstance(team, Team):
+            raise TypeError(
+                f"SocietyOfMindAgent `{name}` needs a Team (e.g. a GraphFlow) as its inner "
+                f"team, not {type(team).__name__}."
+            )
+        self._team = team
+        self._model_client = model_client
+        self._instruction = instruction
+        self._response_prompt = response_prompt
+        self._model_context = model_context or UnboundedChatCompletionContext()
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        """``TextMessage``."""
+        return (TextMessage,)
+
+    @property
+    def model_context(self) -> ChatCompletionContext:
+        """The model context in use."""
+        return self._model_context
+
+    @property
+    def team(self) -> Team:
+        """The inner team."""
+        return self._team
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Run the inner team on ``messages`` and return the model's standalone answer."""
+        response: Response | None = None
+        async for item in self.on_messages_stream(messages, cancellation_token):
+            if isinstance(item, Response):
+                response = item
+        assert response is not None  # the stream always ends with a Response
+        return response
+
+    async def on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        """Like :meth:`on_messages`, yielding the inner team's events and messages first."""
+        task: list[BaseChatMessage] = list(messages)
+        previous = await self._model_context.get_messages()
+        if previous:
+            task.insert(
+                0,
+                HandoffMessage(
+                    content=PREVIOUS_MESSAGES, target="", context=previous, source=self.name
+                ),
+            )
+        inner: list[BaseAgentEvent | BaseChatMessage] = []
+        try:
+            result: TaskResult | None = None
+            stream = self._team.run_stream(
+                task=task, cancellation_token=cancellation_token, output_task_messages=False
+            )
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, TaskResult):
+                        result = item
+                        continue
+                    if not isinstance(item, ModelClientStreamingChunkEvent):
+                        inner.append(item)
+                    yield item
+            assert result is not None  # a team's stream always ends with a TaskResult
+            for message in messages:
+                if isinstance(message, HandoffMessage):
+                    for llm_message in message.context:
+                        await self._model_context.add_message(llm_message)
+                await self._model_context.add_message(message.to_model_message())
+            transcript = [m.to_model_message() for m in inner if isinstance(m, BaseChatMessage)]
+            if not transcript:
+                reply = TextMessage(content=NO_RESPONSE, source=self.name)
+            else:
+                completion = await self._model_client.create(
+                    await self._request(transcript), cancellation_token=cancellation_token
+                )
+                if not isinstance(completion.content, str):
+                    raise RuntimeError(
+                        f"SocietyOfMindAgent `{self.name}`: the model answered with tool "
+                        "calls; it must answer in text."
+                    )
+                reply = TextMessage(
+                    content=completion.content, source=self.name, models_usage=completion.usage
+                )
+            await self._model_context.add_message(
+                AssistantMessage(content=reply.content, source=self.name)
+            )
+        finally:
+            await self._team.reset()
+        yield Response(chat_message=reply, inner_messages=inner)
+
+    async def _request(self, transcript: list[UserMessage]) -> list[LLMMessage]:
+        """Build the final model request (see the class docstring)."""
+        closing: LLMMessage = SystemMessage(content=self._response_prompt)
+        if self._model_client.model_info.get("multiple_system_messages") is False:
+            closing = UserMessage(content=self._response_prompt, source="user")
+        return [
+            SystemMessage(content=self._instruction),
+            *await self._model_context.get_messages(),
+            *transcript,
+            closing,
+        ]
+
+    async def on_reset(self, cancellation_token: CancellationToken) -> None:
+        """Reset the inner team and clear the model context (preloaded messages too)."""
+        await self._team.reset()
+        await self._model_context.clear()
+
+    async def on_pause(self, cancellation_token: CancellationToken) -> None:
+        """Pause the inner team."""
+        await self._team.pause()
+
+    async def on_resume(self, cancellation_token: CancellationToken) -> None:
+        """Resume the inner team."""
+        await self._team.resume()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Return the inner team's state and the model context's."""
+        return {
+            "type": "SocietyOfMindAgentState",
+            "version": 1,
+            "inner_team_state": dict(await self._team.save_state()),
+            "llm_context": dict(await self._model_context.save_state()),
+        }
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a state returned by :meth:`save_state`.
+
+        Raises:
+            StateError: If the state is not a SocietyOfMindAgent state.
+        """
+        team_state = state.get("inner_team_state")
+        if state.get("type") != "SocietyOfMindAgentState" or not isinstance(team_state, Mapping):
+            raise StateError(
+                f"SocietyOfMindAgent `{self.name}` cannot load a state of type "
+                f"{state.get('type')!r}; pass the dict its save_state() returned."
+            )
+        await self._team.load_state(team_state)
+        context = state.get("llm_context")
+        if isinstance(context, Mapping):
+            await self._model_context.load_state(context)

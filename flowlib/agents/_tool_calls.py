@@ -1,0 +1,224 @@
+"""Tool calling for AssistantAgent: building the tool set, running a model's calls, and
+summarising their results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .._cancellation import CancellationToken
+from ..base import Handoff
+from ..models import (
+    AssistantMessage,
+    FunctionCall,
+    FunctionExecutionResult,
+    FunctionExecutionResultMessage,
+    LLMMessage,
+)
+from ..tools import BaseTool, Tool, as_tool
+
+__all__ = [
+    "SummaryFormatter",
+    "ToolInput",
+    "build_handoffs",
+    "build_tools",
+    "handoff_context",
+    "run_linked",
+    "run_tool_calls",
+    "summarize",
+]
+
+ToolInput = BaseTool[Any, Any] | Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
+"""What ``AssistantAgent(tools=...)`` accepts: tools, or plain sync / async functions."""
+
+SummaryFormatter = Callable[[FunctionCall, FunctionExecutionResult], str]
+"""Renders one tool call and its result for a ``ToolCallSummaryMessage``."""
+
+_T = TypeVar("_T")
+
+
+def build_tools(agent: str, tools: Sequence[ToolInput]) -> list[Tool]:
+    """Turn ``tools`` into :class:`Tool` objects, wrapping plain functions.
+
+    Raises:
+        ValueError: If two tools share a name.
+        TypeError: If an item is neither a tool nor callable.
+    """
+    built: list[Tool] = []
+    seen: set[str] = set()
+    for item in tools:
+        if isinstance(item, Tool):
+            tool: Tool = item
+        elif callable(item):
+            tool = as_tool(item)
+        else:
+            raise TypeError(
+                f"Agent `{agent}`: tools must be BaseTool instances or functions, not "
+                f"{type(item).__name__} ({item!r})."
+            )
+        if tool.name in seen:
+            raise ValueError(
+                f"Agent `{agent}`: tool names must be unique, but `{tool.name}` is given "
+                "twice. Rename one of the functions, or pass FunctionTool(func, "
+                "description=..., name='other_name')."
+            )
+        seen.add(tool.name)
+        built.append(tool)
+    return built
+
+
+def build_handoffs(
+    agent: str, handoffs: Sequence[Handoff | str], tool_names: set[str]
+) -> dict[str, Handoff]:
+    """Turn ``handoffs`` into :class:`Handoff` objects keyed by tool name.
+
+    Raises:
+        ValueError: If two handoffs share a name, or a handoff is named like a tool.
+        TypeError: If an item is neither a Handoff nor a string.
+    """
+    built: dict[str, Handoff] = {}
+    for item in handoffs:
+        if isinstance(item, str):
+            handoff = Handoff(target=item)
+        elif isinstance(item, Handoff):
+            handoff = item
+        else:
+            raise TypeError(
+                f"Agent `{agent}`: handoffs must be Handoff objects or target names, not "
+                f"{type(item).__name__} ({item!r})."
+            )
+        if handoff.name in built:
+            raise ValueError(
+                f"Agent `{agent}`: handoff names must be unique, but `{handoff.name}` is "
+                "given twice. Remove the duplicate or give one a different `name`."
+            )
+        if handoff.name in tool_names:
+            raise ValueError(
+                f"Agent `{agent}`: handoff `{handoff.name}` has the same name as a tool. "
+                "Give the handoff another `name` (Handoff(target=..., name=...)) or "
+                "rename the tool."
+            )
+        built[handoff.name] = handoff
+    return built
+
+
+async def run_linked(awaitable: Awaitable[_T], token: CancellationToken) -> _T:
+    """Await ``awaitable`` as a task that ``token`` cancels.
+
+    Raises:
+        asyncio.CancelledError: If the token is (or becomes) cancelled.
+    """
+    if token.is_cancelled():
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise asyncio.CancelledError()
+    task = asyncio.ensure_future(awaitable)
+    token.add_callback(task.cancel)
+    try:
+        return await task
+    finally:
+        token.remove_callback(task.cancel)
+
+
+async def _run_one(
+    call: FunctionCall, tools: Mapping[str, Tool], token: CancellationToken
+) -> FunctionExecutionResult:
+    """Run one call; every failure becomes an error result, never an exception."""
+
+    def error(text: str) -> FunctionExecutionResult:
+        return FunctionExecutionResult(
+            content=f"Error: {text}", name=call.name, call_id=call.id, is_error=True
+        )
+
+    tool = tools.get(call.name)
+    if tool is None:
+        available = ", ".join(f"`{name}`" for name in tools) or "none"
+        return error(f"there is no tool named `{call.name}`. Available tools: {available}.")
+    try:
+        arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError as exc:
+        return error(f"the arguments of `{call.name}` are not valid JSON ({exc}).")
+    if not isinstance(arguments, dict):
+        return error(
+            f"the arguments of `{call.name}` must be a JSON object, not {type(arguments).__name__}."
+        )
+    try:
+        value = await tool.run_json(arguments, token, call_id=call.id)
+        content = tool.return_value_as_string(value)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        return error(str(exc) or type(exc).__name__)
+    return FunctionExecutionResult(content=content, name=call.name, call_id=call.id, is_error=False)
+
+
+async def run_tool_calls(
+    calls: Sequence[FunctionCall], tools: Mapping[str, Tool], token: CancellationToken
+) -> list[FunctionExecutionResult]:
+    """Run the calls concurrently; return one result per call, in call order.
+
+    Raises:
+        asyncio.CancelledError: If ``token`` is cancelled (every running call is cancelled).
+    """
+    if len(calls) == 1:
+        return [await run_linked(_run_one(calls[0], tools, token), token)]
+    results = await asyncio.gather(
+        *(run_linked(_run_one(call, tools, token), token) for call in calls)
+    )
+    return list(results)
+
+
+def summarize(
+    calls: Sequence[FunctionCall],
+    results: Sequence[FunctionExecutionResult],
+    template: str,
+    formatter: SummaryFormatter | None,
+) -> str:
+    """Render each call with ``formatter`` (or ``template``) and join them with newlines."""
+    lines: list[str] = []
+    for call, result in zip(calls, results, strict=True):
+        if formatter is not None:
+            lines.append(formatter(call, result))
+        else:
+            lines.append(
+                template.format(
+                    tool_name=call.name,
+                    arguments=call.arguments,
+                    result=result.content,
+                    is_error=result.is_error,
+                )
+            )
+    return "\n".join(lines)
+
+
+def handoff_context(
+    agent: str,
+    steps: Sequence[tuple[AssistantMessage, Sequence[FunctionExecutionResult]]],
+    handoff_names: set[str],
+) -> list[LLMMessage]:
+    """The LLM messages a handoff passes on: this call's tool calls and their results.
+
+    Handoff calls themselves are left out; a step that made only handoff calls
+    contributes its ``thought`` (if any) as an assistant message.
+    """
+    context: list[LLMMessage] = []
+    for request, results in steps:
+        assert isinstance(request.content, list)
+        # Results are in call order; pair them by position, as call ids may be empty.
+        pairs = [
+            (call, result)
+            for call, result in zip(request.content, results, strict=True)
+            if call.name not in handoff_names
+        ]
+        if pairs:
+            context.append(
+                AssistantMessage(
+                    content=[call for call, _ in pairs], thought=request.thought, source=agent
+                )
+            )
+            context.append(FunctionExecutionResultMessage(content=[r for _, r in pairs]))
+        elif request.thought:
+            context.append(AssistantMessage(content=request.thought, source=agent))
+    return context

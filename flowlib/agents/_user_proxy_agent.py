@@ -1,0 +1,231 @@
+"""An agent that stands for a human: it asks an input function for each reply."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import threading
+import uuid
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any, cast
+
+from ..base import CancellationToken, Response
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    HandoffMessage,
+    TextMessage,
+    UserInputRequestedEvent,
+)
+from ._base_chat_agent import BaseChatAgent
+
+__all__ = ["AsyncInputFunc", "InputFuncType", "SyncInputFunc", "UserProxyAgent"]
+
+SyncInputFunc = Callable[[str], str]
+"""A blocking input function, like the built-in ``input``; it runs in a worker thread."""
+AsyncInputFunc = Callable[[str, CancellationToken | None], Awaitable[str]]
+"""An async input function taking the prompt and the cancellation token."""
+InputFuncType = SyncInputFunc | AsyncInputFunc
+"""Either kind of input function."""
+
+_current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "flowlib_user_input_request_id"
+)
+
+PROMPT = "Enter your response: "
+HANDOFF_PROMPT = "Handoff received from {source}. Enter your response: "
+
+
+class UserProxyAgent(BaseChatAgent):
+    """Represents a human user: each turn asks ``input_func`` for the reply.
+
+    Before asking, the agent yields a :class:`~flowlib.messages.UserInputRequestedEvent`
+    whose ``request_id`` the input function can read with
+    :meth:`UserProxyAgent.InputRequestContext.request_id` (for example to match a web
+    reply to the request). The answer is returned as a ``TextMessage``; when the last
+    new message is a ``HandoffMessage`` addressed to this agent, the answer is a
+    ``HandoffMessage`` back to the agent that handed off.
+
+    A running team is blocked while the agent waits, and cannot be saved meanwhile:
+    keep the interaction short, time it out, or cancel it with the cancellation token.
+    For slow humans, stop the team instead (``HandoffTermination``,
+    ``SourceMatchTermination``) and run it again with the answer.
+
+    Args:
+        name: The agent's name.
+        description: What the agent is; defaults to ``"A human user"``.
+        input_func: A blocking ``(prompt) -> str`` (run in a worker thread, so the event
+            loop keeps running) or an async ``(prompt, cancellation_token) -> str``.
+            ``None`` reads from the console with ``input``.
+
+    Example:
+        >>> import asyncio
+        >>> agent = UserProxyAgent("user_proxy", input_func=lambda prompt: "APPROVE")
+        >>> result = asyncio.run(agent.run(task="Is the poem fine?"))
+        >>> [type(m).__name__ for m in result.messages]
+        ['TextMessage', 'UserInputRequestedEvent', 'TextMessage']
+        >>> result.messages[-1].to_text()
+        'APPROVE'
+    """
+
+    component_provider_override = "flowlib.agents.UserProxyAgent"
+
+    class InputRequestContext:
+        """Gives the input function the id of the request it is answering."""
+
+        def __init__(self) -> None:
+            raise RuntimeError(
+                "InputRequestContext cannot be instantiated; call "
+                "UserProxyAgent.InputRequestContext.request_id() inside the input function."
+            )
+
+        @classmethod
+        def request_id(cls) -> str:
+            """Return the ``request_id`` of the ``UserInputRequestedEvent`` being answered.
+
+            Raises:
+                RuntimeError: When called outside a UserProxyAgent's input function.
+            """
+            try:
+                return _current_request_id.get()
+            except LookupError:
+                raise RuntimeError(
+                    "UserProxyAgent.InputRequestContext.request_id() was called outside an "
+                    "input function; it only works while a UserProxyAgent is asking for input."
+                ) from None
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str = "A human user",
+        input_func: InputFuncType | None = None,
+    ) -> None:
+        super().__init__(name, description)
+        self.input_func: InputFuncType = input_func if input_func is not None else input
+        self._is_async = _is_async_callable(self.input_func)
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        """``TextMessage``, or ``HandoffMessage`` when answering a handoff."""
+        return (TextMessage, HandoffMessage)
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Ask for the user's reply to ``messages``.
+
+        Raises:
+            RuntimeError: If the input function raises (the cause is chained).
+            asyncio.CancelledError: If ``cancellation_token`` is cancelled while waiting.
+        """
+        response: Response | None = None
+        async for item in self.on_messages_stream(messages, cancellation_token):
+            if isinstance(item, Response):
+                response = item
+        assert response is not None  # the stream always ends with a Response
+        return response
+
+    async def on_messages_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
+        """Yield a ``UserInputRequestedEvent``, wait for the input, then the Response."""
+        handoff = self._handoff_to_me(messages)
+        prompt = HANDOFF_PROMPT.format(source=handoff.source) if handoff else PROMPT
+        request = UserInputRequestedEvent(request_id=str(uuid.uuid4()), source=self.name)
+        yield request
+        answer = await self._ask(prompt, request.request_id, cancellation_token)
+        reply: BaseChatMessage
+        if handoff is not None:
+            reply = HandoffMessage(content=answer, target=handoff.source, source=self.name)
+        else:
+            reply = TextMessage(content=answer, source=self.name)
+        yield Response(chat_message=reply, inner_messages=[request])
+
+    async def on_reset(self, cancellation_token: CancellationToken | None = None) -> None:
+        """Nothing to reset: the agent keeps no state."""
+
+    def _handoff_to_me(self, messages: Sequence[BaseChatMessage]) -> HandoffMessage | None:
+        last = messages[-1] if messages else None
+        if isinstance(last, HandoffMessage) and last.target == self.name:
+            return last
+        return None
+
+    async def _ask(self, prompt: str, request_id: str, token: CancellationToken) -> str:
+        """Call the input function with the request id in context; cancellable."""
+        marker = _current_request_id.set(request_id)
+        try:
+            # The worker (task or thread) runs in a copy of the current context, which
+            # holds the request id; resetting it here does not affect the copy.
+            if self._is_async:
+                func = cast(AsyncInputFunc, self.input_func)
+                waiter: asyncio.Future[str] = asyncio.ensure_future(
+                    _call_async(func, prompt, token)
+                )
+            else:
+                waiter = _run_in_thread(cast(SyncInputFunc, self.input_func), prompt)
+        finally:
+            _current_request_id.reset(marker)
+        token.link_future(waiter)
+        try:
+            answer = await waiter
+        except asyncio.CancelledError:
+            waiter.cancel()
+            raise
+        except Exception as exc:
+            raise RuntimeError(
+                f"UserProxyAgent `{self.name}` failed to get user input: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        finally:
+            token.remove_callback(waiter.cancel)
+        if not isinstance(answer, str):
+            raise RuntimeError(
+                f"UserProxyAgent `{self.name}`'s input function returned "
+                f"{type(answer).__name__}; it must return a str."
+            )
+        return answer
+
+
+async def _call_async(func: AsyncInputFunc, prompt: str, token: CancellationToken) -> str:
+    return await func(prompt, token)
+
+
+def _is_async_callable(func: Any) -> bool:
+    # A coroutine function, or an object whose __call__ is one.
+    call = type(func).__call__ if not inspect.isroutine(func) else None
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+
+
+def _run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
+    """Run a blocking input function in a daemon thread and return a future of its answer.
+
+    A daemon thread rather than the loop's executor: a person may never answer, and a
+    cancelled wait must neither block the loop's shutdown nor keep the process alive.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: str | None, error: BaseException | None) -> None:
+        if future.done():
+            return  # cancelled meanwhile: the answer is dropped
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(cast(str, value))
+
+    def work() -> None:
+        value: str | None = None
+        error: BaseException | None = None
+        try:
+            value = context.run(func, prompt)
+        except BaseException as exc:  # handed to the awaiting coroutine, not lost
+            error = exc
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name="flowlib-user-input", daemon=True).start()
+    return future

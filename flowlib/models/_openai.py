@@ -1,0 +1,751 @@
+"""Model clients for OpenAI and any OpenAI-compatible server, on the ``openai`` SDK.
+
+Streaming, retries, timeouts and HTTP come from ``openai.AsyncOpenAI``; this module maps
+flowlib's messages, tools and options to the Chat Completions request and the response
+back to a :class:`CreateResult`. The SDK is imported when a client is built, not when
+:mod:`flowlib.models` is imported, as it takes a noticeable time to load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import os
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .._cancellation import CancellationToken
+from ..errors import FlowlibError
+from ._client import (
+    ChatCompletionClient,
+    ModelFamily,
+    ModelInfo,
+    ToolChoice,
+    ToolLike,
+    validate_model_info,
+)
+from ._known_models import lookup_context_window, lookup_model_info
+from ._openai_mapping import (
+    count_tokens,
+    finish_reason,
+    has_images,
+    response_format_for,
+    to_logprobs,
+    wire_messages,
+    wire_tool_choice,
+    wire_tools,
+)
+from ._types import CreateResult, FunctionCall, LLMMessage, RequestUsage
+
+if TYPE_CHECKING:
+    from openai import AsyncAzureOpenAI, AsyncOpenAI
+
+__all__ = [
+    "AzureOpenAIChatCompletionClient",
+    "ModelResponseError",
+    "OpenAIChatCompletionClient",
+]
+
+_T = TypeVar("_T")
+
+# Sent when a `base_url` server needs no key: the SDK refuses to start without one.
+_PLACEHOLDER_KEY = "no-key-needed"
+
+# Families that take the "developer" role instead of "system".
+_DEVELOPER_ROLE_FAMILIES = frozenset({ModelFamily.O1, ModelFamily.O3, ModelFamily.O4})
+
+# Request fields the client fills in itself; not accepted as create arguments.
+_MANAGED_ARGS = frozenset(
+    {"self", "messages", "model", "stream", "tools", "tool_choice", "functions", "function_call"}
+)
+
+_EXAMPLE_INFO = (
+    "{'vision': False, 'function_calling': True, 'json_output': True, "
+    "'family': 'unknown', 'structured_output': True}"
+)
+
+
+class ModelResponseError(FlowlibError, RuntimeError):
+    """The model server answered with something that is not a usable completion:
+    a body that is not JSON, no choices, a malformed tool call, or structured output
+    that does not match the requested model.
+    """
+
+
+@functools.cache
+def _create_arg_names() -> frozenset[str]:
+    """Keyword arguments ``chat.completions.create`` accepts in the installed SDK."""
+    from openai.resources.chat.completions import AsyncCompletions
+
+    return frozenset(inspect.signature(AsyncCompletions.create).parameters) - _MANAGED_ARGS
+
+
+def _check_create_args(args: Mapping[str, Any], where: str) -> None:
+    unknown = sorted(set(args) - _create_arg_names())
+    if unknown:
+        names = ", ".join(f"`{name}`" for name in unknown)
+        raise ValueError(
+            f"Unknown {where} {names}: they are not parameters of the Chat Completions API "
+            "(nor ones the client sets itself: messages, model, stream, tools, tool_choice). "
+            "Send server-specific fields in `extra_body={...}`."
+        )
+
+
+def _resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
+    if model_info is not None:
+        validate_model_info(model_info)
+        return model_info
+    known = lookup_model_info(model)
+    if known is None:
+        raise ValueError(
+            f"`{model}` is not a known OpenAI model, so flowlib cannot tell what it "
+            f"supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
+        )
+    return known
+
+
+async def _linked(awaitable: Awaitable[_T], token: CancellationToken | None) -> _T:
+    """Await ``awaitable``; if ``token`` is cancelled first, cancel it (and so abort the
+    HTTP request it is making) and raise :class:`asyncio.CancelledError`."""
+    if token is None:
+        return await awaitable
+    if token.is_cancelled():
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise asyncio.CancelledError()
+    task = asyncio.ensure_future(awaitable)
+    token.link_future(task)
+    try:
+        return await task
+    finally:
+        token.remove_callback(task.cancel)
+
+
+_END: Any = object()
+
+
+async def _next_or_end(iterator: Any, model: str) -> Any:
+    try:
+        return await iterator.__anext__()
+    except StopAsyncIteration:
+        return _END
+    except json.JSONDecodeError as exc:
+        raise ModelResponseError(
+            f"The server streamed a chunk for `{model}` that is not valid JSON: {exc}"
+        ) from exc
+
+
+def _extra_text(obj: Any, *names: str) -> str | None:
+    """A string field a server added beyond the OpenAI schema (``reasoning_content``)."""
+    extra = getattr(obj, "model_extra", None) or {}
+    for name in names:
+        value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _join(*parts: str | None) -> str | None:
+    present = [part for part in parts if part]
+    return "\n".join(present) if present else None
+
+
+def _usage(usage: Any) -> RequestUsage:
+    if usage is None:
+        return RequestUsage(prompt_tokens=0, completion_tokens=0)
+    return RequestUsage(
+        prompt_tokens=usage.prompt_tokens or 0, completion_tokens=usage.completion_tokens or 0
+    )
+
+
+class _Request:
+    """The keyword arguments of one SDK call, and the pydantic model to check, if any."""
+
+    def __init__(self, kwargs: dict[str, Any], structured: type[BaseModel] | None) -> None:
+        self.kwargs = kwargs
+        self.structured = structured
+
+
+class _BaseOpenAIClient(ChatCompletionClient):
+    """The shared implementation behind the OpenAI and Azure OpenAI clients."""
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        model: str,
+        model_info: ModelInfo,
+        create_args: Mapping[str, Any],
+        context_window: int | None,
+        include_name_in_message: bool,
+    ) -> None:
+        self._client = client
+        self._model = model
+        self._model_info = model_info
+        self._create_args = dict(create_args)
+        self._context_window = context_window
+        self._include_name = include_name_in_message
+        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    @property
+    def model_info(self) -> ModelInfo:
+        """What the model can do (built in for known OpenAI models, else as given)."""
+        return self._model_info
+
+    # -- building a request -------------------------------------------------------------
+
+    def _build_request(
+        self,
+        messages: Sequence[LLMMessage],
+        tools: Sequence[ToolLike],
+        tool_choice: ToolChoice,
+        json_output: bool | type[BaseModel] | None,
+        extra_create_args: Mapping[str, Any] | None,
+    ) -> _Request:
+        extra = dict(extra_create_args or {})
+        _check_create_args(extra, "extra_create_args")
+        kwargs = {**self._create_args, **extra}
+        info = self._model_info
+
+        response_format = kwargs.pop("response_format", None)
+        structured: type[BaseModel] | None = None
+        if json_output is None:
+            json_output = response_format if _is_model_class(response_format) else None
+            if json_output is None and response_format is not None:
+                kwargs["response_format"] = response_format
+        if json_output is True:
+            if not info["json_output"]:
+                raise ValueError(
+                    f"`{self._model}` does not support JSON mode (model_info json_output "
+                    "is False); drop json_output=True or fix model_info."
+                )
+            kwargs["response_format"] = response_format_for(True)
+        elif _is_model_class(json_output):
+            if not info["structured_output"]:
+                raise ValueError(
+                    f"`{self._model}` does not support structured output (model_info "
+                    "structured_output is False); ask for JSON in the prompt instead."
+                )
+            structured = json_output
+            kwargs["response_format"] = response_format_for(json_output)
+        elif json_output not in (None, False):
+            raise TypeError(
+                f"json_output must be None, a bool or a pydantic model class, not {json_output!r}."
+            )
+
+        if tools:
+            if not info["function_calling"]:
+                raise ValueError(
+                    f"`{self._model}` does not support function calling (model_info "
+                    "function_calling is False); call it without tools."
+                )
+            kwargs["tools"] = wire_tools(tools)
+            kwargs["tool_choice"] = wire_tool_choice(tool_choice, tools)
+        else:
+            if not isinstance(tool_choice, str):
+                raise ValueError("tool_choice names a tool, but no tools were given.")
+            # The API rejects parallel_tool_calls without tools.
+            kwargs.pop("parallel_tool_calls", None)
+
+        if not info["vision"] and has_images(messages):
+            raise ValueError(
+                f"`{self._model}` does not accept images (model_info vision is False)."
+            )
+        role = "developer" if info["family"] in _DEVELOPER_ROLE_FAMILIES else "system"
+        kwargs["messages"] = wire_messages(
+            messages, system_role=role, include_name=self._include_name
+        )
+        kwargs["model"] = self._model
+        return _Request(kwargs, structured)
+
+    def _record_usage(self, usage: RequestUsage) -> None:
+        self._actual = _add(self._actual, usage)
+        self._total = _add(self._total, usage)
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolLike] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        """Send one Chat Completions request and return its result.
+
+        Args:
+            messages: The conversation.
+            tools: Tools the model may call.
+            tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool to force.
+            json_output: ``True`` for JSON mode, a pydantic model class for structured
+                output (the content is then the JSON text, checked against the model),
+                ``False``/``None`` for neither. Overrides a ``response_format`` create arg.
+            extra_create_args: Request options for this call only, over the client's.
+            cancellation_token: Cancelling it aborts the HTTP request.
+
+        Returns:
+            The result: text, or a list of :class:`FunctionCall` with finish reason
+            ``"function_calls"``; reasoning text the server sent (or text that came
+            with tool calls) is in ``thought``.
+
+        Raises:
+            ValueError: The model (per ``model_info``) cannot do what was asked, or an
+                option is unknown.
+            ModelResponseError: The server's answer is malformed.
+            openai.APIError: The request failed after the SDK's retries (e.g.
+                ``openai.APITimeoutError``, ``openai.RateLimitError``).
+            asyncio.CancelledError: ``cancellation_token`` was cancelled.
+        """
+        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        completion = await _linked(self._call(request.kwargs), cancellation_token)
+        choices = getattr(completion, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise ModelResponseError(
+                f"The server answered `{self._model}` without a message (no `choices`): "
+                f"{_preview(completion)}"
+            )
+        choice = choices[0]
+        message = choice.message
+        usage = _usage(getattr(completion, "usage", None))
+        calls = self._function_calls(
+            [
+                (call.id, call.function.name, call.function.arguments)
+                for call in message.tool_calls or []
+                if getattr(call, "type", "function") == "function" and call.function is not None
+            ]
+        )
+        reasoning = _extra_text(message, "reasoning_content", "reasoning")
+        text = message.content
+        logprobs = to_logprobs(choice.logprobs.content if choice.logprobs else None)
+        result = self._result(
+            text=text,
+            refusal=message.refusal,
+            calls=calls,
+            reasoning=reasoning,
+            reason=choice.finish_reason,
+            usage=usage,
+            logprobs=logprobs,
+            structured=request.structured,
+        )
+        self._record_usage(usage)
+        return result
+
+    async def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolLike] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        """Stream one completion: text chunks as they arrive, then the :class:`CreateResult`.
+
+        Tool-call deltas are assembled into complete :class:`FunctionCall` objects. Usage
+        is requested with ``stream_options={"include_usage": True}`` (unless
+        ``stream_options`` is given as a create arg); a server that sends none gives a
+        usage of 0/0. Arguments and errors are those of :meth:`create`.
+        """
+        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        request.kwargs["stream"] = True
+        request.kwargs.setdefault("stream_options", {"include_usage": True})
+        stream = await _linked(self._call(request.kwargs), cancellation_token)
+        text: list[str] = []
+        reasoning: list[str] = []
+        calls: dict[int, list[str]] = {}
+        reason: str | None = None
+        usage: Any = None
+        logprobs: list[Any] = []
+        saw_logprobs = False
+        try:
+            while True:
+                chunk = await _linked(_next_or_end(stream, self._model), cancellation_token)
+                if chunk is _END:
+                    break
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                choices = getattr(chunk, "choices", None) or []
+                if not choices:
+                    continue
+                choice = choices[0]
+                reason = choice.finish_reason or reason
+                if choice.logprobs is not None and choice.logprobs.content is not None:
+                    saw_logprobs = True
+                    logprobs.extend(choice.logprobs.content)
+                delta = choice.delta
+                if delta is None:
+                    continue
+                thinking = _extra_text(delta, "reasoning_content", "reasoning")
+                if thinking:
+                    reasoning.append(thinking)
+                for call in delta.tool_calls or []:
+                    # id, name, arguments; name and arguments arrive in pieces.
+                    entry = calls.setdefault(call.index or 0, ["", "", ""])
+                    if call.id:
+                        entry[0] = call.id
+                    if call.function is not None:
+                        entry[1] += call.function.name or ""
+                        entry[2] += call.function.arguments or ""
+                if delta.content:
+                    text.append(delta.content)
+                    yield delta.content
+        finally:
+            await stream.close()
+        result_usage = _usage(usage)
+        result = self._result(
+            text="".join(text) if text else None,
+            refusal=None,
+            calls=self._function_calls([tuple(calls[index]) for index in sorted(calls)]),
+            reasoning="".join(reasoning) or None,
+            reason=reason,
+            usage=result_usage,
+            logprobs=to_logprobs(logprobs) if saw_logprobs else None,
+            structured=request.structured,
+        )
+        self._record_usage(result_usage)
+        yield result
+
+    async def _call(self, kwargs: dict[str, Any]) -> Any:
+        try:
+            return await self._client.chat.completions.create(**kwargs)
+        except json.JSONDecodeError as exc:
+            raise ModelResponseError(
+                f"The server answered `{self._model}` with a body that is not valid JSON: {exc}"
+            ) from exc
+
+    def _function_calls(self, raw: Sequence[tuple[Any, ...]]) -> list[FunctionCall]:
+        calls: list[FunctionCall] = []
+        for call_id, name, arguments in raw:
+            try:
+                calls.append(FunctionCall(id=call_id, name=name, arguments=arguments))
+            except ValidationError as exc:
+                raise ModelResponseError(
+                    f"The server sent a malformed tool call for `{self._model}`: "
+                    f"id={call_id!r}, name={name!r}, arguments={arguments!r}."
+                ) from exc
+        return calls
+
+    def _result(
+        self,
+        *,
+        text: str | None,
+        refusal: str | None,
+        calls: list[FunctionCall],
+        reasoning: str | None,
+        reason: str | None,
+        usage: RequestUsage,
+        logprobs: Any,
+        structured: type[BaseModel] | None,
+    ) -> CreateResult:
+        content: str | list[FunctionCall]
+        if calls:
+            content = calls
+            thought = _join(reasoning, text)
+        else:
+            content = text if text is not None else (refusal or "")
+            thought = reasoning
+            if structured is not None and text is not None:
+                try:
+                    structured.model_validate_json(text)
+                except ValidationError as exc:
+                    raise ModelResponseError(
+                        f"`{self._model}` returned output that does not match "
+                        f"`{structured.__name__}`: {exc}"
+                    ) from exc
+        return CreateResult(
+            finish_reason=finish_reason(reason, has_tool_calls=bool(calls)),
+            content=content,
+            usage=usage,
+            cached=False,
+            logprobs=logprobs,
+            thought=thought,
+        )
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the SDK client and its connections."""
+        await self._client.close()
+
+    async def __aenter__(self: _SelfClient) -> _SelfClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def actual_usage(self) -> RequestUsage:
+        """Tokens of every completed request so far."""
+        return self._actual
+
+    def total_usage(self) -> RequestUsage:
+        """Tokens of every completed request so far (the same as :meth:`actual_usage`;
+        the difference appears with :class:`ChatCompletionCache`)."""
+        return self._total
+
+    def count_tokens(
+        self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
+    ) -> int:
+        """Estimate the prompt tokens of ``messages`` and ``tools``.
+
+        Uses ``tiktoken`` when it is installed; otherwise about four characters per token
+        plus a few tokens of framing per message (and 85 or 765 per image).
+        """
+        return count_tokens(messages, tools=tools, model=self._model)
+
+    def remaining_tokens(
+        self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
+    ) -> int:
+        """The model's context window minus :meth:`count_tokens` (never below 0).
+
+        Raises:
+            ValueError: The context window of the model is unknown; pass
+                ``context_window=`` to the client.
+        """
+        window = self._context_window or lookup_context_window(self._model)
+        if window is None:
+            raise ValueError(
+                f"The context window of `{self._model}` is unknown; pass "
+                "context_window=<tokens> to the client."
+            )
+        return max(0, window - self.count_tokens(messages, tools=tools))
+
+
+_SelfClient = TypeVar("_SelfClient", bound=_BaseOpenAIClient)
+
+
+def _add(left: RequestUsage, right: RequestUsage) -> RequestUsage:
+    return RequestUsage(
+        prompt_tokens=left.prompt_tokens + right.prompt_tokens,
+        completion_tokens=left.completion_tokens + right.completion_tokens,
+    )
+
+
+def _is_model_class(value: object) -> TypeGuard[type[BaseModel]]:
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+def _preview(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _sdk_options(
+    timeout: float | None, max_retries: int, default_headers: Mapping[str, str] | None
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"max_retries": max_retries, "default_headers": default_headers}
+    if timeout is not None:
+        options["timeout"] = timeout
+    return options
+
+
+class OpenAIChatCompletionClient(_BaseOpenAIClient):
+    """A chat-completion client for OpenAI and any OpenAI-compatible server.
+
+    Built on ``openai.AsyncOpenAI``: retries, timeouts and streaming come from the SDK.
+    Known OpenAI model names (``gpt-4o``, ``gpt-4.1-mini``, ``o3``, dated variants, ...)
+    have built-in :class:`ModelInfo`; any other model (vLLM, Ollama, llama.cpp server,
+    Gemini's OpenAI endpoint, ...) needs ``base_url`` and ``model_info``.
+
+    Args:
+        model: The model name sent with each request.
+        api_key: The API key; defaults to the ``OPENAI_API_KEY`` environment variable.
+            A ``base_url`` server that needs no key can be used without one.
+        base_url: The server's base URL, e.g. ``http://localhost:11434/v1``.
+        model_info: What the model supports; required for models flowlib does not know.
+        timeout: Seconds before a request times out (each try); the SDK default when
+            None.
+        max_retries: How often the SDK retries connection errors, 408, 409, 429 and 5xx.
+        organization: The OpenAI organization id.
+        default_headers: Headers sent with every request.
+        client: A ready ``openai.AsyncOpenAI`` to use instead of building one from the
+            options above (which must then be left out). The wrapper takes it over:
+            :meth:`close` closes it.
+        context_window: The model's context window in tokens, for
+            :meth:`remaining_tokens`; known for OpenAI models.
+        include_name_in_message: Send each message's ``source`` as the ``name`` field
+            (some compatible servers reject it).
+        **create_args: Default request options: ``temperature``, ``top_p``, ``seed``,
+            ``max_tokens``, ``max_completion_tokens``, ``stop``, ``presence_penalty``,
+            ``frequency_penalty``, ``parallel_tool_calls``, ``response_format`` (a dict,
+            or a pydantic model class for structured output), ``user``, ``logprobs``,
+            ``top_logprobs``, ``reasoning_effort``, ``extra_body``, ... (any parameter
+            of ``chat.completions.create``).
+
+    Raises:
+        ValueError: Unknown model without ``model_info``, incomplete ``model_info``, an
+            unknown create argument, or no API key (and no ``base_url``).
+        TypeError: ``client`` given together with connection options.
+
+    Example:
+        >>> client = OpenAIChatCompletionClient(
+        ...     "llama3.2",
+        ...     base_url="http://localhost:11434/v1",
+        ...     model_info={"vision": False, "function_calling": True, "json_output": True,
+        ...                 "family": "unknown", "structured_output": True},
+        ...     temperature=0.0,
+        ... )
+        >>> client.model_info["function_calling"]
+        True
+        >>> import asyncio
+        >>> asyncio.run(client.close())
+
+        A call: ``result = await client.create([UserMessage(content="Hi", source="user")])``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        model_info: ModelInfo | None = None,
+        timeout: float | None = None,
+        max_retries: int = 2,
+        organization: str | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        client: AsyncOpenAI | None = None,
+        context_window: int | None = None,
+        include_name_in_message: bool = True,
+        **create_args: Any,
+    ) -> None:
+        info = _resolve_model_info(model, model_info)
+        _check_create_args(create_args, "create argument(s)")
+        if client is None:
+            from openai import AsyncOpenAI
+
+            if api_key is None and not os.environ.get("OPENAI_API_KEY"):
+                if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+                    raise ValueError(
+                        "No OpenAI API key: pass api_key=... or set the OPENAI_API_KEY "
+                        "environment variable (a local server given by base_url= needs "
+                        "neither)."
+                    )
+                api_key = _PLACEHOLDER_KEY
+            client = AsyncOpenAI(
+                api_key=api_key,
+                base_url=base_url,
+                organization=organization,
+                **_sdk_options(timeout, max_retries, default_headers),
+            )
+        elif api_key or base_url or organization or default_headers or timeout is not None:
+            raise TypeError(
+                "Pass either client= or connection options (api_key, base_url, organization, "
+                "default_headers, timeout), not both: configure the AsyncOpenAI you pass."
+            )
+        super().__init__(
+            client,
+            model=model,
+            model_info=info,
+            create_args=create_args,
+            context_window=context_window,
+            include_name_in_message=include_name_in_message,
+        )
+
+
+class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
+    """A chat-completion client for Azure OpenAI deployments, on ``openai.AsyncAzureOpenAI``.
+
+    Behaves like :class:`OpenAIChatCompletionClient`; only the connection differs.
+
+    Args:
+        model: The underlying model (e.g. ``gpt-4o``): it selects the built-in
+            :class:`ModelInfo` and is sent as the request's ``model``.
+        azure_endpoint: The resource endpoint, ``https://<name>.openai.azure.com/``.
+        api_version: The Azure OpenAI API version, e.g. ``2024-10-21``.
+        azure_deployment: The deployment name; defaults to ``model``.
+        api_key: The key; defaults to the ``AZURE_OPENAI_API_KEY`` environment variable.
+        azure_ad_token_provider: A callable returning Entra ID tokens, instead of a key.
+        model_info: As for :class:`OpenAIChatCompletionClient`.
+        timeout: Seconds before a request times out; the SDK default when None.
+        max_retries: How often the SDK retries.
+        default_headers: Headers sent with every request.
+        client: A ready ``openai.AsyncAzureOpenAI`` to use instead (taken over).
+        context_window: The context window in tokens, for :meth:`remaining_tokens`.
+        include_name_in_message: Send ``source`` as the message ``name``.
+        **create_args: Default request options, as for
+            :class:`OpenAIChatCompletionClient`.
+
+    Raises:
+        ValueError: As for :class:`OpenAIChatCompletionClient`, or neither a key nor a
+            token provider is available.
+
+    Example:
+        >>> client = AzureOpenAIChatCompletionClient(
+        ...     model="gpt-4o",
+        ...     azure_deployment="gpt-4o",
+        ...     azure_endpoint="https://example.openai.azure.com/",
+        ...     api_version="2024-10-21",
+        ...     api_key="...",
+        ... )
+        >>> client.model_info["family"]
+        'gpt-4o'
+        >>> import asyncio
+        >>> asyncio.run(client.close())
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        azure_endpoint: str | None = None,
+        api_version: str | None = None,
+        azure_deployment: str | None = None,
+        api_key: str | None = None,
+        azure_ad_token_provider: Callable[[], str | Awaitable[str]] | None = None,
+        model_info: ModelInfo | None = None,
+        timeout: float | None = None,
+        max_retries: int = 2,
+        default_headers: Mapping[str, str] | None = None,
+        client: AsyncAzureOpenAI | None = None,
+        context_window: int | None = None,
+        include_name_in_message: bool = True,
+        **create_args: Any,
+    ) -> None:
+        info = _resolve_model_info(model, model_info)
+        _check_create_args(create_args, "create argument(s)")
+        if client is None:
+            from openai import AsyncAzureOpenAI
+
+            if azure_endpoint is None or api_version is None:
+                raise ValueError(
+                    "AzureOpenAIChatCompletionClient needs azure_endpoint= and api_version=."
+                )
+            if (
+                api_key is None
+                and azure_ad_token_provider is None
+                and not os.environ.get("AZURE_OPENAI_API_KEY")
+            ):
+                raise ValueError(
+                    "No Azure OpenAI credentials: pass api_key= or azure_ad_token_provider=, "
+                    "or set the AZURE_OPENAI_API_KEY environment variable."
+                )
+            client = AsyncAzureOpenAI(
+                azure_endpoint=azure_endpoint,
+                azure_deployment=azure_deployment or model,
+                api_version=api_version,
+                api_key=api_key,
+                azure_ad_token_provider=azure_ad_token_provider,
+                **_sdk_options(timeout, max_retries, default_headers),
+            )
+        super().__init__(
+            client,
+            model=model,
+            model_info=info,
+            create_args=create_args,
+            context_window=context_window,
+            include_name_in_message=include_name_in_message,
+        )
