@@ -42,7 +42,18 @@ def test_validate_accepts_complete_info() -> None:
     validate_model_info(ModelInfo(**{**FULL, "family": "any custom family"}))
 
 
-@pytest.mark.parametrize("missing", REQUIRED)
+def test_missing_structured_output_warns_and_counts_as_false() -> None:
+    # The older documents' model_info examples have no structured_output field.
+    info = {key: value for key, value in FULL.items() if key != "structured_output"}
+    with pytest.warns(UserWarning, match="structured_output"):
+        validate_model_info(info)  # type: ignore[arg-type]
+
+
+def test_model_info_required_keys_are_visible_at_runtime() -> None:
+    assert ModelInfo.__required_keys__ >= {"vision", "function_calling", "json_output", "family"}
+
+
+@pytest.mark.parametrize("missing", [k for k in REQUIRED if k != "structured_output"])
 def test_validate_names_each_missing_field(missing: str) -> None:
     info = {key: value for key, value in FULL.items() if key != missing}
     with pytest.raises(ValueError, match=missing) as caught:

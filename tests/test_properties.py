@@ -5,9 +5,9 @@ scripted agents (``interleaved`` varies the order in which concurrent turns fini
 without wall-clock time), and their traces are replayed by the independent checker in
 :mod:`flowlib.testing`.
 
-Known core bugs each have a minimal strict-xfail test at the end of this file. Where a
-property would otherwise trip over one of them, it excludes exactly that input (or that
-one comparison) and says which test tracks the bug.
+Bugs these properties found have minimal tests at the end of this file: regressions for
+the fixed ones, a strict xfail for the open one. Where a property would otherwise trip
+over an open bug, it skips exactly that one comparison and says which test tracks it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from itertools import pairwise
 
 import networkx as nx
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flowlib.base import TaskResult
@@ -46,18 +46,6 @@ def examples(count: int) -> settings:
 
 def run(team: GraphFlow, task: str | None = TASK) -> TaskResult:
     return asyncio.run(team.run(task=task))
-
-
-def hits_self_loop_rerun_bug(spec: GraphSpec) -> bool:
-    """A self-looping node that another node can activate while it runs.
-
-    The executor then queues it twice (see test_bug_self_loop_rerun_merges_with_pending).
-    Loops built by ``loops_with_exit`` are sequential, so they cannot hit it.
-    """
-    if spec.shape == "loop":
-        return False
-    looping = {edge.source for edge in spec.edges if edge.source == edge.target}
-    return any(edge.target in looping and edge.source != edge.target for edge in spec.edges)
 
 
 def backticked_names(message: str) -> set[str]:
@@ -119,10 +107,7 @@ def test_invalid_graphs_raise_the_named_error(case: InvalidGraphCase) -> None:
     assert isinstance(error, ValueError)
     mentioned = set(error.nodes) | {name for edge in error.edges for name in edge}
     assert set(case.names) <= mentioned
-    # UnboundedLoopError names its nodes only in `.nodes`, not in the message; see
-    # test_bug_unbounded_loop_message_names_the_loop.
-    if case.error is not UnboundedLoopError:
-        assert set(case.names) <= backticked_names(str(error)), str(error)
+    assert set(case.names) <= backticked_names(str(error)), str(error)
     if case.error is CycleWithoutExitError:
         shown = [span for span in re.findall(r"`([^`]*)`", str(error)) if " -> " in span]
         cycle = shown[0].split(" -> ")
@@ -144,7 +129,6 @@ def test_invalid_graphs_raise_the_named_error(case: InvalidGraphCase) -> None:
 @examples(150)
 @given(interleaved(valid_graphs()))
 def test_runs_complete_within_their_turn_bound(spec: GraphSpec) -> None:
-    assume(not hits_self_loop_rerun_bug(spec))
     bound = spec.run_bound()
     assert bound is not None
     team = spec.team()
@@ -169,7 +153,6 @@ def test_runs_complete_within_their_turn_bound(spec: GraphSpec) -> None:
 @examples(250)
 @given(interleaved(valid_graphs()))
 def test_nodes_run_once_per_satisfied_activation(spec: GraphSpec) -> None:
-    assume(not hits_self_loop_rerun_bug(spec))
     team = spec.team()
     timeline = RunTimeline.attach(team)
     run(team)
@@ -182,7 +165,6 @@ def test_nodes_run_once_per_satisfied_activation(spec: GraphSpec) -> None:
 @examples(100)
 @given(interleaved(valid_graphs()))
 def test_same_graph_runs_in_the_same_order(spec: GraphSpec) -> None:
-    assume(not hits_self_loop_rerun_bug(spec))
 
     def outcome(team: GraphFlow, result: TaskResult) -> tuple[object, ...]:
         messages = [(m.source, m.to_text()) for m in result.messages]
@@ -202,7 +184,6 @@ def test_same_graph_runs_in_the_same_order(spec: GraphSpec) -> None:
 @examples(100)
 @given(interleaved(valid_graphs()), st.integers(1, 4))
 def test_runs_resume_from_saved_state_in_a_fresh_team(spec: GraphSpec, chunk: int) -> None:
-    assume(not hits_self_loop_rerun_bug(spec))
     bound = spec.run_bound()
     assert bound is not None
     teams = [spec.team(max_turns=chunk)]
@@ -269,26 +250,7 @@ def test_fan_out_branches_overlap_and_join_waits_for_all(width: int) -> None:
     assert set(recorder.ends[:-1]) == {"root", *(b.name for b in branches)}
 
 
-# --- known core bugs -------------------------------------------------------------------
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: GraphExecutor._complete records trace.fired with the step of the latest "
-    "started node (len(step_nodes) - 1), not the step of the source's own turn.",
-)
-def test_bug_fired_records_the_step_of_the_source_turn() -> None:
-    root, a, c, b = (ScriptedAgent(name, ["ok"]) for name in ("root", "a", "c", "b"))
-    builder = DiGraphBuilder()
-    for agent in (root, a, c, b):
-        builder.add_node(agent)
-    builder.add_edge(root, a).add_edge(root, c).add_edge(a, b)
-    team = GraphFlow(builder.get_participants(), builder.build())
-    run(team)
-    assert team.trace.steps == ["root", "a", "c", "b"]
-    # a ran at step 1, so its edge a -> b fired at step 1; the trace says 2 (c's step).
-    assert team.trace.fired_edges == [(0, "root", "a"), (0, "root", "c"), (1, "a", "b")]
+# --- regressions (found by these properties) -------------------------------------------
 
 
 def self_loop_team(*, slow_sibling: bool) -> tuple[GraphFlow, TurnRecorder]:
@@ -315,14 +277,7 @@ def self_loop_team(*, slow_sibling: bool) -> tuple[GraphFlow, TurnRecorder]:
     return GraphFlow(builder.get_participants(), builder.build(), max_turns=10), recorder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: GraphExecutor._complete enqueues a pending re-run without checking "
-    "_queued, so a node activated while running whose own self-loop fires is queued twice "
-    "and runs twice for one re-activation.",
-)
-def test_bug_self_loop_rerun_merges_with_pending_activation() -> None:
+def test_self_loop_rerun_merges_with_pending_activation() -> None:
     team, _ = self_loop_team(slow_sibling=False)
     run(team)
     # e: once from s; then p (while e ran) and e's own self-loop both re-activate it,
@@ -330,28 +285,38 @@ def test_bug_self_loop_rerun_merges_with_pending_activation() -> None:
     assert team.trace.steps == ["s", "p", "e", "e"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(KeyError, AssertionError),
-    reason="BUG: the doubly queued node of the self-loop bug starts twice at once while "
-    "another turn runs; `tasks` is keyed by node, so the run dies with a bare KeyError.",
-)
-def test_bug_self_loop_rerun_never_runs_a_node_concurrently_with_itself() -> None:
+def test_self_loop_rerun_never_runs_a_node_concurrently_with_itself() -> None:
     team, recorder = self_loop_team(slow_sibling=True)
-    run(team)  # actual: KeyError raised out of team.run()
+    run(team)  # once died with a bare KeyError: both copies of e started at once
     assert not recorder.overlapped("e", "e")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: UnboundedLoopError's message names the team (`GraphFlow`) but not the "
-    "looping nodes (they are only in `.nodes`); DESIGN says messages name the nodes.",
-)
-def test_bug_unbounded_loop_message_names_the_loop() -> None:
+def test_unbounded_loop_message_names_the_loop() -> None:
     writer, critic = ScriptedAgent("writer", ["x"]), ScriptedAgent("critic", ["APPROVE"])
     builder = DiGraphBuilder().add_node(writer).add_node(critic).set_entry_point(writer)
     builder.add_edge(writer, critic).add_edge(critic, writer, condition="REVISE")
     with pytest.raises(UnboundedLoopError) as info:
         GraphFlow(builder.get_participants(), builder.build())
     assert {"writer", "critic"} <= backticked_names(str(info.value))
+
+
+# --- known core bugs -------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="BUG: GraphExecutor._complete records trace.fired with the step of the latest "
+    "started node (len(step_nodes) - 1), not the step of the source's own turn.",
+)
+def test_bug_fired_records_the_step_of_the_source_turn() -> None:
+    root, a, c, b = (ScriptedAgent(name, ["ok"]) for name in ("root", "a", "c", "b"))
+    builder = DiGraphBuilder()
+    for agent in (root, a, c, b):
+        builder.add_node(agent)
+    builder.add_edge(root, a).add_edge(root, c).add_edge(a, b)
+    team = GraphFlow(builder.get_participants(), builder.build())
+    run(team)
+    assert team.trace.steps == ["root", "a", "c", "b"]
+    # a ran at step 1, so its edge a -> b fired at step 1; the trace says 2 (c's step).
+    assert team.trace.fired_edges == [(0, "root", "a"), (0, "root", "c"), (1, "a", "b")]

@@ -8,6 +8,7 @@ import importlib
 import inspect
 import json
 import sys
+from collections.abc import Sequence
 from itertools import pairwise
 from typing import Literal
 
@@ -65,7 +66,7 @@ from flowlib.testing.strategies import (
 few = settings(max_examples=40, deadline=None)
 
 
-def texts(messages: list[TextMessage] | list[object]) -> list[str]:
+def texts(messages: Sequence[object]) -> list[str]:
     return [m.to_text() for m in messages if isinstance(m, TextMessage)]
 
 
@@ -90,8 +91,8 @@ async def test_scripted_agent_replies_in_order_and_records_what_it_saw() -> None
     agent = ScriptedAgent("writer", ["one", "two"])
     first = await agent.run(task="hello")
     second = await agent.run(task=[TextMessage(content="a", source="x")])
-    assert texts(list(first.messages)) == ["hello", "one"]
-    assert texts(list(second.messages)) == ["a", "two"]
+    assert texts(first.messages) == ["hello", "one"]
+    assert texts(second.messages) == ["a", "two"]
     assert agent.turns == 2
     assert agent.replies == ["one", "two"]
     assert [[m.to_text() for m in turn] for turn in agent.seen] == [["hello"], ["a"]]
@@ -109,7 +110,7 @@ async def test_scripted_agent_says_how_many_outputs_were_scripted_when_it_runs_o
 
 async def test_scripted_agent_then_reply_continues_after_the_script() -> None:
     agent = ScriptedAgent("critic", ["REVISE"], then="APPROVE")
-    replies = [texts(list((await agent.run(task="x")).messages))[-1] for _ in range(3)]
+    replies = [texts((await agent.run(task="x")).messages)[-1] for _ in range(3)]
     assert replies == ["REVISE", "APPROVE", "APPROVE"]
 
 
@@ -125,7 +126,7 @@ async def test_scripted_agent_with_a_function_gets_turn_index_and_new_messages()
     await agent.run(task="a")
     result = await agent.run(task="b")
     assert calls == [(0, ["a"]), (1, ["b"])]
-    assert texts(list(result.messages))[-1] == "turn 1"
+    assert texts(result.messages)[-1] == "turn 1"
 
 
 def test_scripted_agent_rejects_bad_arguments() -> None:
@@ -144,7 +145,7 @@ async def test_scripted_agent_reset_and_state_round_trip() -> None:
     copy = ScriptedAgent("a", ["one", "two", "three"])
     await copy.load_state(state)
     assert copy.turns == 1
-    assert texts(list((await copy.run(task="y")).messages))[-1] == "two"
+    assert texts((await copy.run(task="y")).messages)[-1] == "two"
     await agent.on_reset(CancellationToken())
     assert (agent.turns, agent.seen, agent.replies, agent.resets) == (0, [], [], 1)
     with pytest.raises(StateError, match="`a`"):
@@ -165,8 +166,8 @@ async def test_yields_order_concurrent_turns_without_wall_clock_time() -> None:
 async def test_echo_agent_repeats_the_last_message() -> None:
     agent = EchoAgent("parrot")
     result = await agent.run(task=[TextMessage(content=t, source="u") for t in ("a", "b")])
-    assert texts(list(result.messages))[-1] == "b"
-    assert texts(list((await agent.run()).messages)) == [""]
+    assert texts(result.messages)[-1] == "b"
+    assert texts((await agent.run()).messages) == [""]
     assert agent.turns == 2
 
 
@@ -179,10 +180,10 @@ async def test_gated_agent_waits_for_release() -> None:
     await agent.started.wait()
     assert agent.waiting and not turn.done()
     agent.release()
-    assert texts(list((await turn).messages))[-1] == "one"
+    assert texts((await turn).messages)[-1] == "one"
     assert agent.finished.is_set() and not agent.waiting
     agent.open()
-    assert texts(list((await agent.run(task="y")).messages))[-1] == "two"
+    assert texts((await agent.run(task="y")).messages)[-1] == "two"
     with pytest.raises(ValueError, match="turns >= 1"):
         agent.release(0)
 
@@ -199,7 +200,7 @@ async def test_gated_agent_release_ahead_of_time_and_cancellation() -> None:
     assert [e.kind for e in recorder.events] == ["start", "cancel"]
     assert recorder.running == []
     agent.release()  # released before the next turn arrives
-    assert texts(list((await agent.run(task="x")).messages))[-1] == "one"
+    assert texts((await agent.run(task="x")).messages)[-1] == "one"
 
 
 def test_turn_recorder_overlap_and_order() -> None:
@@ -235,7 +236,7 @@ async def test_gated_agent_shows_eager_scheduling_in_a_team() -> None:
     assert slow.waiting
     slow.release()
     result = await running
-    assert texts(list(result.messages))[-1] == "late"
+    assert texts(result.messages)[-1] == "late"
 
 
 async def test_scripted_agents_resume_a_loop_from_saved_state() -> None:
@@ -252,7 +253,7 @@ async def test_scripted_agents_resume_a_loop_from_saved_state() -> None:
     await second.load_state(json.loads(json.dumps(await first.save_state())))
     result = await second.run()
     assert second.trace.steps == ["critic", "writer", "critic"]
-    assert texts(list(result.messages)) == ["REVISE", "d3", "APPROVE"]
+    assert texts(result.messages) == ["REVISE", "d3", "APPROVE"]
 
 
 async def test_an_over_running_node_fails_the_run_with_the_script_error() -> None:

@@ -115,6 +115,7 @@ class GraphExecutor:
         self._cursor = [0] * count
         self._last_own = [-1] * count  # thread index of each node's latest message
         self._turn_start = [0] * count  # cursor before the node's current turn
+        self._turn_step = [0] * count  # trace step of the node's current turn
         self._ready: deque[int] = deque()
         self._queued = [False] * count
         self._running = [False] * count
@@ -153,6 +154,7 @@ class GraphExecutor:
         self._cursor = [0] * count
         self._last_own = [-1] * count
         self._turn_start = [0] * count
+        self._turn_step = [0] * count
         self._ready.clear()
         self._queued = [False] * count
         self._running = [False] * count
@@ -181,6 +183,7 @@ class GraphExecutor:
         node = self._ready.popleft()
         self._queued[node] = False
         self._running[node] = True
+        self._turn_step[node] = len(self.trace.step_nodes)
         self.trace.step_nodes.append(node)
         return node
 
@@ -317,7 +320,7 @@ class GraphExecutor:
                     stop_reason = stop.content
         out_edges = self._plan.out_edges[node]
         if out_edges:
-            step = len(self.trace.step_nodes) - 1
+            step = self._turn_step[node]
             text: str | None = None
             progressed = False
             for edge in out_edges:
@@ -341,9 +344,10 @@ class GraphExecutor:
                         self._activate(edge.target)
             if not progressed:
                 dead_ends.append(node)
-        if self._pending[node]:
+        if self._pending[node]:  # activated while it ran: it runs again (once)
             self._pending[node] = False
-            self._enqueue(node)
+            if not self._queued[node]:
+                self._enqueue(node)
         return stop_reason
 
     def _check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:

@@ -1,14 +1,13 @@
 """The model-client interface and what it says about a model."""
 
-from __future__ import annotations
 
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
-from typing_extensions import NotRequired, Required
+from typing_extensions import NotRequired, Required, TypedDict
 
 from .._cancellation import CancellationToken
 from ..tools import Tool, ToolSchema
@@ -51,16 +50,26 @@ class ModelInfo(TypedDict, total=False):
     multiple_system_messages: NotRequired[bool | None]
 
 
-_REQUIRED_INFO = ("vision", "function_calling", "json_output", "family", "structured_output")
+_REQUIRED_INFO = ("vision", "function_calling", "json_output", "family")
 
 
 def validate_model_info(model_info: ModelInfo) -> None:
     """Check that ``model_info`` has every required field.
 
+    ``structured_output`` is required by the newer documents but missing from older
+    examples; when it is absent a warning is issued and it counts as ``False``.
+
     Raises:
         ValueError: Naming the missing fields.
     """
     missing = [key for key in _REQUIRED_INFO if key not in model_info]
+    if "structured_output" not in model_info and not missing:
+        warnings.warn(
+            "model_info has no `structured_output` field; treating it as False. Add "
+            "`'structured_output': True` if the model supports structured output.",
+            UserWarning,
+            stacklevel=2,
+        )
     if missing:
         raise ValueError(
             f"model_info is missing required fields: {', '.join(missing)}. A complete "
@@ -142,7 +151,7 @@ class ModelFamily:
         "unknown",
     ]
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> ModelFamily:
+    def __new__(cls, *args: Any, **kwargs: Any) -> "ModelFamily":
         raise TypeError("ModelFamily is a namespace of constants; do not instantiate it.")
 
     @staticmethod

@@ -231,7 +231,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 )
             kwargs["response_format"] = response_format_for(True)
         elif _is_model_class(json_output):
-            if not info["structured_output"]:
+            if not info.get("structured_output", False):
                 raise ValueError(
                     f"`{self._model}` does not support structured output (model_info "
                     "structured_output is False); ask for JSON in the prompt instead."

@@ -92,16 +92,20 @@ class BaseGroupChat(Team, ABC):
                 nodes=missing + extra,
             )
         if analysis.has_cycles and termination_condition is None and max_turns is None:
+            looping = [
+                analysis.names[n]
+                for n in range(len(analysis.names))
+                if analysis.scc[n] in analysis.cyclic
+            ]
+            shown = ", ".join(f"`{n}`" for n in looping[:10])
+            if len(looping) > 10:
+                shown += f" and {len(looping) - 10} more"
             raise UnboundedLoopError(
-                f"The graph of `{name}` has a loop but the team has neither a "
+                f"The graph of `{name}` loops through {shown} but the team has neither a "
                 "termination_condition nor max_turns, so a loop whose exit never matches "
                 "would run forever. Pass e.g. `termination_condition=MaxMessageTermination(20)`"
                 " or `max_turns=50`.",
-                nodes=[
-                    analysis.names[n]
-                    for n in range(len(analysis.names))
-                    if analysis.scc[n] in analysis.cyclic
-                ],
+                nodes=looping,
             )
         self._name = name
         self._description = description
