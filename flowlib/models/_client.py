@@ -1,6 +1,5 @@
 """The model-client interface and what it says about a model."""
 
-
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
