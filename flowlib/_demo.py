@@ -1,81 +1,180 @@
-"""The demo behind ``flowlib demo``: a review loop with a parallel fan-out and a join.
+"""The demo behind ``flowlib demo``: model-backed agents in a graph with a fan-out, a
+join, a tool call and a review loop.
 
 ::
 
-    plan -> (research, risks) -> draft -> review --"APPROVE"--> publish
-                                   ^         |
-                                   +--else---+
+    planner -> (researcher, critic) -> writer -> reviewer --"APPROVE"--> publish
+                                         ^          |
+                                         +-REVISE---+
 
-Every node is a plain async function, so the demo runs offline and instantly.
+``publish`` is a plain Python function node beside the agents.
+
+Offline by default: every agent plays a scripted model (``ReplayChatCompletionClient``).
+With ``OPENAI_API_KEY`` set (or ``OPENAI_BASE_URL`` for a local OpenAI-compatible server
+such as Ollama or vLLM), the same team runs on a real model; ``FLOWLIB_MODEL`` picks the
+model (default ``gpt-4o-mini``).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 
+from .agents import AssistantAgent
 from .base import TaskResult
 from .conditions import MaxMessageTermination
-from .messages import BaseChatMessage
+from .messages import (
+    BaseChatMessage,
+    ModelClientStreamingChunkEvent,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+)
+from .models import (
+    ChatCompletionClient,
+    CreateResult,
+    FunctionCall,
+    ModelInfo,
+    ReplayChatCompletionClient,
+    RequestUsage,
+)
 from .teams import DiGraphBuilder, GraphFlow
 
-__all__ = ["build_demo_flow", "run_demo"]
+__all__ = ["build_demo_flow", "demo_model_clients", "run_demo"]
+
+DEFAULT_TASK = "Write a three-sentence note on why agent teams are easier to debug as graphs."
 
 
-def build_demo_flow() -> GraphFlow:
-    """Build the demo team (fresh state every call)."""
-    reviews = 0
+def word_count(text: str) -> int:
+    """Count the words of a draft."""
+    return len(text.split())
 
-    async def plan(messages: Sequence[BaseChatMessage]) -> str:
-        topic = messages[-1].to_text() if messages else "the topic"
-        return f"Plan for '{topic}': gather facts and risks, then draft."
 
-    async def research(messages: Sequence[BaseChatMessage]) -> str:
-        await asyncio.sleep(0.05)
-        return "Facts: graphs make control flow explicit; joins wait for every branch."
+_SCRIPT: dict[str, list[str | CreateResult]] = {
+    "planner": ["Plan: researcher gathers one fact, critic names one risk, writer drafts."],
+    "researcher": ["Fact: a graph makes every hand-off between agents an explicit edge."],
+    "critic": ["Risk: loops need an exit condition, or a bound on turns."],
+    "writer": [
+        CreateResult(
+            finish_reason="function_calls",
+            content=[
+                FunctionCall(
+                    id="call_1",
+                    name="word_count",
+                    arguments='{"text": "Graphs show every hand-off as an edge."}',
+                )
+            ],
+            usage=RequestUsage(prompt_tokens=60, completion_tokens=12),
+            cached=False,
+        ),
+        "Draft 1: Graphs show every hand-off as an edge, so a failing run points at one node.",
+        "Draft 2: Graphs show every hand-off as an edge; loops carry an explicit exit, so a "
+        "stuck run names the node and edge to look at.",
+    ],
+    "reviewer": ["REVISE: mention what happens with loops.", "APPROVE"],
+}
 
-    async def risks(messages: Sequence[BaseChatMessage]) -> str:
-        await asyncio.sleep(0.03)
-        return "Risks: loops need an exit; unbounded loops need a termination condition."
+_SYSTEM = {
+    "planner": "You plan. In one sentence, say who does what: researcher, critic, writer.",
+    "researcher": "You research. Give exactly one short fact relevant to the task.",
+    "critic": "You are a critic. Name exactly one risk relevant to the task, in one sentence.",
+    "writer": (
+        "You write the text the task asks for, using the fact and the risk you were given "
+        "and the reviewer's feedback. Use the word_count tool once to check your draft."
+    ),
+    "reviewer": (
+        "You review the latest draft. Reply with exactly APPROVE if it answers the task, "
+        "otherwise reply REVISE: followed by one concrete fix."
+    ),
+}
 
-    async def draft(messages: Sequence[BaseChatMessage]) -> str:
-        notes = [m.to_text() for m in messages if m.source in {"research", "risks", "review"}]
-        return "Draft v{}: {}".format(reviews + 1, " ".join(notes)[:120])
 
-    async def review(messages: Sequence[BaseChatMessage]) -> str:
-        nonlocal reviews
-        reviews += 1
-        return "APPROVE" if reviews >= 2 else "REVISE: add an example of a join."
+def publish(messages: Sequence[BaseChatMessage]) -> str:
+    """Publish the approved draft: the writer's latest message."""
+    drafts = [m.to_text() for m in messages if m.source == "writer"]
+    return "Published: " + (drafts[-1] if drafts else "(no draft)")
 
-    async def publish(messages: Sequence[BaseChatMessage]) -> str:
-        return f"Published after {reviews} review(s)."
 
+def demo_model_clients(
+    environ: Mapping[str, str] | None = None,
+) -> tuple[dict[str, ChatCompletionClient], str]:
+    """One model client per agent, and a label saying which model the demo uses.
+
+    A real OpenAI-compatible model when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set;
+    scripted replay clients otherwise.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        from .models import OpenAIChatCompletionClient
+
+        model = env.get("FLOWLIB_MODEL", "gpt-4o-mini")
+        base_url = env.get("OPENAI_BASE_URL") or None
+        info = None
+        if base_url is not None:  # a local server's model names are not known to flowlib
+            info = ModelInfo(
+                vision=False,
+                function_calling=True,
+                json_output=True,
+                family="unknown",
+                structured_output=False,
+            )
+        client = OpenAIChatCompletionClient(model, base_url=base_url, model_info=info)
+        return dict.fromkeys(_SCRIPT, client), f"{model} at {base_url or 'OpenAI'}"
+    scripted: dict[str, ChatCompletionClient] = {
+        name: ReplayChatCompletionClient(list(script)) for name, script in _SCRIPT.items()
+    }
+    return scripted, "scripted replay models (set OPENAI_API_KEY for a real model)"
+
+
+def build_demo_flow(clients: Mapping[str, ChatCompletionClient]) -> GraphFlow:
+    """Build the demo team on the given model clients (one per agent name)."""
+    agents = {
+        name: AssistantAgent(
+            name,
+            clients[name],
+            system_message=_SYSTEM[name],
+            tools=[word_count] if name == "writer" else None,
+            reflect_on_tool_use=True if name == "writer" else None,
+        )
+        for name in _SCRIPT
+    }
     builder = DiGraphBuilder()
-    for func in (plan, research, risks, draft, review, publish):
-        builder.add_node(func)
-    builder.add_edge("plan", "research").add_edge("plan", "risks")
-    builder.add_edge("research", "draft").add_edge("risks", "draft")
-    builder.add_edge("draft", "review")
-    builder.add_edge("review", "publish", condition="APPROVE")
-    builder.add_edge("review", "draft", condition="REVISE")
-    builder.set_entry_point("plan")
+    for agent in agents.values():
+        builder.add_node(agent)
+    builder.add_node(publish)
+    builder.add_edge("planner", "researcher").add_edge("planner", "critic")
+    builder.add_edge("researcher", "writer").add_edge("critic", "writer")
+    builder.add_edge("writer", "reviewer")
+    builder.add_edge("reviewer", "writer", condition="REVISE")
+    builder.add_edge("reviewer", "publish", condition="APPROVE")
+    builder.set_entry_point("planner")
     return GraphFlow(
         builder.get_participants(),
         builder.build(),
-        termination_condition=MaxMessageTermination(30),
+        termination_condition=MaxMessageTermination(20),
     )
 
 
-async def run_demo(task: str = "Why build agent teams as graphs?") -> TaskResult:
+async def run_demo(task: str = DEFAULT_TASK) -> TaskResult:
     """Run the demo, printing its stream; return the result."""
-    flow = build_demo_flow()
+    clients, label = demo_model_clients()
+    print(f"flowlib demo on {label}\n")
+    flow = build_demo_flow(clients)
     result: TaskResult | None = None
-    async for item in flow.run_stream(task=task):
-        if isinstance(item, TaskResult):
-            result = item
-            continue
-        print(f"---------- {item.source} ----------")
-        print(item.to_text())
+    try:
+        async for item in flow.run_stream(task=task):
+            if isinstance(item, TaskResult):
+                result = item
+            elif isinstance(item, ModelClientStreamingChunkEvent):
+                print(item.content, end="", flush=True)
+            elif isinstance(item, (ToolCallRequestEvent, ToolCallExecutionEvent)):
+                print(f"---------- {item.source} ({type(item).__name__}) ----------")
+                print(item.to_text())
+            else:
+                print(f"---------- {item.source} ----------")
+                print(item.to_text())
+    finally:
+        for client in {id(c): c for c in clients.values()}.values():
+            await client.close()
     if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
         raise RuntimeError("The demo run ended without a result.")
     print("---------- Summary ----------")

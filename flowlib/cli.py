@@ -15,7 +15,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the built-in demo flow")
-    demo.add_argument("--task", default="Why build agent teams as graphs?", help="the task")
+    demo.add_argument("--task", default=None, help="the task (a default one is provided)")
     return parser
 
 
@@ -23,8 +23,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "demo":
-        from ._demo import run_demo
+        from ._demo import DEFAULT_TASK, run_demo
 
-        asyncio.run(run_demo(args.task))
+        asyncio.run(run_demo(args.task or DEFAULT_TASK))
         return 0
     return 2  # pragma: no cover - argparse rejects unknown commands

@@ -5,9 +5,9 @@ scripted agents (``interleaved`` varies the order in which concurrent turns fini
 without wall-clock time), and their traces are replayed by the independent checker in
 :mod:`flowlib.testing`.
 
-Bugs these properties found have minimal tests at the end of this file: regressions for
-the fixed ones, a strict xfail for the open one. Where a property would otherwise trip
-over an open bug, it skips exactly that one comparison and says which test tracks it.
+Bugs these properties found in the core have minimal regression tests at the end of this
+file. A new one gets a minimal ``@pytest.mark.xfail(strict=True, reason="BUG: ...")`` test
+there until it is fixed.
 """
 
 from __future__ import annotations
@@ -156,10 +156,8 @@ def test_nodes_run_once_per_satisfied_activation(spec: GraphSpec) -> None:
     team = spec.team()
     timeline = RunTimeline.attach(team)
     run(team)
-    # check_steps=False: trace.fired records wrong steps under concurrency; see
-    # test_bug_fired_records_the_step_of_the_source_turn. The checker derives the true
-    # steps from the timeline instead.
-    check_run(team, timeline=timeline, check_steps=False)
+    check_run(team, timeline=timeline)
+    check_run(team)  # what the trace alone implies holds too
 
 
 @examples(100)
@@ -300,16 +298,7 @@ def test_unbounded_loop_message_names_the_loop() -> None:
     assert {"writer", "critic"} <= backticked_names(str(info.value))
 
 
-# --- known core bugs -------------------------------------------------------------------
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: GraphExecutor._complete records trace.fired with the step of the latest "
-    "started node (len(step_nodes) - 1), not the step of the source's own turn.",
-)
-def test_bug_fired_records_the_step_of_the_source_turn() -> None:
+def test_fired_records_the_step_of_the_source_turn() -> None:
     root, a, c, b = (ScriptedAgent(name, ["ok"]) for name in ("root", "a", "c", "b"))
     builder = DiGraphBuilder()
     for agent in (root, a, c, b):
@@ -318,5 +307,5 @@ def test_bug_fired_records_the_step_of_the_source_turn() -> None:
     team = GraphFlow(builder.get_participants(), builder.build())
     run(team)
     assert team.trace.steps == ["root", "a", "c", "b"]
-    # a ran at step 1, so its edge a -> b fired at step 1; the trace says 2 (c's step).
+    # a ran at step 1, so its edge a -> b fired at step 1 (once recorded as 2, c's step).
     assert team.trace.fired_edges == [(0, "root", "a"), (0, "root", "c"), (1, "a", "b")]
