@@ -1,0 +1,27 @@
+"""The README's first example runs as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def test_readme_quick_example_runs() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    assert blocks, "README has no python example"
+    completed = subprocess.run(
+        [sys.executable, "-c", blocks[0]], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "Digraph execution is complete"
+
+
+def test_readme_names_the_two_commands_and_ci_runs_the_test_one() -> None:
+    text = README.read_text()
+    assert "./scripts/demo.sh" in text and "./scripts/test.sh" in text
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert "scripts/test.sh" in ci
