@@ -1067,3 +1067,20 @@ async def test_plain_function_nodes_run() -> None:
     ]
     assert seen == [["write"], ["write", "a draft"], ["write", "a draft", "APPROVE"]]
     assert flow.trace.steps == ["draft", "review", "silent", "finish"]
+
+
+async def test_two_self_loops_in_one_any_group_rerun_once_per_turn() -> None:
+    from flowlib.testing import ScriptedAgent
+
+    # Both loops match on turn 1: the second firing must not absorb the first edge (both
+    # come from the completing node), or the X match on turn 2 would be swallowed.
+    b = ScriptedAgent("b", ["X Y", "X", "stop"])
+    builder = DiGraphBuilder().add_node(b)
+    builder.add_edge("b", "b", condition="X", activation_group="again", activation_condition="any")
+    builder.add_edge("b", "b", condition="Y", activation_group="again", activation_condition="any")
+    builder.set_entry_point("b")
+    flow = GraphFlow(builder.get_participants(), builder.build(), max_turns=10)
+    result = await flow.run(task="go")
+    assert flow.trace.steps == ["b", "b", "b"]
+    assert result.stop_reason is not None
+    assert result.stop_reason.startswith("Digraph execution is complete")

@@ -52,7 +52,10 @@ class ActivationTracker:
         group = self._plan.groups[edge.group]
         if group.any:
             for other in group.edges:
-                if other != edge.index and in_flight(self._plan.edges[other].source):
+                source = self._plan.edges[other].source
+                # Edges from the completing node itself are decided in this same
+                # completion (and merge into this activation), so they are never absorbed.
+                if source != edge.source and in_flight(source):
                     self._absorbed.add(other)
             return True
         if len(group.edges) == 1:
