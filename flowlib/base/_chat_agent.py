@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._task import TaskRunner
+from ._task import TaskResult
 
 __all__ = ["ChatAgent", "Response"]
 
@@ -27,8 +27,13 @@ class Response:
     inner_messages: Sequence[BaseAgentEvent | BaseChatMessage] | None = field(default=None)
 
 
-class ChatAgent(TaskRunner, ABC):
-    """The interface of a chat agent: stateful, fed only the *new* messages on each call."""
+class ChatAgent(ABC):
+    """The interface of a chat agent: stateful, fed only the *new* messages on each call.
+
+    Agents are also task runners (:class:`~flowlib.base.TaskRunner`): ``run`` and
+    ``run_stream`` run one step on a task. (The protocol is not a base class, so that
+    ``isinstance`` checks against agents stay cheap on the executor's paths.)
+    """
 
     component_type: ClassVar[str] = "agent"
 
@@ -58,6 +63,26 @@ class ChatAgent(TaskRunner, ABC):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Handle the new messages, yielding events as they happen and the Response last."""
+
+    @abstractmethod
+    async def run(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run one step on ``task`` and return the result."""
+
+    @abstractmethod
+    def run_stream(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Run one step, yielding messages and events, then the TaskResult."""
 
     @abstractmethod
     async def on_reset(self, cancellation_token: CancellationToken) -> None:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ._task import TaskRunner
+from .._cancellation import CancellationToken
+from ..messages import BaseAgentEvent, BaseChatMessage
+from ._task import TaskResult
 
 __all__ = ["Team"]
 
 
-class Team(TaskRunner, ABC):
-    """A group of participants that runs tasks together and keeps state between runs."""
+class Team(ABC):
+    """A group of participants that runs tasks together and keeps state between runs.
+
+    Teams are task runners (:class:`~flowlib.base.TaskRunner`).
+    """
 
     component_type: ClassVar[str] = "team"
 
@@ -25,6 +30,26 @@ class Team(TaskRunner, ABC):
     @abstractmethod
     def description(self) -> str:
         """What the team does."""
+
+    @abstractmethod
+    async def run(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run the team on ``task`` and return the result."""
+
+    @abstractmethod
+    def run_stream(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Run the team, yielding messages and events, then the TaskResult."""
 
     @abstractmethod
     async def reset(self) -> None:
