@@ -153,8 +153,11 @@ def _analyse(graph: DiGraph) -> GraphAnalysis:
 def _components(count: int, sources: list[int], targets: list[int], cyclic: set[int]) -> list[int]:
     """Strongly connected components; fills ``cyclic`` with the ids of looping ones.
 
-    A DAG (the common case) is recognised by a linear topological sort and needs no
-    more; otherwise networkx's iterative algorithm finds the components.
+    A DAG (the common case) is recognised by a linear topological sort and needs no more.
+    Otherwise the nodes that cannot lie on a cycle are peeled off from both ends (no
+    unvisited predecessor, or no remaining successor), and the components of what is left
+    are found with an iterative Tarjan walk. Trivial components keep the node's own
+    number as id; looping components get ids from ``count`` up.
     """
     successors: list[list[int]] = [[] for _ in range(count)]
     indegree = [0] * count
@@ -162,32 +165,97 @@ def _components(count: int, sources: list[int], targets: list[int], cyclic: set[
         successors[source].append(target)
         indegree[target] += 1
     queue = deque(i for i in range(count) if indegree[i] == 0)
-    seen = 0
+    peeled = [False] * count
     while queue:
         node = queue.popleft()
-        seen += 1
+        peeled[node] = True
         for nxt in successors[node]:
             indegree[nxt] -= 1
             if indegree[nxt] == 0:
                 queue.append(nxt)
-    if seen == count:
-        return list(range(count))
+    component = list(range(count))
+    if all(peeled):
+        return component
 
-    import networkx as nx
-
-    graph: nx.DiGraph[int] = nx.DiGraph()
-    graph.add_nodes_from(range(count))
-    graph.add_edges_from(zip(sources, targets, strict=True))
-    component = [0] * count
-    for number, members in enumerate(nx.strongly_connected_components(graph)):
-        for member in members:
-            component[member] = number
+    # Peel from the other end: a node with no successor left cannot be on a cycle.
+    outdegree = [0] * count
+    predecessors: list[list[int]] = [[] for _ in range(count)]
+    for source, target in zip(sources, targets, strict=True):
+        if not peeled[source] and not peeled[target]:
+            outdegree[source] += 1
+            predecessors[target].append(source)
+    queue = deque(i for i in range(count) if not peeled[i] and outdegree[i] == 0)
+    while queue:
+        node = queue.popleft()
+        peeled[node] = True
+        for previous in predecessors[node]:
+            outdegree[previous] -= 1
+            if outdegree[previous] == 0:
+                queue.append(previous)
+    core = [i for i in range(count) if not peeled[i]]
+    for number, members in enumerate(_tarjan(core, successors, peeled), start=count):
         if len(members) > 1:
+            for member in members:
+                component[member] = number
             cyclic.add(number)
     for source, target in zip(sources, targets, strict=True):
         if source == target:
             cyclic.add(component[source])
     return component
+
+
+def _tarjan(nodes: list[int], successors: list[list[int]], skip: list[bool]) -> list[list[int]]:
+    """Tarjan's strongly connected components over ``nodes``, without recursion.
+
+    Successors marked in ``skip`` are ignored.
+    """
+    count = len(successors)
+    order = [-1] * count  # discovery number, -1 while unvisited
+    low = [0] * count
+    on_stack = [False] * count
+    stack: list[int] = []
+    found: list[list[int]] = []
+    counter = 0
+    for root in nodes:
+        if order[root] >= 0:
+            continue
+        order[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        work = [(root, 0)]
+        while work:
+            node, position = work[-1]
+            following = successors[node]
+            if position < len(following):
+                work[-1] = (node, position + 1)
+                nxt = following[position]
+                if skip[nxt]:
+                    continue
+                if order[nxt] < 0:
+                    order[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack[nxt] = True
+                    work.append((nxt, 0))
+                elif on_stack[nxt] and order[nxt] < low[node]:
+                    low[node] = order[nxt]
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                if low[node] < low[parent]:
+                    low[parent] = low[node]
+            if low[node] == order[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack[member] = False
+                    members.append(member)
+                    if member == node:
+                        break
+                found.append(members)
+    return found
 
 
 def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
