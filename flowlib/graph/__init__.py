@@ -7,6 +7,7 @@ from ._conditions import (
     Contains,
     EdgeCondition,
     HandoffTo,
+    IsHandoff,
     Not,
     Regex,
     describe_condition,
@@ -14,6 +15,7 @@ from ._conditions import (
 from ._executor import COMPLETE_REASON, GraphExecutor
 from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
 from ._plan import ExecutionPlan
+from ._router import Router, Routing, Selected
 from ._state import GraphManagerState
 from ._trace import RunTrace
 from ._validate import GraphAnalysis, validate_graph
@@ -33,10 +35,14 @@ __all__ = [
     "GraphExecutor",
     "GraphManagerState",
     "HandoffTo",
+    "IsHandoff",
     "NodeKind",
     "Not",
     "Regex",
+    "Router",
+    "Routing",
     "RunTrace",
+    "Selected",
     "describe_condition",
     "validate_graph",
 ]

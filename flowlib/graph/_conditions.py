@@ -27,6 +27,7 @@ __all__ = [
     "Contains",
     "EdgeCondition",
     "HandoffTo",
+    "IsHandoff",
     "Not",
     "Regex",
     "condition_from_data",
@@ -104,6 +105,18 @@ class HandoffTo(EdgeCondition):
 
     def label(self) -> str:
         return f"handoff to {self.target}"
+
+
+class IsHandoff(EdgeCondition):
+    """Fires when the message is a ``HandoffMessage`` (to anyone)."""
+
+    kind: Literal["is_handoff"] = "is_handoff"
+
+    def check(self, message: BaseChatMessage) -> bool:
+        return isinstance(message, HandoffMessage)
+
+    def label(self) -> str:
+        return "handoff"
 
 
 class Not(EdgeCondition):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import deque
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,20 +41,26 @@ from ..messages import (
     BaseChatMessage,
     MessageFactory,
     ModelClientStreamingChunkEvent,
+    SelectSpeakerEvent,
 )
 from ._activation import ActivationTracker
 from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
+from ._router import Router, Routing
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
 from ._trace import RunTrace
 
 __all__ = ["COMPLETE_REASON", "GraphExecutor", "Participant"]
 
-Participant = ChatAgent | Team
+Participant = ChatAgent | Team | Router
 Item = BaseAgentEvent | BaseChatMessage
+TaskRouter = Callable[[Sequence[BaseChatMessage]], Sequence[str] | None]
+"""Given a run's task messages, the nodes to run next (replacing the ready set), or None."""
+DeadEndDescriber = Callable[[str, BaseChatMessage | None], str | None]
+"""Given a node that matched none of its edges and its final message, a reason, or None."""
 
 COMPLETE_REASON = "Digraph execution is complete"
 
-_AGENT, _TEAM, _FUNCTION = 0, 1, 2
+_AGENT, _TEAM, _FUNCTION, _ROUTER = 0, 1, 2, 3
 
 
 @dataclass(slots=True)
@@ -64,6 +70,8 @@ class _Output:
     published: list[BaseChatMessage]
     final: BaseChatMessage | None
     delta: list[Item]
+    selected: set[int] | None = None  # a router's chosen targets
+    stop_reason: str | None = None  # a router asking the run to stop
 
 
 @dataclass(slots=True)
@@ -86,8 +94,13 @@ class GraphExecutor:
         plan: The compiled graph.
         participants: One per plan node, in plan order.
         termination_condition: Checked after every turn (and on the task messages).
-        max_turns: At most this many turns per run.
+        max_turns: At most this many turns per run (router turns do not count).
         message_factory: Rebuilds messages when a state is loaded.
+        event_source: When set, a ``SelectSpeakerEvent`` from this source is streamed
+            before each agent turn (a team's ``emit_team_events``).
+        task_router: Lets a team choose the next nodes from a new task (Swarm resumes at
+            the target of a ``HandoffMessage`` task).
+        dead_end_reason: Lets a team explain a node that matched none of its edges.
     """
 
     def __init__(
@@ -98,13 +111,25 @@ class GraphExecutor:
         termination_condition: TerminationCondition | None,
         max_turns: int | None,
         message_factory: MessageFactory,
+        event_source: str | None = None,
+        task_router: TaskRouter | None = None,
+        dead_end_reason: DeadEndDescriber | None = None,
     ) -> None:
         self._plan = plan
         self._participants = list(participants)
         self._kind = [
-            _TEAM if isinstance(p, Team) else _FUNCTION if isinstance(p, FunctionAgent) else _AGENT
+            _TEAM
+            if isinstance(p, Team)
+            else _ROUTER
+            if isinstance(p, Router)
+            else _FUNCTION
+            if isinstance(p, FunctionAgent)
+            else _AGENT
             for p in self._participants
         ]
+        self._event_source = event_source
+        self._task_router = task_router
+        self._dead_end_reason = dead_end_reason
         self._termination = termination_condition
         self._max_turns = max_turns
         self._factory = message_factory
@@ -206,6 +231,14 @@ class GraphExecutor:
             self._enqueue(node)
         self._fresh = False
 
+    def _replace_ready(self, nodes: Sequence[int]) -> None:
+        for node in self._ready:
+            self._queued[node] = False
+        self._ready.clear()
+        for node in nodes:
+            if not self._queued[node]:
+                self._enqueue(node)
+
     def _take_new(self, node: int) -> list[BaseChatMessage]:
         start, end = self._cursor[node], len(self._thread)
         self._turn_start[node] = start
@@ -224,6 +257,23 @@ class GraphExecutor:
     ) -> AsyncGenerator[Item | _Output, None]:
         participant = self._participants[node]
         kind = self._kind[node]
+        if kind == _ROUTER:
+            assert isinstance(participant, Router)
+            routing: Routing | None = None
+            async for routed in participant.route_stream(messages, token):
+                if isinstance(routed, Routing):
+                    routing = routed
+                elif routing is None:
+                    yield routed
+            if routing is None:
+                raise RuntimeError(
+                    f"Router `{participant.name}`'s route_stream() ended without a Routing."
+                )
+            output = self._routed(node, routing)
+            for decided in output.delta:
+                yield decided
+            yield output
+            return
         if kind == _FUNCTION:
             assert isinstance(participant, FunctionAgent)
             answer = await participant.call(messages)
@@ -252,7 +302,6 @@ class GraphExecutor:
             yield _Output(published, published[-1] if published else None, produced)
         else:
             assert isinstance(participant, ChatAgent)
-            delta = []
             response: Response | None = None
             # Run the agent's stream to its end (rather than leaving it at the Response):
             # an abandoned async generator is finalised through the event loop, which
@@ -260,19 +309,39 @@ class GraphExecutor:
             async for item in participant.on_messages_stream(messages, token):
                 if isinstance(item, Response):
                     response = item
-                    chat = item.chat_message
-                    delta.append(chat)
-                    yield chat
+                    yield item.chat_message
                 elif response is None:
-                    if not isinstance(item, ModelClientStreamingChunkEvent):
-                        delta.append(item)
                     yield item
             if response is None:
                 raise RuntimeError(
                     f"Agent `{participant.name}`'s on_messages_stream() ended without yielding "
                     "a Response; yield `Response(chat_message=...)` as its last item."
                 )
-            yield _Output([response.chat_message], response.chat_message, delta)
+            # Termination sees what the agent reports as its turn (its Response's inner
+            # messages and chat message), not everything it streamed: an agent wrapping a
+            # team streams the inner team's messages, which are not the outer team's.
+            chat = response.chat_message
+            delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
+            yield _Output([chat], chat, delta)
+
+    def _routed(self, node: int, routing: Routing) -> _Output:
+        """Check a router's decision against its edges; stream what it streams."""
+        names, index = self._plan.names, self._plan.index
+        allowed = {edge.target for edge in self._plan.out_edges[node]}
+        selected: set[int] = set()
+        for target in routing.targets:
+            found = index.get(target)
+            if found is None or found not in allowed:
+                options = ", ".join(f"`{names[t]}`" for t in sorted(allowed))
+                raise ValueError(
+                    f"Router `{names[node]}` selected `{target}`, which is not one of its "
+                    f"edge targets ({options})."
+                )
+            selected.add(found)
+        published = list(routing.messages)
+        delta: list[Item] = [*routing.events, *published]
+        final = published[-1] if published else None
+        return _Output(published, final, delta, selected, routing.stop_reason)
 
     async def _drive(
         self,
@@ -302,7 +371,7 @@ class GraphExecutor:
         node: int,
         output: _Output | None,
         stop_reason: str | None,
-        dead_ends: list[int],
+        dead_ends: list[tuple[int, BaseChatMessage | None]],
     ) -> str | None:
         """Publish a finished turn, check termination, fire edges; return the stop reason."""
         self._running[node] = False
@@ -318,16 +387,21 @@ class GraphExecutor:
                 stop = await self._termination(output.delta)
                 if stop is not None:
                     stop_reason = stop.content
+            if stop_reason is None and output.stop_reason is not None:
+                stop_reason = output.stop_reason
         out_edges = self._plan.out_edges[node]
         if out_edges:
             step = self._turn_step[node]
             text: str | None = None
             progressed = False
+            selected = output.selected if output is not None else None
             for edge in out_edges:
                 if self._tracker.take_absorbed(edge):
                     progressed = True
                     continue
-                if edge.test == ALWAYS:
+                if selected is not None:
+                    passed = edge.target in selected
+                elif edge.test == ALWAYS:
                     passed = True
                 elif final is None:
                     passed = False
@@ -342,8 +416,8 @@ class GraphExecutor:
                     self.trace.fired.append((step, edge.index))
                     if self._tracker.fire(edge, self._in_flight):
                         self._activate(edge.target)
-            if not progressed:
-                dead_ends.append(node)
+            if not progressed and (output is None or output.stop_reason is None):
+                dead_ends.append((node, final))
         if self._pending[node]:  # activated while it ran: it runs again (once)
             self._pending[node] = False
             if not self._queued[node]:
@@ -403,7 +477,7 @@ class GraphExecutor:
         self.trace.fired.clear()
         self.trace.stop_reason = None
         kept: list[Item] = []
-        dead_ends: list[int] = []
+        dead_ends: list[tuple[int, BaseChatMessage | None]] = []
         max_turns = self._max_turns
         stop_reason: str | None = None
         turns = 0
@@ -411,6 +485,10 @@ class GraphExecutor:
         try:
             if self._fresh:
                 self._start_from_entry()
+            if task and self._task_router is not None:
+                chosen = self._task_router(task)
+                if chosen is not None:
+                    self._replace_ready([self._plan.index[name] for name in chosen])
             for message in task:
                 self._thread.append(message)
                 self._thread_node.append(-1)
@@ -431,14 +509,24 @@ class GraphExecutor:
                         raise asyncio.CancelledError()
                     if tasks or len(self._ready) > 1:
                         node = self._pop_ready()
-                        turns += 1
+                        if self._kind[node] != _ROUTER:
+                            turns += 1
+                            if self._event_source is not None:
+                                event = self._speaker_event(node)
+                                kept.append(event)
+                                yield event
                         messages = self._take_new(node)
                         tasks[node] = asyncio.ensure_future(
                             self._drive(node, messages, token, queue)
                         )
                         continue
                     node = self._pop_ready()
-                    turns += 1
+                    if self._kind[node] != _ROUTER:
+                        turns += 1
+                        if self._event_source is not None:
+                            event = self._speaker_event(node)
+                            kept.append(event)
+                            yield event
                     messages = self._take_new(node)
                     inline, inline_active = node, True
                     output: _Output | None = None
@@ -513,10 +601,23 @@ class GraphExecutor:
                 self._requeue_front(interrupted)
             self._is_running = False
 
-    def _completion_reason(self, dead_ends: list[int]) -> str:
+    def _speaker_event(self, node: int) -> SelectSpeakerEvent:
+        assert self._event_source is not None
+        return SelectSpeakerEvent(content=[self._plan.names[node]], source=self._event_source)
+
+    def _completion_reason(self, dead_ends: list[tuple[int, BaseChatMessage | None]]) -> str:
         names = self._plan.names
         notes: list[str] = []
-        for node in dict.fromkeys(dead_ends):
+        described: set[int] = set()
+        for node, final in dead_ends:
+            if node in described:
+                continue
+            described.add(node)
+            if self._dead_end_reason is not None:
+                reason = self._dead_end_reason(names[node], final)
+                if reason is not None:
+                    notes.append(reason)
+                    continue
             edges = ", ".join(
                 f"`{self._plan.describe_edge(edge)}`" for edge in self._plan.out_edges[node]
             )

@@ -141,6 +141,9 @@ class DiGraph(BaseModel):
 
     nodes: dict[str, DiGraphNode]
     default_start_node: str | None = None
+    pattern: str | None = None
+    """The team pattern the graph was compiled from (``"round_robin"``, ``"selector"``,
+    ``"swarm"``, ``"magentic_one"``), for drawing; None for graphs built by hand."""
 
     # --- documented queries -------------------------------------------------------------
 
@@ -193,7 +196,9 @@ class DiGraph(BaseModel):
         check_cycles_have_exits(self, analysis)
         return analysis.has_cycles
 
-    def graph_validate(self, *, allow_unconditional_cycles: bool = False) -> None:
+    def graph_validate(
+        self, *, allow_unconditional_cycles: bool = False, allow_unreachable: bool = False
+    ) -> None:
         """Check the structure; see :func:`flowlib.graph.validate_graph` for the rules.
 
         Raises:
@@ -201,7 +206,11 @@ class DiGraph(BaseModel):
         """
         from ._validate import validate_graph
 
-        validate_graph(self, allow_unconditional_cycles=allow_unconditional_cycles)
+        validate_graph(
+            self,
+            allow_unconditional_cycles=allow_unconditional_cycles,
+            allow_unreachable=allow_unreachable,
+        )
 
     def get_remaining_map(self) -> dict[str, dict[str, int]]:
         """For each target, how many incoming edges each of its activation groups has."""

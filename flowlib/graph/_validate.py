@@ -345,22 +345,31 @@ def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
     )
 
 
-def validate_graph(graph: DiGraph, *, allow_unconditional_cycles: bool = False) -> GraphAnalysis:
+def validate_graph(
+    graph: DiGraph,
+    *,
+    allow_unconditional_cycles: bool = False,
+    allow_unreachable: bool = False,
+) -> GraphAnalysis:
     """Validate ``graph`` and return its analysis.
 
     Args:
         graph: The graph to check.
         allow_unconditional_cycles: Accept cycles without a conditional edge (teams whose
             loop is bounded by their termination condition, such as round-robin).
+        allow_unreachable: Accept nodes unreachable from the start nodes (teams that can
+            start a run at any node, such as a swarm resumed by a handoff task).
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.
     """
     with _no_gc():
-        return _validate(graph, allow_unconditional_cycles)
+        return _validate(graph, allow_unconditional_cycles, allow_unreachable)
 
 
-def _validate(graph: DiGraph, allow_unconditional_cycles: bool) -> GraphAnalysis:
+def _validate(
+    graph: DiGraph, allow_unconditional_cycles: bool, allow_unreachable: bool
+) -> GraphAnalysis:
     analysis = _analyse(graph)
     names = analysis.names
     if not analysis.entry:
@@ -384,7 +393,7 @@ def _validate(graph: DiGraph, allow_unconditional_cycles: bool) -> GraphAnalysis
                 reached[nxt] = True
                 queue.append(nxt)
     unreachable = [names[i] for i, ok in enumerate(reached) if not ok]
-    if unreachable:
+    if unreachable and not allow_unreachable:
         starts = _names([names[i] for i in analysis.entry])
         raise UnreachableNodeError(
             f"Nodes {_names(unreachable)} cannot be reached from the start node(s) {starts}; "

@@ -1,9 +1,11 @@
-"""Teams: GraphFlow and its builder; every team compiles to the graph IR."""
+"""Teams: every pattern compiles to the graph IR and runs on the one executor."""
 
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ._builder import DiGraphBuilder
 from ._graph_flow import GraphFlow
 from ._group_chat import BaseGroupChat
+from ._round_robin import RoundRobinGroupChat
+from ._swarm import Swarm
 
 __all__ = [
     "BaseGroupChat",
@@ -12,4 +14,6 @@ __all__ = [
     "DiGraphEdge",
     "DiGraphNode",
     "GraphFlow",
+    "RoundRobinGroupChat",
+    "Swarm",
 ]

@@ -9,7 +9,7 @@ from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team, TerminationCondition
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._group_chat import BaseGroupChat
+from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["GraphFlow"]
 
@@ -68,11 +68,7 @@ class GraphFlow(BaseGroupChat):
         runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
     ) -> None:
-        if runtime is not None:
-            raise ValueError(
-                "flowlib runs teams on its own graph executor and has no separate agent "
-                "runtime; remove the `runtime=` argument."
-            )
+        reject_runtime(runtime)
         members: list[ChatAgent | Team] = [
             p if isinstance(p, (ChatAgent, Team)) else FunctionAgent(p) for p in participants
         ]

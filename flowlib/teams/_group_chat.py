@@ -13,15 +13,35 @@ from typing import Any, ClassVar
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError, UnboundedLoopError
-from ..graph import DiGraph, ExecutionPlan, GraphExecutor, GraphManagerState, RunTrace
+from ..graph import (
+    DiGraph,
+    ExecutionPlan,
+    GraphExecutor,
+    GraphManagerState,
+    Router,
+    RunTrace,
+)
 from ..graph._validate import validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 
-__all__ = ["TEAM_STATE_VERSION", "BaseGroupChat"]
+__all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
 TEAM_STATE_VERSION = 1
 
-Participant = ChatAgent | Team
+Participant = ChatAgent | Team | Router
+
+
+def reject_runtime(runtime: object) -> None:
+    """Teams accept ``runtime=`` for AutoGen compatibility; only None is meaningful.
+
+    Raises:
+        ValueError: If a runtime was given.
+    """
+    if runtime is not None:
+        raise ValueError(
+            "flowlib runs teams on its own graph executor and has no separate agent "
+            "runtime; remove the `runtime=` argument."
+        )
 
 
 class BaseGroupChat(Team, ABC):
@@ -38,6 +58,12 @@ class BaseGroupChat(Team, ABC):
             produce, so saved states can be loaded back.
         allow_unconditional_cycles: Accept loops with no conditional edge (teams bounded
             by their termination condition, such as round-robin).
+        emit_team_events: Stream a ``SelectSpeakerEvent`` before each speaker's turn.
+        allow_unreachable: Accept nodes no edge leads to from the entry (teams whose new
+            tasks can start at any node, such as Swarm).
+
+    Subclasses may override :meth:`_route_task` (choose the next speakers from a new
+    task) and :meth:`_describe_dead_end` (explain a node that matched none of its edges).
 
     Raises:
         ValueError: If there are no participants or ``max_turns`` is below 1.
@@ -57,6 +83,8 @@ class BaseGroupChat(Team, ABC):
         max_turns: int | None = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
         allow_unconditional_cycles: bool = False,
+        emit_team_events: bool = False,
+        allow_unreachable: bool = False,
     ) -> None:
         if not participants:
             raise ValueError(
@@ -73,7 +101,11 @@ class BaseGroupChat(Team, ABC):
                     nodes=[participant.name],
                 )
             by_name[participant.name] = participant
-        analysis = validate_graph(graph, allow_unconditional_cycles=allow_unconditional_cycles)
+        analysis = validate_graph(
+            graph,
+            allow_unconditional_cycles=allow_unconditional_cycles,
+            allow_unreachable=allow_unreachable,
+        )
         missing = [name for name in analysis.names if name not in by_name]
         extra = [name for name in by_name if name not in analysis.index]
         if missing or extra:
@@ -124,7 +156,19 @@ class BaseGroupChat(Team, ABC):
             termination_condition=termination_condition,
             max_turns=max_turns,
             message_factory=self._message_factory,
+            event_source=name if emit_team_events else None,
+            task_router=self._route_task,
+            dead_end_reason=self._describe_dead_end,
         )
+        self._emit_team_events = emit_team_events
+
+    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
+        """The nodes to run next for a new ``task``, or None to keep the ready set."""
+        return None
+
+    def _describe_dead_end(self, node: str, final: BaseChatMessage | None) -> str | None:
+        """Why ``node`` matched none of its edges, or None for the generic explanation."""
+        return None
 
     # --- identity -----------------------------------------------------------------------
 
@@ -225,7 +269,7 @@ class BaseGroupChat(Team, ABC):
         self._executor.reset()
         token = CancellationToken()
         for participant in self._participants:
-            if isinstance(participant, Team):
+            if isinstance(participant, (Team, Router)):
                 await participant.reset()
             else:
                 await participant.on_reset(token)
@@ -238,7 +282,7 @@ class BaseGroupChat(Team, ABC):
         for participant in self._participants:
             if isinstance(participant, Team):
                 await participant.pause()
-            else:
+            elif not isinstance(participant, Router):
                 await participant.on_pause(token)
 
     async def resume(self) -> None:
@@ -247,7 +291,7 @@ class BaseGroupChat(Team, ABC):
         for participant in self._participants:
             if isinstance(participant, Team):
                 await participant.resume()
-            else:
+            elif not isinstance(participant, Router):
                 await participant.on_resume(token)
 
     def _require_stopped(self, action: str) -> None:

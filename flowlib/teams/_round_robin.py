@@ -1,0 +1,93 @@
+"""RoundRobinGroupChat: participants take turns in a ring."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..base import ChatAgent, Team, TerminationCondition
+from ..graph import DiGraph, DiGraphEdge, DiGraphNode
+from ..messages import BaseAgentEvent, BaseChatMessage
+from ._group_chat import BaseGroupChat, reject_runtime
+
+__all__ = ["RoundRobinGroupChat"]
+
+
+class RoundRobinGroupChat(BaseGroupChat):
+    """A team whose participants take turns in list order, each seeing every message.
+
+    It compiles to a ring ``p0 -> p1 -> ... -> p0`` (a self-loop for one participant):
+    a loop with no conditional edge, bounded by the termination condition or
+    ``max_turns`` (one of them is required). After a stop, the next run resumes with the
+    participant after the last speaker.
+
+    Args:
+        participants: Agents or nested teams, in speaking order.
+        name: Defaults to ``"RoundRobinGroupChat"``.
+        description: Defaults to ``"A team of agents."``.
+        termination_condition: Stops the run when it fires.
+        max_turns: At most this many turns per run.
+        runtime: Only ``None`` (flowlib has no separate runtime).
+        custom_message_types: Extra message classes the participants produce.
+        emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
+
+    Raises:
+        ValueError: No participants, duplicate names, or neither a termination condition
+            nor ``max_turns``.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.testing import ScriptedAgent
+        >>> team = RoundRobinGroupChat(
+        ...     [ScriptedAgent("a", ["hi"]), ScriptedAgent("b", ["hello"])], max_turns=2
+        ... )
+        >>> result = asyncio.run(team.run(task="start"))
+        >>> [m.source for m in result.messages], result.stop_reason
+        (['user', 'a', 'b'], 'Maximum number of turns 2 reached.')
+    """
+
+    DEFAULT_NAME = "RoundRobinGroupChat"
+    DEFAULT_DESCRIPTION = "A team of agents."
+    component_provider_override = "flowlib.teams.RoundRobinGroupChat"
+
+    def __init__(
+        self,
+        participants: Sequence[ChatAgent | Team],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        termination_condition: TerminationCondition | None = None,
+        max_turns: int | None = None,
+        runtime: Any = None,
+        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
+        emit_team_events: bool = False,
+    ) -> None:
+        reject_runtime(runtime)
+        super().__init__(
+            name=name or self.DEFAULT_NAME,
+            description=description or self.DEFAULT_DESCRIPTION,
+            participants=participants,
+            graph=ring_graph([p.name for p in participants], participants),
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            custom_message_types=custom_message_types,
+            allow_unconditional_cycles=True,
+            emit_team_events=emit_team_events,
+        )
+
+
+def ring_graph(names: Sequence[str], participants: Sequence[ChatAgent | Team]) -> DiGraph:
+    """The ring ``names[0] -> names[1] -> ... -> names[0]``."""
+    nodes: dict[str, DiGraphNode] = {}
+    for position, (name, participant) in enumerate(zip(names, participants, strict=True)):
+        target = names[(position + 1) % len(names)]
+        nodes[name] = DiGraphNode(
+            name=name,
+            edges=[DiGraphEdge(target=target)],
+            kind="team" if isinstance(participant, Team) else "agent",
+        )
+    return DiGraph(
+        nodes=nodes,
+        default_start_node=names[0] if names else None,
+        pattern="round_robin",
+    )
