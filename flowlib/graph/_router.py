@@ -102,12 +102,12 @@ class Router(ABC):
         """
         yield await self.route(messages, cancellation_token)
 
-    async def reset(self) -> None:
+    async def reset(self) -> None:  # noqa: B027 - optional hook, stateless by default
         """Forget history; called by the team's ``reset()``."""
 
     async def save_state(self) -> Mapping[str, Any]:
         """The router's state (JSON-serialisable)."""
         return {}
 
-    async def load_state(self, state: Mapping[str, Any]) -> None:
+    async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
         """Restore :meth:`save_state` output."""
