@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything flowlib needs on a fresh Debian-like machine (Python 3.10+):
-# Graphviz's `dot` (apt), a virtualenv in .venv, and flowlib with its dev extras.
+# Graphviz's `dot` (apt), a virtualenv in .venv, and flowlib with its dev and docs extras.
 # Safe to run again: it skips what is already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,6 @@ fi
 
 stamp=.venv/.flowlib-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev,docs]"
   touch "$stamp"
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (see bootstrap.sh), then lint, type-check and run the whole test suite.
+# Set up (see bootstrap.sh), then lint, type-check, build the docs (--strict) and run the
+# whole test suite.
 # Extra arguments go to pytest. "No tests collected" counts as a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,6 +8,7 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff check flowlib tests examples bench
 .venv/bin/ruff format --check flowlib tests examples bench
 .venv/bin/mypy --strict flowlib
+.venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 status=0
 .venv/bin/python -m pytest "$@" || status=$?
 if [ "$status" -eq 5 ]; then

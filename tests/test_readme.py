@@ -25,3 +25,15 @@ def test_readme_names_the_two_commands_and_ci_runs_the_test_one() -> None:
     assert "./scripts/demo.sh" in text and "./scripts/test.sh" in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert "scripts/test.sh" in ci
+
+
+def test_quickstart_example_runs_and_prints_what_the_page_says() -> None:
+    page = (README.parent / "docs" / "quickstart.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    completed = subprocess.run(
+        [sys.executable, "-c", blocks[0]], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[0] == "['writer', 'critic', 'writer', 'critic']"
+    assert lines[1].startswith("Digraph execution is complete: node `critic`")
