@@ -166,7 +166,8 @@ def _targets(by_fw: dict[str, dict[str, dict[str, Any]]], out: TextIO) -> None:
     def val(rows: dict[str, dict[str, Any]], key: str) -> float | None:
         return rows.get(key, {}).get("value")
 
-    for key in ("chain", "loop"):
+    # roundrobin and swarm are per-turn figures too: the teams run on the same executor
+    for key in ("chain", "loop", "roundrobin", "swarm"):
         a, b = val(mine, key), val(lg, key)
         if a is not None and b is not None:
             ok = a <= b / 10

@@ -15,6 +15,11 @@ Peer module interface (module-level names):
 ``make_branches(branches)``   -> Runner for ``src -> [branch_1 | ... | branch_k] -> join``,
                                  each branch a list of per-agent sleep times in seconds;
                                  the join runs once, after every branch
+``make_roundrobin(turns)``    -> Runner for a round-robin team of two instant agents A, B
+                                 (A, B, A, ...) stopped after ``turns`` agent turns
+``make_swarm(turns)``         -> Runner for a swarm of two instant agents that hand off to
+                                 each other every turn (A -> B -> A ...), stopped after
+                                 ``turns`` agent turns
 ``prepare_validation(spec)``  -> ``populate``: a zero-argument callable that puts the graph
                                  described by the :class:`GraphSpec` into the framework's
                                  builder (add_node/add_edge...) and returns ``finish``, a
@@ -43,7 +48,7 @@ from typing import Any
 
 Runner = Callable[[], Awaitable[int]]
 
-SHAPES = ("chain", "loop", "fanout", "uneven", "validate", "memory")
+SHAPES = ("chain", "loop", "fanout", "uneven", "validate", "memory", "roundrobin", "swarm")
 
 
 # --------------------------------------------------------------------------- sizes
@@ -63,6 +68,9 @@ class Sizes:
     validate_dag_nodes: int
     validate_repeats: int
     memory_turns: tuple[int, ...]
+    roundrobin_turns: int
+    swarm_turns: int
+    team_repeats: int
 
 
 FULL = Sizes(
@@ -78,6 +86,9 @@ FULL = Sizes(
     validate_dag_nodes=10_000,
     validate_repeats=3,
     memory_turns=(2_500, 5_000, 10_000),
+    roundrobin_turns=200,
+    swarm_turns=200,
+    team_repeats=5,
 )
 
 QUICK = Sizes(
@@ -93,6 +104,9 @@ QUICK = Sizes(
     validate_dag_nodes=2_000,
     validate_repeats=1,
     memory_turns=(500, 1_000, 2_000),
+    roundrobin_turns=50,
+    swarm_turns=50,
+    team_repeats=2,
 )
 
 # Uneven branches: source -> [branch] ... -> join. Sleep times in seconds.
@@ -360,6 +374,31 @@ async def run_memory(peer: Any, sizes: Sizes) -> list[Row]:
     return rows
 
 
+async def _run_team(
+    key: str, label: str, make: Callable[[int], Runner], turns: int, repeats: int
+) -> list[Row]:
+    row = Row(key, label, "ms/turn")
+    try:
+        wall = await _best_wall(lambda: make(turns), repeats, turns, key)
+        row.value = wall / turns * 1000.0
+        row.detail = f"best of {repeats}: {wall * 1000:.1f} ms for {turns} turns"
+    except Exception as exc:
+        row.error = _reason(exc)
+    return [row]
+
+
+async def run_roundrobin(peer: Any, sizes: Sizes) -> list[Row]:
+    n = sizes.roundrobin_turns
+    label = f"round-robin A,B x{n} turns"
+    return await _run_team("roundrobin", label, peer.make_roundrobin, n, sizes.team_repeats)
+
+
+async def run_swarm(peer: Any, sizes: Sizes) -> list[Row]:
+    n = sizes.swarm_turns
+    label = f"swarm A->B->A handoffs x{n} turns"
+    return await _run_team("swarm", label, peer.make_swarm, n, sizes.team_repeats)
+
+
 RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
     "chain": run_chain,
     "loop": run_loop,
@@ -367,6 +406,8 @@ RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
     "uneven": run_uneven,
     "validate": run_validate,
     "memory": run_memory,
+    "roundrobin": run_roundrobin,
+    "swarm": run_swarm,
 }
 
 

@@ -1,7 +1,8 @@
-"""AutoGen AgentChat 0.7.5 GraphFlow peer.
+"""AutoGen AgentChat 0.7.5 peer: GraphFlow, plus RoundRobinGroupChat and Swarm.
 
 The code that builds the shapes is written against the AgentChat API (``DiGraphBuilder``,
-``GraphFlow``, ``BaseChatAgent``, ``TextMessage``, ``Response``) and takes that API as
+``GraphFlow``, ``RoundRobinGroupChat``, ``Swarm``, ``BaseChatAgent``, ``TextMessage``,
+``HandoffMessage``, ``Response``) and takes that API as
 an :class:`AgentChatAPI` bundle, so ``flowlib_impl`` runs exactly the same shapes by
 handing in flowlib's classes instead of AutoGen's. Nothing is imported from AutoGen
 until :func:`version` / the ``make_*`` functions are called.
@@ -27,6 +28,11 @@ NOTES: list[str] = [
     "autogen: DiGraph validation (has_cycles_with_exit) is a recursive DFS: graphs deeper than "
     "the interpreter's recursion limit (default 1000) fail with RecursionError; the benchmark "
     "keeps the default limit, as a user would have it.",
+    "autogen: the roundrobin and swarm shapes run autogen_agentchat.teams.RoundRobinGroupChat "
+    "and Swarm (max_turns bound). AutoGen's Swarm never reads an agent's handoffs: it only "
+    "requires HandoffMessage in the first participant's produced_message_types and routes on "
+    "the last HandoffMessage's target at run time; flowlib's Swarm builds its edges from each "
+    "agent's `handoffs`, so the fake agent declares both.",
 ]
 
 
@@ -39,6 +45,9 @@ class AgentChatAPI:
     BaseChatAgent: Any
     TextMessage: Any
     Response: Any
+    RoundRobinGroupChat: Any
+    Swarm: Any
+    HandoffMessage: Any
 
 
 @cache
@@ -47,16 +56,29 @@ def fake_agent_class(api: AgentChatAPI) -> type:
 
     class FakeAgent(api.BaseChatAgent):  # type: ignore[misc, name-defined]
         """Answers at once (after ``delay`` seconds if given). Says "DONE" on its
-        ``done_on``-th turn, otherwise "<name> turn <k>"."""
+        ``done_on``-th turn, otherwise "<name> turn <k>". With ``handoff_to`` it answers
+        every turn with a ``HandoffMessage`` to that agent instead, and declares the
+        handoff (``handoffs``, read by flowlib's Swarm; ``HandoffMessage`` among its
+        ``produced_message_types``, checked by AutoGen's Swarm)."""
 
-        def __init__(self, name: str, delay: float = 0.0, done_on: int | None = None) -> None:
+        def __init__(
+            self,
+            name: str,
+            delay: float = 0.0,
+            done_on: int | None = None,
+            handoff_to: str | None = None,
+        ) -> None:
             super().__init__(name, description=f"fake agent {name}")
             self._delay = delay
             self._done_on = done_on
             self._turns = 0
+            self._handoff_to = handoff_to
+            self.handoffs = [handoff_to] if handoff_to else []
 
         @property
         def produced_message_types(self) -> Sequence[type]:
+            if self._handoff_to:
+                return (api.HandoffMessage,)
             return (api.TextMessage,)
 
         async def on_messages(self, messages: Sequence[Any], cancellation_token: Any) -> Any:
@@ -67,6 +89,12 @@ def fake_agent_class(api: AgentChatAPI) -> type:
                 text = "DONE"
             else:
                 text = f"{self.name} turn {self._turns}"
+            if self._handoff_to:
+                return api.Response(
+                    chat_message=api.HandoffMessage(
+                        content=text, source=self.name, target=self._handoff_to
+                    )
+                )
             return api.Response(chat_message=api.TextMessage(content=text, source=self.name))
 
         async def on_reset(self, cancellation_token: Any) -> None:
@@ -89,15 +117,35 @@ class AgentChatShapes:
     def _runner(self, agents: list[Any], builder: Any, max_turns: int | None = None) -> Runner:
         graph = builder.build()
         team = self.api.GraphFlow(agents, graph=graph, max_turns=max_turns)
+        return self._team_runner(team, agents)
+
+    def _team_runner(self, team: Any, agents: list[Any]) -> Runner:
         names = {a.name for a in agents}
+        kinds = (self.api.TextMessage, self.api.HandoffMessage)
 
         async def run() -> int:
             result = await team.run(task="go")
             return sum(
                 1
                 for m in result.messages
-                if getattr(m, "source", None) in names and isinstance(m, self.api.TextMessage)
+                if getattr(m, "source", None) in names and isinstance(m, kinds)
             )
+
+        return run
+
+    def _swarm_runner(self, team: Any, first: str) -> Runner:
+        """Counts only the turns taken by the agent the previous handoff named (the first
+        by ``first``), so a swarm that ignored handoffs would fail the turn check."""
+        handoff = self.api.HandoffMessage
+
+        async def run() -> int:
+            result = await team.run(task="go")
+            turns, expected = 0, first
+            for m in result.messages:
+                if isinstance(m, handoff) and m.source == expected:
+                    turns += 1
+                    expected = m.target
+            return turns
 
         return run
 
@@ -147,6 +195,16 @@ class AgentChatShapes:
         b.set_entry_point(src)
         return self._runner(agents, b)
 
+    def make_roundrobin(self, turns: int) -> Runner:
+        agents = [self.Agent("A"), self.Agent("B")]
+        team = self.api.RoundRobinGroupChat(agents, max_turns=turns)
+        return self._team_runner(team, agents)
+
+    def make_swarm(self, turns: int) -> Runner:
+        agents = [self.Agent("A", handoff_to="B"), self.Agent("B", handoff_to="A")]
+        team = self.api.Swarm(agents, max_turns=turns)
+        return self._swarm_runner(team, "A")
+
     def prepare_validation(self, spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
         agents = {n: self.Agent(n) for n in spec.nodes}
         api = self.api
@@ -170,11 +228,20 @@ class AgentChatShapes:
 def _shapes() -> AgentChatShapes:
     from autogen_agentchat.agents import BaseChatAgent
     from autogen_agentchat.base import Response
-    from autogen_agentchat.messages import TextMessage
-    from autogen_agentchat.teams import DiGraphBuilder, GraphFlow
+    from autogen_agentchat.messages import HandoffMessage, TextMessage
+    from autogen_agentchat.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat, Swarm
 
     return AgentChatShapes(
-        AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response)
+        AgentChatAPI(
+            DiGraphBuilder,
+            GraphFlow,
+            BaseChatAgent,
+            TextMessage,
+            Response,
+            RoundRobinGroupChat,
+            Swarm,
+            HandoffMessage,
+        )
     )
 
 
@@ -196,6 +263,14 @@ def make_loop(iterations: int) -> Runner:
 
 def make_branches(branches: list[list[float]]) -> Runner:
     return _shapes().make_branches(branches)
+
+
+def make_roundrobin(turns: int) -> Runner:
+    return _shapes().make_roundrobin(turns)
+
+
+def make_swarm(turns: int) -> Runner:
+    return _shapes().make_swarm(turns)
 
 
 def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:

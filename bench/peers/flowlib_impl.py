@@ -25,11 +25,20 @@ NOTES: list[str] = []
 def _shapes() -> AgentChatShapes:
     from flowlib.agents import BaseChatAgent
     from flowlib.base import Response
-    from flowlib.messages import TextMessage
-    from flowlib.teams import DiGraphBuilder, GraphFlow
+    from flowlib.messages import HandoffMessage, TextMessage
+    from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat, Swarm
 
     return AgentChatShapes(
-        AgentChatAPI(DiGraphBuilder, GraphFlow, BaseChatAgent, TextMessage, Response)
+        AgentChatAPI(
+            DiGraphBuilder,
+            GraphFlow,
+            BaseChatAgent,
+            TextMessage,
+            Response,
+            RoundRobinGroupChat,
+            Swarm,
+            HandoffMessage,
+        )
     )
 
 
@@ -57,6 +66,14 @@ def make_loop(iterations: int) -> Runner:
 
 def make_branches(branches: list[list[float]]) -> Runner:
     return _shapes().make_branches(branches)
+
+
+def make_roundrobin(turns: int) -> Runner:
+    return _shapes().make_roundrobin(turns)
+
+
+def make_swarm(turns: int) -> Runner:
+    return _shapes().make_swarm(turns)
 
 
 def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:

@@ -26,6 +26,10 @@ NOTES: list[str] = [
     "for every branch and runs the join once; the loop is a conditional edge B -> A | X.",
     "langgraph: execution is in supersteps (Pregel/BSP): a node's successors start at the next "
     "superstep, after every node of the current one has finished.",
+    "langgraph: LangGraph has no team classes; roundrobin is two nodes A -> B -> A whose "
+    "conditional edges go to END once the state holds the wanted number of turns (the "
+    "max_turns bound), and swarm is the same with the next node read from the handoff target "
+    "in the last message (what AutoGen's Swarm does with the last HandoffMessage).",
 ]
 
 
@@ -33,14 +37,25 @@ class _State(TypedDict):
     messages: Annotated[list[str], operator.add]
 
 
+_HANDOFF = " >> "
+
+
 class FakeNode:
     """The fake agent: an async node that answers at once (after ``delay`` seconds if
-    given), appending "DONE" on its ``done_on``-th turn, otherwise "<name> turn <k>"."""
+    given), appending "DONE" on its ``done_on``-th turn, otherwise "<name> turn <k>".
+    With ``handoff_to``, every message ends with ``" >> <handoff_to>"``: a handoff."""
 
-    def __init__(self, name: str, delay: float = 0.0, done_on: int | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        delay: float = 0.0,
+        done_on: int | None = None,
+        handoff_to: str | None = None,
+    ) -> None:
         self.name = name
         self._delay = delay
         self._done_on = done_on
+        self._handoff_to = handoff_to
         self._turns = 0
 
     async def __call__(self, state: _State) -> dict[str, list[str]]:
@@ -51,11 +66,28 @@ class FakeNode:
             text = "DONE"
         else:
             text = f"{self.name} turn {self._turns}"
+        if self._handoff_to:
+            text += _HANDOFF + self._handoff_to
         return {"messages": [text]}
 
 
 def _after_b(state: _State) -> str:
     return "X" if "DONE" in state["messages"][-1] else "A"
+
+
+def _bounded(turns: int, route: Callable[[_State], str]) -> Callable[[_State], str]:
+    """A router that ends the run after ``turns`` agent turns (the first message is the
+    task), else follows ``route``: the max_turns bound of a team."""
+    end = _lg().END
+
+    def router(state: _State) -> str:
+        return end if len(state["messages"]) > turns else route(state)
+
+    return router
+
+
+def _handoff_target(state: _State) -> str:
+    return state["messages"][-1].rpartition(_HANDOFF)[2]
 
 
 def _never_called_router(state: _State) -> str:  # validation graphs are never run
@@ -69,15 +101,25 @@ def _lg() -> Any:
     return lg
 
 
-def _runner(graph: Any, max_steps: int) -> Runner:
+def _runner(graph: Any, max_steps: int, count: Callable[[list[str]], int] | None = None) -> Runner:
     app = graph.compile()
     config = {"recursion_limit": max_steps + 10}
 
     async def run() -> int:
         out = await app.ainvoke({"messages": ["go"]}, config)
-        return len(out["messages"]) - 1
+        return count(out["messages"]) if count else len(out["messages"]) - 1
 
     return run
+
+
+def _followed_handoffs(messages: list[str]) -> int:
+    """The turns taken by the node the previous handoff named (the first by "A")."""
+    turns, expected = 0, "A"
+    for text in messages[1:]:
+        if text.startswith(expected + " "):
+            turns += 1
+            expected = text.rpartition(_HANDOFF)[2]
+    return turns
 
 
 def version() -> str:
@@ -132,6 +174,29 @@ def make_branches(branches: list[list[float]]) -> Runner:
     g.add_edge(lasts, "join")  # waits for ALL branch ends: the join runs once
     g.add_edge("join", lg.END)
     return _runner(g, max(len(b) for b in branches) + 2)
+
+
+def make_roundrobin(turns: int) -> Runner:
+    lg = _lg()
+    g = lg.StateGraph(_State)
+    g.add_node("A", FakeNode("A"))
+    g.add_node("B", FakeNode("B"))
+    g.add_edge(lg.START, "A")
+    g.add_conditional_edges("A", _bounded(turns, lambda _: "B"), ["B", lg.END])
+    g.add_conditional_edges("B", _bounded(turns, lambda _: "A"), ["A", lg.END])
+    return _runner(g, turns)
+
+
+def make_swarm(turns: int) -> Runner:
+    lg = _lg()
+    g = lg.StateGraph(_State)
+    g.add_node("A", FakeNode("A", handoff_to="B"))
+    g.add_node("B", FakeNode("B", handoff_to="A"))
+    g.add_edge(lg.START, "A")
+    router = _bounded(turns, _handoff_target)
+    g.add_conditional_edges("A", router, ["B", lg.END])
+    g.add_conditional_edges("B", router, ["A", lg.END])
+    return _runner(g, turns, _followed_handoffs)
 
 
 def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
