@@ -22,6 +22,7 @@ PUBLIC = [
     "flowlib.teams",
     "flowlib.testing",
     "flowlib.tools",
+    "flowlib.ui",
 ]
 
 
