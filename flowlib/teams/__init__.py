@@ -4,7 +4,9 @@ from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ._builder import DiGraphBuilder
 from ._graph_flow import GraphFlow
 from ._group_chat import BaseGroupChat
+from ._magentic_one import MagenticOneGroupChat
 from ._round_robin import RoundRobinGroupChat
+from ._selector import SelectorGroupChat
 from ._swarm import Swarm
 
 __all__ = [
@@ -14,6 +16,8 @@ __all__ = [
     "DiGraphEdge",
     "DiGraphNode",
     "GraphFlow",
+    "MagenticOneGroupChat",
     "RoundRobinGroupChat",
+    "SelectorGroupChat",
     "Swarm",
 ]

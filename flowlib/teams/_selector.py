@@ -1,0 +1,581 @@
+"""SelectorGroupChat: a router at the hub of the graph picks the next speaker.
+
+The team compiles to a hub: a router node (the selector) with an edge to every
+participant (condition :class:`~flowlib.graph.Selected`) and an unconditional edge from
+every participant back to it. Each router turn sees the messages published since its
+previous turn and decides one target: ``selector_func`` if it answers, else the only
+candidate, else the selector model (retried with feedback, then a fallback).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import re
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..errors import DuplicateNodeError, StateError
+from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    MessageFactory,
+    ModelClientStreamingChunkEvent,
+)
+from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
+from ..models import (
+    AssistantMessage,
+    ChatCompletionClient,
+    CreateResult,
+    LLMMessage,
+    ModelFamily,
+    SystemMessage,
+    UserMessage,
+)
+from ._group_chat import BaseGroupChat, reject_runtime
+
+__all__ = [
+    "DEFAULT_SELECTOR_PROMPT",
+    "CandidateFunc",
+    "SelectorFunc",
+    "SelectorGroupChat",
+    "SelectorRouter",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SELECTOR_PROMPT = (
+    "You are in a role play game. The following roles are available:\n{roles}.\n"
+    "Read the following conversation. Then select the next role from {participants} to "
+    "play. Only return the role.\n\n{history}\n\nRead the above conversation. Then select "
+    "the next role from {participants} to play. Only return the role.\n"
+)
+"""The documented default ``selector_prompt``."""
+
+Thread = Sequence[BaseAgentEvent | BaseChatMessage]
+SelectorFunc = Callable[[Thread], str | None] | Callable[[Thread], Awaitable[str | None]]
+"""``(thread) -> name | None``, sync or async: the next speaker, or None to ask the model."""
+CandidateFunc = Callable[[Thread], list[str]] | Callable[[Thread], Awaitable[list[str]]]
+"""``(thread) -> names``, sync or async: who the model may choose from."""
+
+_STATE_VERSION = 1
+
+
+class _SelectorState(BaseModel):
+    type: Literal["SelectorRouterState"] = "SelectorRouterState"
+    version: int = _STATE_VERSION
+    message_thread: list[dict[str, Any]] = Field(default_factory=list)
+    previous_speaker: str | None = None
+    model_context: dict[str, Any] = Field(default_factory=dict)
+    unfinished: list[str] = Field(default_factory=list)
+
+
+def check_selector_prompt(prompt: str) -> None:
+    """Check that ``prompt`` formats with exactly the documented fields.
+
+    Raises:
+        ValueError: If the template names another field or is malformed.
+    """
+    try:
+        prompt.format(roles="", participants="", history="")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(
+            f"selector_prompt is not a valid template ({type(exc).__name__}: {exc}). It may "
+            "use only the fields {roles}, {participants} and {history}; write other braces "
+            "doubled ({{ and }})."
+        ) from exc
+
+
+def format_names(names: Sequence[str]) -> str:
+    """The ``{participants}`` rendering: ``["a", "b"]``, as the documents show it."""
+    return json.dumps(list(names), ensure_ascii=False)
+
+
+def format_roles(roles: Sequence[tuple[str, str]]) -> str:
+    """One ``name: description`` line per role, inner whitespace collapsed."""
+    return "\n".join(" ".join(f"{name}: {description}".split()) for name, description in roles)
+
+
+def format_history(messages: Sequence[LLMMessage]) -> str:
+    """``name: text`` per user/assistant message, separated by blank lines.
+
+    System messages, tool calls and tool results are not part of the conversation the
+    selector reads, so they are left out.
+    """
+    entries: list[str] = []
+    for message in messages:
+        if not isinstance(message, (UserMessage, AssistantMessage)):
+            continue
+        if isinstance(message.content, str):
+            text = message.content
+        elif isinstance(message, AssistantMessage):
+            continue  # tool calls, not speech
+        else:
+            text = " ".join(p if isinstance(p, str) else "[image]" for p in message.content)
+        entries.append(f"{message.source}: {text}".rstrip())
+    return "\n\n".join(entries)
+
+
+def _mention_pattern(name: str) -> re.Pattern[str]:
+    # A name counts when it stands alone (not inside a longer word); models often write
+    # underscores as spaces or escape them for Markdown, so those spellings count too.
+    variants = dict.fromkeys((name, name.replace("_", " "), name.replace("_", "\\_")))
+    alternatives = "|".join(re.escape(v) for v in sorted(variants, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")
+
+
+async def _call(func: Callable[[Thread], Any], thread: Thread) -> Any:
+    result = func(thread)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class SelectorRouter(Router):
+    """The selector: the router node of a :class:`SelectorGroupChat`.
+
+    It keeps the conversation (every chat message it is shown) and the previous speaker,
+    and on each turn routes to exactly one participant. See :class:`SelectorGroupChat`
+    for the selection rules.
+
+    Args:
+        name: The node name.
+        participants: ``(name, description)`` of each participant, in team order.
+        model_client: The selector model.
+        selector_prompt: The prompt template.
+        allow_repeated_speaker: Whether the previous speaker is a candidate.
+        max_selector_attempts: Model attempts before falling back.
+        selector_func: Overrides the model when it returns a name.
+        candidate_func: Chooses the candidates for the model.
+        model_client_streaming: Stream the selector model's tokens as chunk events.
+        model_context: Holds the history the prompt shows; unbounded by default.
+        custom_message_types: Extra message classes, to load a saved thread.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        participants: Sequence[tuple[str, str]],
+        model_client: ChatCompletionClient,
+        *,
+        selector_prompt: str = DEFAULT_SELECTOR_PROMPT,
+        allow_repeated_speaker: bool = False,
+        max_selector_attempts: int = 3,
+        selector_func: SelectorFunc | None = None,
+        candidate_func: CandidateFunc | None = None,
+        model_client_streaming: bool = False,
+        model_context: ChatCompletionContext | None = None,
+        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
+    ) -> None:
+        super().__init__(name, "Selects the next speaker of the group chat.")
+        check_selector_prompt(selector_prompt)
+        if not isinstance(max_selector_attempts, int) or max_selector_attempts < 1:
+            raise ValueError(
+                f"max_selector_attempts must be a positive integer, not {max_selector_attempts!r}."
+            )
+        self._names = [participant for participant, _ in participants]
+        self._descriptions = dict(participants)
+        self._patterns = {n: _mention_pattern(n) for n in self._names}
+        self._model_client = model_client
+        self._prompt = selector_prompt
+        self._allow_repeated = allow_repeated_speaker
+        self._max_attempts = max_selector_attempts
+        self._selector_func = selector_func
+        self._candidate_func = candidate_func
+        self._streaming = model_client_streaming
+        self._context = model_context or UnboundedChatCompletionContext()
+        self._factory = MessageFactory()
+        for message_type in custom_message_types or ():
+            if not self._factory.is_registered(message_type):
+                self._factory.register(message_type)
+        self._thread: list[BaseAgentEvent | BaseChatMessage] = []
+        self._previous: str | None = None
+        # Ids of messages taken in a turn that has not finished: the executor re-delivers
+        # them when it retries the turn, and they must not enter the history twice.
+        self._unfinished: set[str] = set()
+
+    @property
+    def thread(self) -> list[BaseAgentEvent | BaseChatMessage]:
+        """The conversation so far (a copy)."""
+        return list(self._thread)
+
+    @property
+    def previous_speaker(self) -> str | None:
+        """The participant selected last, or None before the first selection."""
+        return self._previous
+
+    @property
+    def model_context(self) -> ChatCompletionContext:
+        """The context the prompt's ``{history}`` is read from."""
+        return self._context
+
+    # --- one turn -----------------------------------------------------------------------
+
+    async def route(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Routing:
+        """Take the new messages and select the next speaker."""
+        routing: Routing | None = None
+        async for item in self.route_stream(messages, cancellation_token):
+            if isinstance(item, Routing):
+                routing = item
+        assert routing is not None
+        return routing
+
+    async def route_stream(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Routing, None]:
+        """Like :meth:`route`, streaming the selector model's chunks when enabled.
+
+        Raises:
+            ValueError: If ``selector_func`` returns an unknown name, or
+                ``candidate_func`` returns no names or unknown ones.
+        """
+        await self._absorb(messages)
+        speaker: str | None = None
+        if self._selector_func is not None:
+            chosen = await _call(self._selector_func, self.thread)
+            if chosen is not None:
+                speaker = self._checked_name(chosen, "selector_func")
+        if speaker is None:
+            candidates = await self._candidates()
+            if len(candidates) == 1:
+                speaker = candidates[0]
+            else:
+                async for item in self._ask_model(candidates, cancellation_token):
+                    if isinstance(item, str):
+                        speaker = item
+                    else:
+                        yield item
+        assert speaker is not None
+        self._previous = speaker
+        self._unfinished.clear()
+        yield Routing(targets=[speaker])
+
+    async def _absorb(self, messages: Sequence[BaseChatMessage]) -> None:
+        unfinished = self._unfinished
+        for message in messages:
+            if message.id in unfinished:
+                continue
+            unfinished.add(message.id)
+            self._thread.append(message)
+            await self._context.add_message(message.to_model_message())
+
+    def _checked_name(self, name: object, what: str) -> str:
+        if not isinstance(name, str) or name not in self._descriptions:
+            raise ValueError(
+                f"{what} returned {name!r}, which is not a participant of this "
+                f"SelectorGroupChat; return one of {format_names(self._names)}"
+                + (" or None." if what == "selector_func" else ".")
+            )
+        return name
+
+    async def _candidates(self) -> list[str]:
+        if self._candidate_func is None:
+            if self._previous is None or self._allow_repeated:
+                return list(self._names)
+            return [name for name in self._names if name != self._previous]
+        names = await _call(self._candidate_func, self.thread)
+        if not names or isinstance(names, str):
+            raise ValueError(
+                f"candidate_func returned {names!r}; it must return a non-empty list of "
+                f"participant names (from {format_names(self._names)})."
+            )
+        return list(dict.fromkeys(self._checked_name(n, "candidate_func") for n in names))
+
+    async def _ask_model(
+        self, candidates: list[str], cancellation_token: CancellationToken
+    ) -> AsyncGenerator[BaseAgentEvent | str, None]:
+        """Yield chunk events, then the selected name (a ``str``)."""
+        listed = format_names(candidates)
+        prompt = self._prompt.format(
+            roles=format_roles([(n, self._descriptions[n]) for n in candidates]),
+            participants=listed,
+            history=format_history(await self._context.get_messages()),
+        )
+        family = str(self._model_client.model_info.get("family", ModelFamily.UNKNOWN))
+        request: list[LLMMessage] = [
+            SystemMessage(content=prompt)
+            if ModelFamily.is_openai(family)
+            else UserMessage(content=prompt, source="user")
+        ]
+        repeats_barred = self._candidate_func is None and not self._allow_repeated
+        for attempt in range(1, self._max_attempts + 1):
+            result: CreateResult | None = None
+            if self._streaming:
+                async for chunk in self._model_client.create_stream(
+                    request, cancellation_token=cancellation_token
+                ):
+                    if isinstance(chunk, CreateResult):
+                        result = chunk
+                    else:
+                        yield ModelClientStreamingChunkEvent(content=chunk, source=self.name)
+                if result is None:
+                    raise RuntimeError(
+                        "The selector model's stream ended without a final CreateResult."
+                    )
+            else:
+                result = await self._model_client.create(
+                    request, cancellation_token=cancellation_token
+                )
+            reply = result.content if isinstance(result.content, str) else ""
+            request.append(AssistantMessage(content=reply, source=self.name))
+            mentions = [n for n in self._names if self._patterns[n].search(reply)]
+            if len(mentions) == 1 and mentions[0] in candidates:
+                yield mentions[0]
+                return
+            if len(mentions) == 1 and repeats_barred and mentions[0] == self._previous:
+                logger.warning(
+                    "The selector model chose the previous speaker `%s` although "
+                    "allow_repeated_speaker is False (attempt %d of %d).",
+                    mentions[0],
+                    attempt,
+                    self._max_attempts,
+                )
+                feedback = (
+                    f"Repeated speaker is not allowed, please select a different name from: "
+                    f"{listed}."
+                )
+            elif len(mentions) == 1:
+                feedback = f"{mentions[0]} cannot speak next. Please select one from: {listed}."
+            elif mentions:
+                feedback = (
+                    f"Expected exactly one name to be mentioned. Please select only one from: "
+                    f"{listed}."
+                )
+            else:
+                feedback = f"No valid name was mentioned. Please select from: {listed}."
+            logger.debug("Selector attempt %d failed on %r: %s", attempt, reply, feedback)
+            request.append(UserMessage(content=feedback, source="user"))
+        fallback = self._previous if self._previous is not None else candidates[0]
+        logger.warning(
+            "The selector model did not select a speaker in %d attempt(s); using %s `%s`.",
+            self._max_attempts,
+            "the previous speaker" if self._previous is not None else "the first candidate",
+            fallback,
+        )
+        yield fallback
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def reset(self) -> None:
+        """Forget the conversation, the previous speaker and the model context."""
+        self._thread.clear()
+        self._previous = None
+        self._unfinished.clear()
+        await self._context.clear()
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """The conversation, previous speaker and model context (JSON-serialisable)."""
+        return _SelectorState(
+            message_thread=[message.dump() for message in self._thread],
+            previous_speaker=self._previous,
+            model_context=dict(await self._context.save_state()),
+            unfinished=sorted(self._unfinished),
+        ).model_dump(mode="json")
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`save_state` output.
+
+        Raises:
+            StateError: If ``state`` is not a selector's state or names unknown speakers.
+        """
+        try:
+            loaded = _SelectorState.model_validate(dict(state))
+        except ValidationError as exc:
+            raise StateError(
+                f"Selector `{self.name}` cannot load this state (pass the dict its "
+                f"save_state() returned): {exc}"
+            ) from exc
+        if loaded.version != _STATE_VERSION:
+            raise StateError(
+                f"Selector state has version {loaded.version}; this flowlib reads version "
+                f"{_STATE_VERSION}. Save it again with this version of flowlib."
+            )
+        previous = loaded.previous_speaker
+        if previous is not None and previous not in self._descriptions:
+            raise StateError(
+                f"Selector state names previous speaker `{previous}`, which is not a "
+                "participant; load it into a team built with the same participants."
+            )
+        try:
+            thread = [self._factory.create(data) for data in loaded.message_thread]
+        except ValueError as exc:
+            raise StateError(f"Selector `{self.name}` cannot rebuild its thread: {exc}") from exc
+        await self._context.load_state(loaded.model_context)
+        self._thread = thread
+        self._previous = previous
+        self._unfinished = set(loaded.unfinished)
+
+
+class SelectorGroupChat(BaseGroupChat):
+    """A team where a model (or your function) picks the next speaker after each message.
+
+    It compiles to a hub graph: the selector router ``"<team name>_selector"`` is the
+    entry, with an edge to each participant (``Selected(target=...)``) and one back from
+    each participant. Each chat message is broadcast to every participant; the selector's
+    turns do not count toward ``max_turns``.
+
+    Selection, on each selector turn:
+
+    1. ``selector_func(thread)`` (sync or async), if given; a name selects that
+       participant, ``None`` falls through to the model.
+    2. Candidates: ``candidate_func(thread)`` (sync or async) if given (it overrides
+       ``allow_repeated_speaker``), else every participant except the previous speaker
+       unless ``allow_repeated_speaker``. A single candidate is selected without a model
+       call.
+    3. The model is asked with ``selector_prompt`` (``{roles}``: ``name: description``
+       lines of the candidates, ``{participants}``: ``["a", "b"]``, ``{history}``:
+       ``name: text`` entries separated by blank lines, from ``model_context``). The
+       reply must mention exactly one candidate; otherwise feedback is added and the
+       model asked again, up to ``max_selector_attempts`` times, then the previous
+       speaker is used, or the first candidate if there is none.
+
+    A new task always starts with a selection; ``run()`` with no task resumes where the
+    run stopped (normally with a fresh selection).
+
+    Args:
+        participants: At least two agents or nested teams, with unique names.
+        model_client: The selector model (it can be smaller than the agents' models).
+        name: Defaults to ``"SelectorGroupChat"``.
+        description: Defaults to ``"A team of agents."``.
+        termination_condition: Stops the run when it fires.
+        max_turns: At most this many participant turns per run.
+        runtime: Only ``None`` (flowlib has no separate runtime).
+        selector_prompt: The prompt template (see :data:`DEFAULT_SELECTOR_PROMPT`).
+        allow_repeated_speaker: Whether the previous speaker may be selected again.
+        max_selector_attempts: Model attempts before the fallback.
+        selector_func: Chooses the next speaker, or returns None to ask the model.
+        candidate_func: Chooses whom the model may select; empty or None is an error.
+        custom_message_types: Extra message classes the participants produce.
+        emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
+        model_client_streaming: Stream the selector model's tokens as chunk events.
+        model_context: The context the selector's history is read from; it can be
+            preloaded and is cleared by ``reset()``.
+
+    Raises:
+        ValueError: Fewer than two participants, duplicate names, a participant named
+            like the selector, an invalid ``selector_prompt``, ``max_selector_attempts``
+            below 1, or a ``runtime``.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.models import ReplayChatCompletionClient
+        >>> from flowlib.testing import ScriptedAgent
+        >>> team = SelectorGroupChat(
+        ...     [ScriptedAgent("writer", ["draft"]), ScriptedAgent("critic", ["ok"])],
+        ...     ReplayChatCompletionClient(["writer"]),
+        ...     max_turns=2,
+        ... )
+        >>> result = asyncio.run(team.run(task="Write a haiku."))
+        >>> [m.source for m in result.messages]
+        ['user', 'writer', 'critic']
+    """
+
+    DEFAULT_NAME = "SelectorGroupChat"
+    DEFAULT_DESCRIPTION = "A team of agents."
+    component_provider_override = "flowlib.teams.SelectorGroupChat"
+
+    def __init__(
+        self,
+        participants: Sequence[ChatAgent | Team],
+        model_client: ChatCompletionClient,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        termination_condition: TerminationCondition | None = None,
+        max_turns: int | None = None,
+        runtime: Any = None,
+        selector_prompt: str = DEFAULT_SELECTOR_PROMPT,
+        allow_repeated_speaker: bool = False,
+        max_selector_attempts: int = 3,
+        selector_func: SelectorFunc | None = None,
+        candidate_func: CandidateFunc | None = None,
+        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
+        emit_team_events: bool = False,
+        model_client_streaming: bool = False,
+        model_context: ChatCompletionContext | None = None,
+    ) -> None:
+        reject_runtime(runtime)
+        team_name = name or self.DEFAULT_NAME
+        if len(participants) < 2:
+            raise ValueError(
+                f"SelectorGroupChat needs at least two participants, got {len(participants)}; "
+                "for a single agent use RoundRobinGroupChat."
+            )
+        names = [p.name for p in participants]
+        seen: set[str] = set()
+        for participant_name in names:
+            if participant_name in seen:
+                raise DuplicateNodeError(
+                    f"Two participants are named `{participant_name}`; participant names must "
+                    "be unique within a team. Rename one of them.",
+                    nodes=[participant_name],
+                )
+            seen.add(participant_name)
+        router_name = f"{team_name}_selector"
+        if router_name in seen:
+            raise DuplicateNodeError(
+                f"Participant `{router_name}` has the name of the team's selector node; "
+                "rename the participant or give the team another `name=`.",
+                nodes=[router_name],
+            )
+        self._router = SelectorRouter(
+            router_name,
+            [(p.name, p.description) for p in participants],
+            model_client,
+            selector_prompt=selector_prompt,
+            allow_repeated_speaker=allow_repeated_speaker,
+            max_selector_attempts=max_selector_attempts,
+            selector_func=selector_func,
+            candidate_func=candidate_func,
+            model_client_streaming=model_client_streaming,
+            model_context=model_context,
+            custom_message_types=custom_message_types,
+        )
+        super().__init__(
+            name=team_name,
+            description=description or self.DEFAULT_DESCRIPTION,
+            participants=[self._router, *participants],
+            graph=hub_graph(router_name, participants),
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            custom_message_types=custom_message_types,
+            emit_team_events=emit_team_events,
+        )
+
+    @property
+    def selector(self) -> SelectorRouter:
+        """The selector router (its thread, previous speaker and model context)."""
+        return self._router
+
+    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
+        """A new task is always answered by a fresh selection."""
+        return [self._router.name]
+
+
+def hub_graph(router: str, participants: Sequence[ChatAgent | Team]) -> DiGraph:
+    """The selector hub: ``router -> p`` (``Selected(p)``) and ``p -> router``, all ``any``."""
+    nodes: dict[str, DiGraphNode] = {
+        router: DiGraphNode(
+            name=router,
+            kind="router",
+            activation="any",
+            edges=[
+                DiGraphEdge(target=p.name, condition=Selected(target=p.name)) for p in participants
+            ],
+        )
+    }
+    for participant in participants:
+        nodes[participant.name] = DiGraphNode(
+            name=participant.name,
+            kind="team" if isinstance(participant, Team) else "agent",
+            activation="any",
+            edges=[DiGraphEdge(target=router)],
+        )
+    return DiGraph(nodes=nodes, default_start_node=router, pattern="selector")
