@@ -20,6 +20,7 @@ PUBLIC = [
     "flowlib.model_context",
     "flowlib.models",
     "flowlib.teams",
+    "flowlib.render",
     "flowlib.testing",
     "flowlib.tools",
     "flowlib.ui",
