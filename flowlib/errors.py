@@ -16,7 +16,17 @@
     │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
-    └── TerminatedException (also RuntimeError) a fired termination condition was reused
+    │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
+    ├── TerminatedException (also RuntimeError) a fired termination condition was reused
+    ├── ModelResponseError (also RuntimeError)  a model server's answer is not usable
+    ├── RenderError (also RuntimeError)         drawing failed
+    │   └── GraphvizNotFoundError               `dot` is not installed (says how to install)
+    └── ConversationError (also RuntimeError)   conversation API misuse
+        ├── HumanInputRequiredError             a tool asked a human and no handler is set
+        └── TurnCancelledError                  the turn was cancelled
+
+Errors defined next to their subsystem (flowlib.models, flowlib.render,
+flowlib.conversation, flowlib.teams) all derive from FlowlibError.
 
 Every message names the offending node or edge in backticks and says how to fix it.
 """

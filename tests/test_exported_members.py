@@ -13,6 +13,7 @@ PUBLIC = [
     "flowlib.base",
     "flowlib.code_executors",
     "flowlib.conditions",
+    "flowlib.conversation",
     "flowlib.errors",
     "flowlib.graph",
     "flowlib.memory",
