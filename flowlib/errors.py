@@ -21,6 +21,9 @@
     ├── ModelResponseError (also RuntimeError)  a model server's answer is not usable
     ├── RenderError (also RuntimeError)         drawing failed
     │   └── GraphvizNotFoundError               `dot` is not installed (says how to install)
+    ├── ComponentSerializationError (ValueError) a component field cannot go into a config
+    ├── ComponentLoadError (ValueError)          a config cannot be loaded (`path` says where)
+    │   └── UnknownProviderError                 a provider outside flowlib's registry
     └── ConversationError (also RuntimeError)   conversation API misuse
         ├── HumanInputRequiredError             a tool asked a human and no handler is set
         └── TurnCancelledError                  the turn was cancelled

@@ -12,6 +12,7 @@ PUBLIC = [
     "flowlib.agents",
     "flowlib.base",
     "flowlib.code_executors",
+    "flowlib.component",
     "flowlib.conditions",
     "flowlib.conversation",
     "flowlib.errors",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
+from ..component._base import ComponentBase
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._task import TaskResult
 
@@ -27,7 +28,7 @@ class Response:
     inner_messages: Sequence[BaseAgentEvent | BaseChatMessage] | None = field(default=None)
 
 
-class ChatAgent(ABC):
+class ChatAgent(ComponentBase, ABC):
     """The interface of a chat agent: stateful, fed only the *new* messages on each call.
 
     Agents are also task runners (:class:`~flowlib.base.TaskRunner`): ``run`` and

@@ -7,13 +7,14 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
+from ..component._base import ComponentBase
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._task import TaskResult
 
 __all__ = ["Team"]
 
 
-class Team(ABC):
+class Team(ComponentBase, ABC):
     """A group of participants that runs tasks together and keeps state between runs.
 
     Teams are task runners (:class:`~flowlib.base.TaskRunner`).

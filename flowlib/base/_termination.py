@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
+from ..component._base import ComponentBase
 from ..errors import FlowlibError
 from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
 
@@ -41,7 +42,7 @@ class TerminatedException(FlowlibError, RuntimeError):
         super().__init__(message)
 
 
-class TerminationCondition(ABC):
+class TerminationCondition(ComponentBase, ABC):
     """A stateful check, fed each batch of new messages, that decides when a run stops.
 
     Subclasses implement :attr:`terminated`, :meth:`__call__` and :meth:`reset`. Combine
@@ -59,7 +60,7 @@ class TerminationCondition(ABC):
     """
 
     component_type: ClassVar[str] = "termination"
-    # The public import path a later declarative config will record; None: not serialisable.
+    # The public import path component configs record (flowlib.component); None: not serialisable.
     component_provider_override: ClassVar[str | None] = None
 
     @property

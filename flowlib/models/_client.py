@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from typing_extensions import NotRequired, Required, TypedDict
 
 from .._cancellation import CancellationToken
+from ..component._base import ComponentBase
 from ..tools import Tool, ToolSchema
 from ._types import CreateResult, LLMMessage, RequestUsage
 
@@ -199,7 +200,7 @@ ToolLike = Tool | ToolSchema
 ToolChoice = Tool | Literal["auto", "required", "none"]
 
 
-class ChatCompletionClient(ABC):
+class ChatCompletionClient(ComponentBase, ABC):
     """A chat-completion model: what agents call to think.
 
     Implementations: ``OpenAIChatCompletionClient`` (any OpenAI-compatible server),
