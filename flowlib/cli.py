@@ -65,9 +65,9 @@ def load_object(reference: str) -> Any:
         public = sorted(n for n in vars(module) if not n.startswith("_"))
         raise CliError(f"{file_part} has no `{attribute}`; it defines: {', '.join(public)}")
     obj = getattr(module, attribute)
-    if callable(obj) and not isinstance(obj, type) and not hasattr(obj, "graph"):
-        if not isinstance(obj, (DiGraph, DiGraphBuilder)):
-            obj = obj()
+    is_factory = callable(obj) and not isinstance(obj, (type, DiGraph, DiGraphBuilder))
+    if is_factory and not hasattr(obj, "graph"):
+        obj = obj()
     if isinstance(obj, DiGraphBuilder):
         obj = obj.build()
     if not isinstance(obj, DiGraph) and not hasattr(obj, "graph"):
@@ -98,9 +98,7 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     edges = len(analysis.edges)
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
-    print(
-        f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out
-    )
+    print(f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 
 
