@@ -10,7 +10,7 @@ Offline, on a scripted model (no network, no key):
 
     python examples/conversation_steering.py
 
-With a real model, set ``OPENAI_API_KEY`` (optionally ``OPENAI_MODEL``, default
+With a real model, set ``OPENAI_API_KEY`` (optionally ``FLOWLIB_MODEL``, default
 ``gpt-4o-mini``); the script then uses ``flowlib.models.OpenAIChatCompletionClient``
 and the same code runs against it:
 
@@ -76,7 +76,7 @@ def _calls(arguments: dict[str, object], call_id: str) -> CreateResult:
 def make_client() -> tuple[ChatCompletionClient, bool]:
     """A real OpenAI client when OPENAI_API_KEY is set, else a scripted one."""
     if os.environ.get("OPENAI_API_KEY"):
-        model = os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
+        model = os.environ.get("FLOWLIB_MODEL", "gpt-4o-mini")
         return OpenAIChatCompletionClient(model=model), False
     script: list[str | CreateResult] = [
         _calls({"destination": "Lisbon"}, "call_1"),

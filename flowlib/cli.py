@@ -88,13 +88,7 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from .graph import validate_graph
 
     obj = load_object(args.target)
-    graph = _graph_of(obj)
-    pattern = graph.pattern
-    analysis = validate_graph(
-        graph,
-        allow_unconditional_cycles=pattern == "round_robin",
-        allow_unreachable=pattern == "swarm",
-    )
+    analysis = validate_graph(_graph_of(obj))
     edges = len(analysis.edges)
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)

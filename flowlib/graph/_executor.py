@@ -72,6 +72,9 @@ class _Output:
     delta: list[Item]
     selected: set[int] | None = None  # a router's chosen targets
     stop_reason: str | None = None  # a router asking the run to stop
+    # Items streamed only once the turn is recorded (an agent's reply), so a consumer
+    # never sees a message that an interruption could still take back.
+    tail: tuple[Item, ...] = ()
 
 
 @dataclass(slots=True)
@@ -141,6 +144,7 @@ class GraphExecutor:
         self._last_own = [-1] * count  # thread index of each node's latest message
         self._turn_start = [0] * count  # cursor before the node's current turn
         self._turn_step = [0] * count  # trace step of the node's current turn
+        self._handed_over = [False] * count  # a team node took its turn's messages
         self._ready: deque[int] = deque()
         self._queued = [False] * count
         self._running = [False] * count
@@ -180,6 +184,7 @@ class GraphExecutor:
         self._last_own = [-1] * count
         self._turn_start = [0] * count
         self._turn_step = [0] * count
+        self._handed_over = [False] * count
         self._ready.clear()
         self._queued = [False] * count
         self._running = [False] * count
@@ -216,7 +221,8 @@ class GraphExecutor:
         """Put interrupted or failed turns back in front; they will see the same messages."""
         for node in reversed(nodes):
             self._running[node] = False
-            self._cursor[node] = self._turn_start[node]
+            if not self._handed_over[node]:
+                self._cursor[node] = self._turn_start[node]
             if not self._queued[node]:
                 self._queued[node] = True
                 self._ready.appendleft(node)
@@ -242,6 +248,7 @@ class GraphExecutor:
     def _take_new(self, node: int) -> list[BaseChatMessage]:
         start, end = self._cursor[node], len(self._thread)
         self._turn_start[node] = start
+        self._handed_over[node] = False
         self._cursor[node] = end
         if start == end:
             return []
@@ -260,11 +267,15 @@ class GraphExecutor:
         if kind == _ROUTER:
             assert isinstance(participant, Router)
             routing: Routing | None = None
-            async for routed in participant.route_stream(messages, token):
-                if isinstance(routed, Routing):
-                    routing = routed
-                elif routing is None:
-                    yield routed
+            decisions = participant.route_stream(messages, token)
+            try:
+                async for routed in decisions:
+                    if isinstance(routed, Routing):
+                        routing = routed
+                    elif routing is None:
+                        yield routed
+            finally:
+                await decisions.aclose()
             if routing is None:
                 raise RuntimeError(
                     f"Router `{participant.name}`'s route_stream() ended without a Routing."
@@ -285,18 +296,24 @@ class GraphExecutor:
                 yield inner
             chat = answer.chat_message
             delta.append(chat)
-            yield chat
-            yield _Output([chat], chat, delta)
+            yield _Output([chat], chat, delta, tail=(chat,))
         elif kind == _TEAM:
             assert isinstance(participant, Team)
             result: TaskResult | None = None
-            async for team_item in participant.run_stream(
+            team_stream = participant.run_stream(
                 task=messages, cancellation_token=token, output_task_messages=False
-            ):
-                if isinstance(team_item, TaskResult):
-                    result = team_item
-                else:
-                    yield team_item
+            )
+            # From its first step the team holds these messages in its own thread: a
+            # retry after an interruption must resume it, not hand them over again.
+            self._handed_over[node] = True
+            try:
+                async for team_item in team_stream:
+                    if isinstance(team_item, TaskResult):
+                        result = team_item
+                    else:
+                        yield team_item
+            finally:
+                await team_stream.aclose()
             produced = list(result.messages) if result is not None else []
             published = [m for m in produced if isinstance(m, BaseChatMessage)]
             yield _Output(published, published[-1] if published else None, produced)
@@ -305,13 +322,19 @@ class GraphExecutor:
             response: Response | None = None
             # Run the agent's stream to its end (rather than leaving it at the Response):
             # an abandoned async generator is finalised through the event loop, which
-            # costs a wake-up per turn.
-            async for item in participant.on_messages_stream(messages, token):
-                if isinstance(item, Response):
-                    response = item
-                    yield item.chat_message
-                elif response is None:
-                    yield item
+            # costs a wake-up per turn. Interrupted, it is closed here, at once.
+            agent_stream = participant.on_messages_stream(messages, token)
+            finished = False
+            try:
+                async for item in agent_stream:
+                    if isinstance(item, Response):
+                        response = item
+                    elif response is None:
+                        yield item
+                finished = True
+            finally:
+                if not finished:
+                    await agent_stream.aclose()
             if response is None:
                 raise RuntimeError(
                     f"Agent `{participant.name}`'s on_messages_stream() ended without yielding "
@@ -322,7 +345,7 @@ class GraphExecutor:
             # team streams the inner team's messages, which are not the outer team's.
             chat = response.chat_message
             delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
-            yield _Output([chat], chat, delta)
+            yield _Output([chat], chat, delta, tail=(chat,))
 
     def _routed(self, node: int, routing: Routing) -> _Output:
         """Check a router's decision against its edges; stream what it streams."""
@@ -548,12 +571,18 @@ class GraphExecutor:
                         raise NodeExecutionError(self._plan.names[node], exc) from exc
                     finally:
                         inline_active = False
-                    if token.is_cancelled():
-                        _forget_cancel_request(consumer)
-                        raise asyncio.CancelledError()
+                    # The turn finished: record it before anything else, so neither a late
+                    # cancellation nor a consumer that stops reading can take it back.
                     inline = -1
                     self._current_turn = turns
                     stop_reason = await self._complete(node, output, stop_reason, dead_ends)
+                    if output is not None:
+                        for item in output.tail:
+                            kept.append(item)
+                            yield item
+                    if token.is_cancelled():
+                        _forget_cancel_request(consumer)
+                        raise asyncio.CancelledError()
 
                 if not tasks:
                     break
@@ -571,6 +600,10 @@ class GraphExecutor:
                     stop_reason = await self._complete(
                         entry.node, entry.output, stop_reason, dead_ends
                     )
+                    if entry.output is not None:
+                        for item in entry.output.tail:
+                            kept.append(item)
+                            yield item
                 elif type(entry) is _Wake:
                     raise asyncio.CancelledError()
                 else:

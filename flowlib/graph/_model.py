@@ -197,7 +197,10 @@ class DiGraph(BaseModel):
         return analysis.has_cycles
 
     def graph_validate(
-        self, *, allow_unconditional_cycles: bool = False, allow_unreachable: bool = False
+        self,
+        *,
+        allow_unconditional_cycles: bool | None = None,
+        allow_unreachable: bool | None = None,
     ) -> None:
         """Check the structure; see :func:`flowlib.graph.validate_graph` for the rules.
 

@@ -348,8 +348,8 @@ def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
 def validate_graph(
     graph: DiGraph,
     *,
-    allow_unconditional_cycles: bool = False,
-    allow_unreachable: bool = False,
+    allow_unconditional_cycles: bool | None = None,
+    allow_unreachable: bool | None = None,
 ) -> GraphAnalysis:
     """Validate ``graph`` and return its analysis.
 
@@ -360,9 +360,16 @@ def validate_graph(
         allow_unreachable: Accept nodes unreachable from the start nodes (teams that can
             start a run at any node, such as a swarm resumed by a handoff task).
 
+        Both default to what the graph's ``pattern`` needs: a round-robin ring may loop
+        without a conditional edge, and a swarm may start at any participant.
+
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.
     """
+    if allow_unconditional_cycles is None:
+        allow_unconditional_cycles = graph.pattern == "round_robin"
+    if allow_unreachable is None:
+        allow_unreachable = graph.pattern == "swarm"
     with _no_gc():
         return _validate(graph, allow_unconditional_cycles, allow_unreachable)
 

@@ -7,6 +7,7 @@ streaming, stopping, resetting, pausing and saving state live here, once.
 from __future__ import annotations
 
 from abc import ABC
+from contextlib import aclosing
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -252,12 +253,16 @@ class BaseGroupChat(Team, ABC):
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
         messages = task_messages(task)
-        async for item in self._executor.run_stream(
-            messages,
-            cancellation_token=cancellation_token,
-            output_task_messages=output_task_messages,
-        ):
-            yield item
+        # Closed at once when the caller stops reading, so the team is free again.
+        async with aclosing(
+            self._executor.run_stream(
+                messages,
+                cancellation_token=cancellation_token,
+                output_task_messages=output_task_messages,
+            )
+        ) as stream:
+            async for item in stream:
+                yield item
 
     async def reset(self) -> None:
         """Clear the team's thread and run state and reset every participant.

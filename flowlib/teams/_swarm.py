@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
-from ..base import ChatAgent, Handoff, Team, TerminationCondition
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode, HandoffTo, IsHandoff, Not
+from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, Team, TerminationCondition
+from ..base._task import task_messages
+from ..graph import (
+    AnyOf,
+    DiGraph,
+    DiGraphEdge,
+    DiGraphNode,
+    EdgeCondition,
+    HandoffTo,
+    IsHandoff,
+    Not,
+)
 from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["Swarm"]
 
 
-def _handoff_targets(agent: ChatAgent) -> list[str]:
-    """The targets of an agent's handoffs (agents without handoffs have none)."""
-    declared: Any = getattr(agent, "handoffs", None) or ()
+def _handoff_targets(agent: ChatAgent, names: Sequence[str]) -> list[str]:
+    """The participants ``agent`` can hand off to.
+
+    An agent that declares ``handoffs`` (an ``AssistantAgent``) reaches exactly those.
+    One that does not (a ``UserProxyAgent`` answering a handoff, a custom agent) may
+    address a ``HandoffMessage`` to anyone, so it gets an edge to every participant.
+    """
+    if not hasattr(agent, "handoffs"):
+        return list(names)
+    declared: Any = agent.handoffs or ()
     handoffs = list(declared.values()) if isinstance(declared, Mapping) else list(declared)
     targets: list[str] = []
     for handoff in handoffs:
@@ -25,6 +42,15 @@ def _handoff_targets(agent: ChatAgent) -> list[str]:
     return targets
 
 
+def _task_handoffs(task: Sequence[BaseChatMessage]) -> list[HandoffMessage]:
+    """The handoffs of a task that choose a speaker.
+
+    A ``HandoffMessage`` with an empty target only carries context (a
+    ``SocietyOfMindAgent`` passes earlier messages to its inner team that way).
+    """
+    return [m for m in task if isinstance(m, HandoffMessage) and m.target]
+
+
 class Swarm(BaseGroupChat):
     """A team where the speaker changes only by handoff.
 
@@ -32,11 +58,18 @@ class Swarm(BaseGroupChat):
     to another participant passes the turn to it; an agent that does not hand off keeps
     the turn. It compiles to a graph with an edge ``a -> b`` (condition
     ``HandoffTo("b")``) for each handoff target ``b`` of ``a`` that is a participant,
-    and a self-edge ``a -> a`` taken when ``a``'s message is not a handoff.
+    and a self-edge ``a -> a`` taken when ``a``'s message is not a handoff. An agent that
+    declares no ``handoffs`` (a ``UserProxyAgent`` answering a handoff, a custom agent)
+    gets an edge to every participant, since its ``HandoffMessage`` may name anyone.
 
     A handoff to someone who is not a participant (typically ``"user"``) ends the run with
     a reason that says so, unless a ``HandoffTermination`` stopped it first. Resume by
-    running with a ``HandoffMessage`` task addressed to the participant who should speak.
+    running with a ``HandoffMessage`` task addressed to the participant who should speak;
+    as in AutoGen, a task without one is then a ``ValueError`` (nobody knows who
+    continues), and so is a handoff task to a non-participant. Both are checked before
+    the run starts, so the team's state is unchanged. A ``HandoffMessage`` with an empty
+    target only carries context (a ``SocietyOfMindAgent`` sends its inner team one) and
+    chooses no speaker.
 
     Args:
         participants: Chat agents (not teams), the first one speaks first.
@@ -51,6 +84,19 @@ class Swarm(BaseGroupChat):
     Raises:
         ValueError: No participants, a nested team, duplicate names, or neither a
             termination condition nor ``max_turns``.
+
+    Example:
+        >>> import asyncio
+        >>> from flowlib.messages import HandoffMessage
+        >>> from flowlib.testing import ScriptedAgent
+        >>> alice, bob = ScriptedAgent("alice", ["hi"]), ScriptedAgent("bob", ["yo"])
+        >>> team = Swarm([alice, bob], max_turns=1)
+        >>> result = asyncio.run(team.run(task="start"))
+        >>> [m.source for m in result.messages], result.stop_reason
+        (['user', 'alice'], 'Maximum number of turns 1 reached.')
+        >>> task = HandoffMessage(source="user", target="bob", content="bob, please")
+        >>> [m.source for m in asyncio.run(team.run(task=task)).messages]
+        ['user', 'bob']
     """
 
     DEFAULT_NAME = "Swarm"
@@ -79,12 +125,17 @@ class Swarm(BaseGroupChat):
         names = [p.name for p in participants]
         nodes: dict[str, DiGraphNode] = {}
         for agent in participants:
+            targets = [t for t in _handoff_targets(agent, names) if t in names]
             edges = [
                 DiGraphEdge(target=target, condition=HandoffTo(target=target))
-                for target in _handoff_targets(agent)
-                if target in names and target != agent.name
+                for target in targets
+                if target != agent.name
             ]
-            edges.append(DiGraphEdge(target=agent.name, condition=Not(condition=IsHandoff())))
+            # The turn stays with an agent that does not hand off (or hands off to itself).
+            keep: EdgeCondition = Not(condition=IsHandoff())
+            if agent.name in targets:
+                keep = AnyOf(conditions=[keep, HandoffTo(target=agent.name)])
+            edges.append(DiGraphEdge(target=agent.name, condition=keep))
             nodes[agent.name] = DiGraphNode(name=agent.name, edges=edges, activation="any")
         graph = DiGraph(
             nodes=nodes,
@@ -103,29 +154,72 @@ class Swarm(BaseGroupChat):
             allow_unreachable=True,  # any participant can be resumed with a handoff task
         )
 
-    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
-        """A ``HandoffMessage`` in the task gives the turn to its target.
+    async def run_stream(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Like :meth:`BaseGroupChat.run_stream`; checks the task's handoff first.
 
         Raises:
-            ValueError: If the handoff's target is not a participant.
+            ValueError: If the task hands off to someone who is not a participant, or if
+                the last handoff went to a non-participant (e.g. ``"user"``) and the task
+                does not say who continues. The team's state is left untouched.
         """
-        handoffs = [m for m in task if isinstance(m, HandoffMessage)]
+        self._check_task(task_messages(task))
+        async for item in super().run_stream(
+            task=task,
+            cancellation_token=cancellation_token,
+            output_task_messages=output_task_messages,
+        ):
+            yield item
+
+    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
+        """Reject a task that leaves the next speaker undefined (before any state changes)."""
+        names = [p.name for p in self.participants]
+        shown = ", ".join(f"`{n}`" for n in names)
+        handoffs = _task_handoffs(task)
+        if handoffs:
+            target = handoffs[-1].target
+            if target not in names:
+                raise ValueError(
+                    f"The task hands off to `{target}`, which is not a participant of this "
+                    f"Swarm; address the HandoffMessage to one of {shown}."
+                )
+            return
+        if self._executor.is_running:
+            return  # the executor reports the concurrent run
+        for message in reversed(self._executor.thread):
+            if isinstance(message, HandoffMessage) and message.target:
+                if message.target not in names:
+                    raise ValueError(
+                        f"`{message.source}` handed off to `{message.target}`, who is not a "
+                        "participant, so this Swarm does not know who continues. Resume with "
+                        "run(task=HandoffMessage(source=..., target=<one of "
+                        f"{shown}>, content=...)), or reset() the team for a new task."
+                    )
+                return
+
+    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
+        """A ``HandoffMessage`` in the task gives the turn to its target (checked by
+        :meth:`_check_task` before the run starts)."""
+        handoffs = _task_handoffs(task)
         if not handoffs:
             return None
-        target = handoffs[-1].target
-        names = [p.name for p in self.participants]
-        if target not in names:
-            raise ValueError(
-                f"The task hands off to `{target}`, which is not a participant of this Swarm; "
-                f"address the HandoffMessage to one of {', '.join(f'`{n}`' for n in names)}."
-            )
-        return [target]
+        return [handoffs[-1].target]
 
     def _describe_dead_end(self, node: str, final: BaseChatMessage | None) -> str | None:
-        if isinstance(final, HandoffMessage):
+        if not isinstance(final, HandoffMessage):
+            return None
+        if final.target in {p.name for p in self.participants}:
             return (
-                f"`{node}` handed off to `{final.target}`, which is not a participant of the "
-                "swarm; resume with run(task=HandoffMessage(source=..., "
-                f"target=<a participant>, content=...))"
+                f"`{node}` handed off to `{final.target}`, which is not one of `{node}`'s "
+                "declared handoffs; add it to the agent's `handoffs`"
             )
-        return None
+        return (
+            f"`{node}` handed off to `{final.target}`, which is not a participant of the "
+            "swarm; resume with run(task=HandoffMessage(source=..., "
+            f"target=<a participant>, content=...))"
+        )
