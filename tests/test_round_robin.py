@@ -54,7 +54,8 @@ def test_graph_is_a_ring_in_participant_order() -> None:
     validate_graph(graph, allow_unconditional_cycles=True)
     # The ring is a loop without a conditional edge: only the team's bound makes it legal.
     with pytest.raises(CycleWithoutExitError, match="`a -> b -> c -> a`"):
-        validate_graph(graph)
+        validate_graph(graph, allow_unconditional_cycles=False)
+    validate_graph(graph)  # a round-robin ring's pattern allows its loop by default
 
 
 def test_single_participant_is_a_self_loop() -> None:

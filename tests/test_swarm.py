@@ -162,7 +162,8 @@ def test_unreachable_participants_are_allowed() -> None:
     team = Swarm([Relay("alice", [], handoffs=[]), Relay("bob", [], handoffs=[])], max_turns=2)
     assert list(team.graph.nodes) == ["alice", "bob"]
     with pytest.raises(UnreachableNodeError, match="`bob`"):
-        validate_graph(team.graph)
+        validate_graph(team.graph, allow_unreachable=False)
+    validate_graph(team.graph)  # a swarm's pattern allows it by default
     validate_graph(team.graph, allow_unreachable=True)
 
 

@@ -7,8 +7,8 @@ streaming, stopping, resetting, pausing and saving state live here, once.
 from __future__ import annotations
 
 from abc import ABC
-from contextlib import aclosing
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
