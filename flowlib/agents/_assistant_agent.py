@@ -276,10 +276,7 @@ class AssistantAgent(BaseChatAgent):
             asyncio.CancelledError: If ``cancellation_token`` is cancelled.
             Exception: What the model client raises (the context is left unchanged).
         """
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                return item
-        raise AssertionError("on_messages_stream ended without a Response")  # pragma: no cover
+        return await self._drain(messages, cancellation_token)
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken

@@ -135,6 +135,26 @@ class BaseChatAgent(ChatAgent, ABC):
                 yield item
         yield TaskResult(messages=kept, stop_reason=None)
 
+    async def _drain(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Run :meth:`on_messages_stream` to its end and return its Response.
+
+        For agents that implement streaming and answer ``on_messages`` from it.
+
+        Raises:
+            RuntimeError: If the stream ends without a Response.
+        """
+        response: Response | None = None
+        async for item in self.on_messages_stream(messages, cancellation_token):
+            if isinstance(item, Response):
+                response = item
+        if response is None:
+            raise RuntimeError(
+                f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response."
+            )
+        return response
+
     async def on_pause(self, cancellation_token: CancellationToken) -> None:
         """Called when the team pauses; does nothing by default."""
 

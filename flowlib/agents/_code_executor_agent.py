@@ -227,12 +227,7 @@ class CodeExecutorAgent(BaseChatAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> Response:
         """Run (or write and run) code for ``messages`` and return the reply."""
-        response: Response | None = None
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                response = item
-        assert response is not None  # the stream always ends with a Response
-        return response
+        return await self._drain(messages, cancellation_token)
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken

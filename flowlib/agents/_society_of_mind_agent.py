@@ -137,12 +137,7 @@ class SocietyOfMindAgent(BaseChatAgent):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> Response:
         """Run the inner team on ``messages`` and return the model's standalone answer."""
-        response: Response | None = None
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                response = item
-        assert response is not None  # the stream always ends with a Response
-        return response
+        return await self._drain(messages, cancellation_token)
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken

@@ -121,12 +121,7 @@ class UserProxyAgent(BaseChatAgent):
             RuntimeError: If the input function raises (the cause is chained).
             asyncio.CancelledError: If ``cancellation_token`` is cancelled while waiting.
         """
-        response: Response | None = None
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                response = item
-        assert response is not None  # the stream always ends with a Response
-        return response
+        return await self._drain(messages, cancellation_token)
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
