@@ -468,3 +468,10 @@ def test_code_block_and_result() -> None:
     assert CodeResult.model_validate(result.model_dump()) == result
     with pytest.raises(ValidationError):
         CodeBlock.model_validate({"code": "x"})
+
+
+def test_request_usage_adds_up() -> None:
+    total = RequestUsage(prompt_tokens=10, completion_tokens=3) + RequestUsage(5, 2)
+    assert (total.prompt_tokens, total.completion_tokens) == (15, 5)
+    with pytest.raises(TypeError):
+        RequestUsage(1, 1) + 3  # type: ignore[operator]

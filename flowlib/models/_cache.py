@@ -162,13 +162,6 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def _add(left: RequestUsage, right: RequestUsage) -> RequestUsage:
-    return RequestUsage(
-        prompt_tokens=left.prompt_tokens + right.prompt_tokens,
-        completion_tokens=left.completion_tokens + right.completion_tokens,
-    )
-
-
 class ChatCompletionCache(ChatCompletionClient):
     """A caching wrapper: a repeated identical request is answered from the store.
 
@@ -238,9 +231,9 @@ class ChatCompletionCache(ChatCompletionClient):
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _record(self, usage: RequestUsage, *, hit: bool) -> None:
-        self._total = _add(self._total, usage)
+        self._total += usage
         if not hit:
-            self._actual = _add(self._actual, usage)
+            self._actual += usage
 
     async def create(
         self,

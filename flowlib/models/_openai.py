@@ -269,8 +269,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
         return _Request(kwargs, structured)
 
     def _record_usage(self, usage: RequestUsage) -> None:
-        self._actual = _add(self._actual, usage)
-        self._total = _add(self._total, usage)
+        self._actual += usage
+        self._total += usage
 
     # -- calls --------------------------------------------------------------------------
 
@@ -525,13 +525,6 @@ class _BaseOpenAIClient(ChatCompletionClient):
 
 
 _SelfClient = TypeVar("_SelfClient", bound=_BaseOpenAIClient)
-
-
-def _add(left: RequestUsage, right: RequestUsage) -> RequestUsage:
-    return RequestUsage(
-        prompt_tokens=left.prompt_tokens + right.prompt_tokens,
-        completion_tokens=left.completion_tokens + right.completion_tokens,
-    )
 
 
 def _is_model_class(value: object) -> TypeGuard[type[BaseModel]]:

@@ -129,14 +129,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             # A copy, so a caller changing its result cannot change the script (or what
             # a later reset() replays).
             result = item.model_copy(deep=True)
-        self._actual = RequestUsage(
-            prompt_tokens=self._actual.prompt_tokens + result.usage.prompt_tokens,
-            completion_tokens=self._actual.completion_tokens + result.usage.completion_tokens,
-        )
-        self._total = RequestUsage(
-            prompt_tokens=self._total.prompt_tokens + result.usage.prompt_tokens,
-            completion_tokens=self._total.completion_tokens + result.usage.completion_tokens,
-        )
+        self._actual += result.usage
+        self._total += result.usage
         return result
 
     async def _wait(self, cancellation_token: CancellationToken | None) -> None:

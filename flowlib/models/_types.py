@@ -110,6 +110,15 @@ class RequestUsage(BaseModel):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(**_merge_positional("RequestUsage", _USAGE_FIELDS, args, kwargs))
 
+    def __add__(self, other: RequestUsage) -> RequestUsage:
+        """The usage of two calls together (clients sum their usage with it)."""
+        if not isinstance(other, RequestUsage):
+            return NotImplemented
+        return RequestUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
 
 class SystemMessage(BaseModel):
     """Instructions for the model from the developer.
