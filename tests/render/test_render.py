@@ -1,9 +1,9 @@
 """flowlib.render: DOT and Mermaid snapshots, SVG parsed as XML, PNG, files and errors.
 
-Snapshots live in ``tests/snapshots/<case>.dot`` / ``.mmd`` and are compared exactly; a
+Snapshots live in ``tests/render/snapshots/<case>.dot`` / ``.mmd`` and are compared exactly; a
 mismatch prints a unified diff. Regenerate them after an intended change with::
 
-    FLOWLIB_UPDATE_SNAPSHOTS=1 pytest tests/test_render.py
+    FLOWLIB_UPDATE_SNAPSHOTS=1 pytest tests/render/test_render.py
 
 and review the diff before committing.
 """
