@@ -15,6 +15,7 @@
     │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
     │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
     ├── StateError (also ValueError)            a saved state does not fit its team
+    ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
     ├── TerminatedException (also RuntimeError) a fired termination condition was reused
@@ -40,6 +41,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ActivationConflictError",
+    "CheckpointError",
     "ConditionSerializationError",
     "CycleWithoutExitError",
     "DuplicateNodeError",
@@ -122,6 +124,11 @@ class ConditionSerializationError(GraphError):
 
 class StateError(FlowlibError, ValueError):
     """A saved state cannot be loaded: wrong version, wrong team, or unknown nodes."""
+
+
+class CheckpointError(FlowlibError, RuntimeError):
+    """A checkpoint store refused a call: unknown run, a record out of order (two writers
+    on one run), or a closed store. The store is unchanged."""
 
 
 class NodeExecutionError(FlowlibError, RuntimeError):

@@ -1,0 +1,166 @@
+"""The checkpoint records and the store protocol every checkpoint store implements.
+
+A run is stored as a chain of small records, one per recorded step. A record holds what
+the step *added* (the new thread entries, the changed participants' state as a patch)
+and the executor's small bookkeeping, never the whole thread again, so the bytes
+written per turn do not grow with the run. Folding the records of a run up to a
+checkpoint (:func:`flowlib.checkpoint.fold`) gives the state to resume from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "CheckpointInfo",
+    "CheckpointRecord",
+    "CheckpointStore",
+    "RunRecord",
+    "RunStatus",
+    "StepKind",
+]
+
+StepKind = Literal["base", "start", "turn", "stop"]
+"""``base``: a full snapshot (the first record of a fork, or pruned records folded into
+one); ``start``: a run began (the task messages); ``turn``: a node's turn was recorded;
+``stop``: the run stopped (termination, max_turns, external stop, error, cancellation)."""
+
+RunStatus = Literal["running", "stopped", "complete", "failed"]
+"""``running``: started and not stopped (or its process died); ``stopped``: stopped with
+state kept (termination, max_turns, external stop, cancellation), so it can resume;
+``complete``: nothing left to run; ``failed``: a node raised."""
+
+
+class CheckpointRecord(BaseModel):
+    """One step of a run, as written to a store.
+
+    Attributes:
+        run_id: The run this record belongs to.
+        checkpoint_id: 1, 2, 3, ... within the run, in the order written.
+        kind: What the step was (see :data:`StepKind`).
+        turn: Agent turns run so far in the run when the record was written.
+        node: The node whose turn this is (``turn`` records), else None.
+        stop_reason: Why the run stopped (``stop`` records), else None.
+        created_at: Unix time when the record was made.
+        messages: The chat messages the step appended to the thread, dumped
+            (``model_dump(mode="json")``), in thread order.
+        message_nodes: For each of ``messages``, the node that published it (None: task).
+        bookkeeping: The executor's small state after the step (cursors, ready set,
+            fired join edges, absorbed edges, turn count, ...); replaces the previous one.
+        participants: For each participant whose state changed in the step, a patch
+            from its previous state (:func:`flowlib.checkpoint.diff_state`).
+    """
+
+    run_id: str
+    checkpoint_id: int = Field(ge=1)
+    kind: StepKind
+    turn: int = Field(ge=0)
+    node: str | None = None
+    stop_reason: str | None = None
+    created_at: float
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    message_nodes: list[str | None] = Field(default_factory=list)
+    bookkeeping: dict[str, Any] = Field(default_factory=dict)
+    participants: dict[str, Any] = Field(default_factory=dict)
+
+
+class CheckpointInfo(BaseModel):
+    """One line of a run's history (no payload)."""
+
+    checkpoint_id: int
+    kind: StepKind
+    turn: int
+    node: str | None
+    stop_reason: str | None
+    created_at: float
+    message_count: int
+
+
+class RunRecord(BaseModel):
+    """What a store knows about a run as a whole.
+
+    Attributes:
+        run_id: The run's id.
+        team_type: The team's class name, for listings.
+        graph_signature: A stable hash of the graph (nodes, edges, conditions, groups);
+            resuming with a team whose signature differs is refused.
+        graph: The graph's nodes and edges as the signature was made from, so a refusal
+            can name the nodes and edges that differ.
+        state_version: The executor state version the records were written with.
+        status: See :data:`RunStatus`.
+        created_at: Unix time the run was first stored.
+        updated_at: Unix time of the last record.
+        last_checkpoint: The newest record's ``checkpoint_id`` (0: none yet).
+        turns: Agent turns run so far.
+        stop_reason: The last stop's reason, if any.
+        forked_from: ``(run_id, checkpoint_id)`` this run was forked from, if any.
+        metadata: Free-form JSON the caller attached (e.g. the task text of a batch).
+    """
+
+    run_id: str
+    team_type: str
+    graph_signature: str
+    graph: dict[str, Any] = Field(default_factory=dict)
+    state_version: int
+    status: RunStatus = "running"
+    created_at: float
+    updated_at: float
+    last_checkpoint: int = 0
+    turns: int = 0
+    stop_reason: str | None = None
+    forked_from: tuple[str, int] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Where runs are checkpointed. Every method is a coroutine; stores are safe to share
+    between concurrent runs (and, for SQLite and PostgreSQL, between processes).
+
+    Errors are :class:`flowlib.errors.CheckpointError` (unknown run, a record out of
+    order, a closed store); a failed call changes nothing.
+    """
+
+    async def create_run(self, run: RunRecord) -> None:
+        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+        ...
+
+    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+        """Add ``record`` to its run and set the run's status, turns, stop reason and
+        ``last_checkpoint``, atomically. ``record.checkpoint_id`` must be exactly
+        ``last_checkpoint + 1``; anything else raises ``CheckpointError`` (a second
+        writer on one run)."""
+        ...
+
+    async def records(self, run_id: str, *, upto: int | None = None) -> Sequence[CheckpointRecord]:
+        """The run's records in order, up to and including ``upto`` (default: all)."""
+        ...
+
+    async def list_runs(self) -> Sequence[RunRecord]:
+        """Every run, newest first."""
+        ...
+
+    async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """The run's checkpoints, oldest first. Raises ``CheckpointError`` if unknown."""
+        ...
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Fold all but the newest ``keep_last`` records into one ``base`` record (the
+        thread stays whole; the folded checkpoints can no longer be forked from).
+        Returns how many records were folded away."""
+        ...
+
+    async def delete(self, run_id: str) -> None:
+        """Remove the run and all its records (no error if unknown)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; the store cannot be used afterwards."""
+        ...
