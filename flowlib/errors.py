@@ -150,3 +150,11 @@ class NodeExecutionError(FlowlibError, RuntimeError):
         )
         self.node = node
         self.__cause__ = cause
+
+
+class CheckpointArgumentError(CheckpointError, ValueError):
+    """A checkpoint store or store URL was given a bad argument (a negative
+    ``keep_last``, a URL with an unknown scheme). Nothing was changed."""
+
+
+__all__ += ["CheckpointArgumentError"]

@@ -1,0 +1,135 @@
+"""Folding a run's records into the state to resume or fork from."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..errors import CheckpointError
+from ._patch import apply_patch
+from ._types import CheckpointRecord, StepKind
+
+__all__ = ["FoldedRun", "base_record", "fold"]
+
+
+class FoldedRun(BaseModel):
+    """A run's state at one checkpoint: what its records add up to.
+
+    Attributes:
+        run_id: The run the records belong to.
+        messages: The whole thread (dumped messages), in order.
+        message_nodes: For each message, the node that published it (None: task).
+        bookkeeping: The executor's bookkeeping from the newest record that had one.
+        participants: Every participant's full state (participants never recorded are
+            absent).
+        turn: Agent turns run so far.
+        last_checkpoint: The newest folded record's ``checkpoint_id`` (0: no records).
+        last_kind: The newest folded record's kind (None: no records).
+        stop_reason: The newest record's stop reason (a ``stop`` record), else None.
+    """
+
+    run_id: str
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    message_nodes: list[str | None] = Field(default_factory=list)
+    bookkeeping: dict[str, Any] = Field(default_factory=dict)
+    participants: dict[str, Any] = Field(default_factory=dict)
+    turn: int = 0
+    last_checkpoint: int = 0
+    last_kind: StepKind | None = None
+    stop_reason: str | None = None
+
+
+def fold(records: Iterable[CheckpointRecord], *, run_id: str | None = None) -> FoldedRun:
+    """Add up a run's records, oldest first, into the state after the last one.
+
+    A ``base`` record (a fork's first record, or pruned records folded into one) is a
+    full snapshot: folding restarts from it. Every other record appends its messages,
+    replaces the bookkeeping (an empty bookkeeping keeps the previous one) and patches
+    the participants it names.
+
+    Args:
+        records: The run's records in order (``store.records(run_id, upto=...)``).
+        run_id: The run's id, used when ``records`` is empty.
+
+    Raises:
+        CheckpointError: The records are not one run's, or not consecutive (a missing or
+            reordered checkpoint), or a patch does not fit.
+    """
+    state: FoldedRun | None = None
+    for record in records:
+        if state is None:
+            if record.kind != "base" and record.checkpoint_id != 1:
+                raise CheckpointError(
+                    f"Run `{record.run_id}` starts at checkpoint {record.checkpoint_id}, "
+                    "not 1 or a `base` record: earlier records are missing."
+                )
+            state = FoldedRun(run_id=record.run_id)
+        elif record.run_id != state.run_id:
+            raise CheckpointError(
+                f"Cannot fold records of run `{record.run_id}` into run `{state.run_id}`."
+            )
+        elif record.checkpoint_id != state.last_checkpoint + 1:
+            raise CheckpointError(
+                f"Run `{state.run_id}`: checkpoint {record.checkpoint_id} follows "
+                f"{state.last_checkpoint}; records must be consecutive."
+            )
+        if len(record.message_nodes) != len(record.messages):
+            raise CheckpointError(
+                f"Run `{record.run_id}` checkpoint {record.checkpoint_id} has "
+                f"{len(record.messages)} messages but {len(record.message_nodes)} "
+                "publishers: the record is corrupt."
+            )
+        if record.kind == "base":
+            state.messages = list(record.messages)
+            state.message_nodes = list(record.message_nodes)
+            state.participants = {}
+            state.bookkeeping = {}
+        else:
+            state.messages.extend(record.messages)
+            state.message_nodes.extend(record.message_nodes)
+        if record.bookkeeping:
+            state.bookkeeping = record.bookkeeping
+        for name, patch in record.participants.items():
+            state.participants[name] = apply_patch(state.participants.get(name), patch)
+        state.turn = record.turn
+        state.last_checkpoint = record.checkpoint_id
+        state.last_kind = record.kind
+        state.stop_reason = record.stop_reason
+    if state is None:
+        if run_id is None:
+            raise CheckpointError("Cannot fold no records without a `run_id`.")
+        return FoldedRun(run_id=run_id)
+    return state
+
+
+def base_record(
+    folded: FoldedRun,
+    *,
+    run_id: str | None = None,
+    checkpoint_id: int | None = None,
+    created_at: float | None = None,
+) -> CheckpointRecord:
+    """One ``base`` record holding the whole of ``folded``: the first record of a fork
+    (``run_id=new_id, checkpoint_id=1``) or what :meth:`prune` leaves of old records.
+
+    Args:
+        folded: The state to snapshot.
+        run_id: The record's run (default: ``folded.run_id``).
+        checkpoint_id: The record's id (default: ``folded.last_checkpoint``).
+        created_at: Unix time (default: now).
+    """
+    return CheckpointRecord(
+        run_id=folded.run_id if run_id is None else run_id,
+        checkpoint_id=folded.last_checkpoint if checkpoint_id is None else checkpoint_id,
+        kind="base",
+        turn=folded.turn,
+        stop_reason=folded.stop_reason,
+        created_at=time.time() if created_at is None else created_at,
+        messages=list(folded.messages),
+        message_nodes=list(folded.message_nodes),
+        bookkeeping=folded.bookkeeping,
+        participants={name: {"set": state} for name, state in folded.participants.items()},
+    )

@@ -1,0 +1,118 @@
+"""A checkpoint store in process memory: for tests, and runs that need fork or resume
+within one process."""
+
+from __future__ import annotations
+
+from ..errors import CheckpointError
+from ._common import (
+    check_keep_last,
+    check_next,
+    check_upto,
+    closed_error,
+    info_of,
+    unknown_run,
+    updated_run,
+)
+from ._fold import base_record, fold
+from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+
+__all__ = ["InMemoryCheckpointStore"]
+
+
+class InMemoryCheckpointStore:
+    """Keeps runs in a dict; gone when the process ends.
+
+    Records are copied in and out, so neither the writer nor a reader can change what is
+    stored. Safe for concurrent runs on one event loop (no call awaits halfway).
+
+    Example:
+        >>> import asyncio
+        >>> store = InMemoryCheckpointStore()
+        >>> asyncio.run(store.list_runs())
+        []
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._records: dict[str, list[CheckpointRecord]] = {}
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise closed_error(self)
+
+    def _run(self, run_id: str) -> RunRecord:
+        self._check_open()
+        run = self._runs.get(run_id)
+        if run is None:
+            raise unknown_run(run_id)
+        return run
+
+    async def create_run(self, run: RunRecord) -> None:
+        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+        self._check_open()
+        if run.run_id in self._runs:
+            raise CheckpointError(
+                f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
+            )
+        self._runs[run.run_id] = run.model_copy(deep=True)
+        self._records[run.run_id] = []
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+        self._check_open()
+        run = self._runs.get(run_id)
+        return None if run is None else run.model_copy(deep=True)
+
+    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+        """Add ``record`` as the run's next checkpoint and update the run."""
+        run = self._run(record.run_id)
+        check_next(run, record)
+        self._records[record.run_id].append(record.model_copy(deep=True))
+        self._runs[record.run_id] = updated_run(run, record, status)
+
+    async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
+        """The run's records in order, up to and including ``upto`` (default: all)."""
+        self._run(run_id)
+        records = self._records[run_id]
+        if upto is not None:
+            first = records[0].checkpoint_id if records else 0
+            check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
+            records = [r for r in records if r.checkpoint_id <= upto]
+        return [r.model_copy(deep=True) for r in records]
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        self._check_open()
+        runs = sorted(self._runs.values(), key=lambda r: r.created_at, reverse=True)
+        return [r.model_copy(deep=True) for r in runs]
+
+    async def history(self, run_id: str) -> list[CheckpointInfo]:
+        """The run's checkpoints, oldest first."""
+        self._run(run_id)
+        return [info_of(r) for r in self._records[run_id]]
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
+        how many records were removed."""
+        keep = check_keep_last(keep_last)
+        self._run(run_id)
+        records = self._records[run_id]
+        cut = len(records) - keep
+        if cut <= 1:
+            return 0
+        base = base_record(fold(records[:cut]), created_at=records[cut - 1].created_at)
+        self._records[run_id] = [base, *records[cut:]]
+        return cut - 1
+
+    async def delete(self, run_id: str) -> None:
+        """Remove the run and its records (no error if unknown)."""
+        self._check_open()
+        self._runs.pop(run_id, None)
+        self._records.pop(run_id, None)
+
+    async def close(self) -> None:
+        """Drop everything; the store cannot be used afterwards."""
+        self._closed = True
+        self._runs.clear()
+        self._records.clear()

@@ -1,0 +1,122 @@
+"""Patches between two JSON values, so a checkpoint stores what changed, not everything.
+
+A participant's state is a JSON value (dicts, lists, strings, numbers, booleans, None).
+Between two turns most of it is unchanged, and what grows (an agent's model context)
+grows by appending. A patch says exactly that:
+
+- ``{}``: nothing changed;
+- ``{"set": value}``: the value is replaced;
+- ``{"append": [items]}``: the old list, extended by ``items``;
+- ``{"update": {key: patch}, "remove": [keys]}``: a dict whose listed keys changed
+  (each by its own patch) and whose ``remove`` keys are gone.
+
+So an agent whose model context grows by one message per turn writes that one message,
+whatever the length of the context. Equality is strict (``1``, ``1.0`` and ``True`` are
+three different values), so ``apply_patch(a, diff_state(a, b)) == b`` holds with types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import CheckpointError
+
+__all__ = ["apply_patch", "diff_state"]
+
+Patch = dict[str, Any]
+
+
+def diff_state(old: Any, new: Any) -> Patch:
+    """The patch that turns ``old`` into ``new`` (both JSON values).
+
+    Args:
+        old: The previous value (None when there was none).
+        new: The current value.
+
+    Returns:
+        A JSON patch (see the module docstring); ``{}`` when the values are equal.
+
+    Example:
+        >>> diff_state({"messages": ["a"]}, {"messages": ["a", "b"]})
+        {'update': {'messages': {'append': ['b']}}}
+    """
+    if _same(old, new):
+        return {}
+    if type(old) is dict and type(new) is dict:
+        update: dict[str, Patch] = {}
+        for key, value in new.items():
+            if key not in old:
+                update[key] = {"set": value}
+            else:
+                sub = diff_state(old[key], value)
+                if sub:
+                    update[key] = sub
+        removed = [key for key in old if key not in new]
+        patch: Patch = {}
+        if update:
+            patch["update"] = update
+        if removed:
+            patch["remove"] = removed
+        return patch
+    if type(old) is list and type(new) is list and len(new) > len(old):
+        size = len(old)
+        if all(_same(a, b) for a, b in zip(old, new[:size], strict=True)):
+            return {"append": new[size:]}
+    return {"set": new}
+
+
+def apply_patch(old: Any, patch: Patch) -> Any:
+    """The value ``patch`` (from :func:`diff_state`) makes of ``old``.
+
+    ``old`` is not changed: the result shares unchanged parts with it, so do not mutate
+    either afterwards.
+
+    Raises:
+        CheckpointError: The patch is malformed or does not fit ``old`` (an ``append`` to
+            something that is not a list, an ``update`` of something that is not a dict).
+    """
+    if type(patch) is not dict:
+        raise CheckpointError(
+            f"A state patch must be a dict, got {type(patch).__name__}: the checkpoint "
+            "record is corrupt."
+        )
+    if not patch:
+        return old
+    if "set" in patch:
+        return patch["set"]
+    if "append" in patch:
+        items = patch["append"]
+        if type(old) is not list or type(items) is not list:
+            raise CheckpointError(
+                f"A state patch appends to a {type(old).__name__}, not a list: the "
+                "records do not fold in order (a missing or reordered checkpoint)."
+            )
+        return [*old, *items]
+    if "update" in patch or "remove" in patch:
+        if type(old) is not dict:
+            raise CheckpointError(
+                f"A state patch updates keys of a {type(old).__name__}, not a dict: the "
+                "records do not fold in order (a missing or reordered checkpoint)."
+            )
+        result = dict(old)
+        for key in patch.get("remove", []):
+            result.pop(key, None)
+        for key, sub in patch.get("update", {}).items():
+            result[key] = apply_patch(old.get(key), sub)
+        return result
+    raise CheckpointError(
+        f"Unknown state patch keys {sorted(patch)}: expected `set`, `append`, `update` or `remove`."
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality that also tells ``1``, ``1.0`` and ``True`` apart."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(k in b and _same(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
