@@ -23,6 +23,10 @@ fi
 
 command -v dot >/dev/null 2>&1 || apt_install graphviz
 
+# PostgreSQL server binaries: the checkpoint-store tests start a throwaway server.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+  || apt_install postgresql
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
 fi

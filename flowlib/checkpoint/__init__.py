@@ -3,6 +3,8 @@
 from ._fold import FoldedRun, base_record, fold
 from ._memory import InMemoryCheckpointStore
 from ._patch import apply_patch, diff_state
+from ._postgres import PostgresCheckpointStore
+from ._sqlite import SQLiteCheckpointStore
 from ._types import (
     CheckpointInfo,
     CheckpointRecord,
@@ -18,8 +20,10 @@ __all__ = [
     "CheckpointStore",
     "FoldedRun",
     "InMemoryCheckpointStore",
+    "PostgresCheckpointStore",
     "RunRecord",
     "RunStatus",
+    "SQLiteCheckpointStore",
     "StepKind",
     "apply_patch",
     "base_record",

@@ -1,0 +1,353 @@
+"""The store for many machines: PostgreSQL through psycopg 3 (async, pooled)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CheckpointArgumentError, CheckpointError
+from ._common import check_keep_last, check_upto, closed_error, unknown_run
+from ._fold import base_record, fold
+from ._sql import (
+    INFO_COLUMNS,
+    RECORD_COLUMNS,
+    RUN_COLUMNS,
+    dump,
+    info_from_row,
+    message_rows,
+    record_row,
+    records_from_rows,
+    run_from_row,
+    run_row,
+    schema,
+)
+from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresCheckpointStore"]
+
+_INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
+_INSERT_MESSAGE = "INSERT INTO flowlib_messages VALUES (%s, %s, %s, %s, %s)"
+# One statement, so one round trip and one implicit transaction: advance the run only if
+# its last checkpoint is `id - 1`, and insert the record and its messages only if it was
+# advanced. Under concurrency PostgreSQL re-checks `last_checkpoint` on the row version a
+# competing writer just committed, so exactly one writer advances each id.
+_APPEND = """
+WITH advanced AS (
+    UPDATE flowlib_runs
+    SET status = %(status)s, turns = %(turn)s, stop_reason = %(stop_reason)s,
+        last_checkpoint = %(checkpoint_id)s, updated_at = %(created_at)s
+    WHERE run_id = %(run_id)s AND last_checkpoint = %(checkpoint_id)s - 1
+    RETURNING run_id
+), record AS (
+    INSERT INTO flowlib_records (RECORD_COLUMNS)
+    SELECT run_id, %(checkpoint_id)s, %(kind)s::text, %(turn)s, %(node)s::text,
+        %(stop_reason)s::text, %(created_at)s, %(message_count)s, %(bookkeeping)s::text,
+        %(participants)s::text
+    FROM advanced
+), messages AS (
+    INSERT INTO flowlib_messages (run_id, checkpoint_id, position, node, body)
+    SELECT advanced.run_id, %(checkpoint_id)s, m.position - 1, m.node, m.body
+    FROM advanced, unnest(%(nodes)s::text[], %(bodies)s::text[]) WITH ORDINALITY
+        AS m(node, body, position)
+)
+SELECT count(*) FROM advanced
+""".replace("RECORD_COLUMNS", RECORD_COLUMNS)
+_SCHEMA_LOCK = 0x666C6F776C6962  # pg_advisory_xact_lock key: two processes creating tables
+
+
+class PostgresCheckpointStore:
+    """Checkpoints in PostgreSQL, shared by processes on many machines.
+
+    Connections come from a ``psycopg_pool.AsyncConnectionPool`` opened on first use
+    (tables are created then if missing). Every write is one transaction; ``append``
+    advances the run with a conditional ``UPDATE`` (``last_checkpoint = id - 1``), so of
+    two writers on one run exactly one wins and the other gets ``CheckpointError``.
+
+    Needs the ``postgres`` extra: ``pip install 'flowlib[postgres]'``.
+
+    Args:
+        dsn: A libpq connection string or URL (``postgresql://user@host:5432/db``).
+        min_size: Connections the pool keeps open.
+        max_size: Most connections the pool opens (concurrent calls beyond wait).
+        connect_timeout: Seconds to wait for the first connection.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(dsn, str) or not dsn:
+            raise CheckpointArgumentError(
+                f"`dsn` must be a PostgreSQL connection string, got {dsn!r}."
+            )
+        if (
+            type(min_size) is not int
+            or type(max_size) is not int
+            or not 0 <= min_size <= max_size
+            or max_size < 1
+        ):
+            raise CheckpointArgumentError(
+                f"Need 0 <= `min_size` <= `max_size` and `max_size` >= 1, got {min_size!r} "
+                f"and {max_size!r}."
+            )
+        try:
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError as exc:
+            raise CheckpointError(
+                "PostgresCheckpointStore needs psycopg 3 and psycopg-pool: "
+                "pip install 'flowlib[postgres]'."
+            ) from exc
+        self.dsn = dsn
+        self._min_size = min_size
+        self._max_size = max_size
+        self._timeout = connect_timeout
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._opening: asyncio.Lock | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointStore({_redact(self.dsn)!r})"
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    async def _open(self) -> AsyncConnectionPool[Any]:
+        from psycopg_pool import AsyncConnectionPool
+
+        if self._closed:
+            raise closed_error(self)
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self.dsn,
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    kwargs={"autocommit": True},
+                    open=False,
+                )
+                try:
+                    await pool.open(wait=True, timeout=self._timeout)
+                    async with pool.connection() as conn, conn.transaction():
+                        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                        for statement in schema(
+                            text="TEXT", real="DOUBLE PRECISION", bigint="BIGINT", without_rowid=""
+                        ):
+                            await conn.execute(statement)
+                except BaseException:
+                    await pool.close()
+                    raise
+                self._pool = pool
+        return self._pool
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection in autocommit mode: each statement is its own transaction."""
+        import psycopg
+
+        try:
+            pool = await self._open()
+            async with pool.connection() as conn:
+                yield conn
+        except psycopg.Error as exc:
+            raise _wrapped(self.dsn, exc) from exc
+
+    @asynccontextmanager
+    async def _transaction(self, *, read_only: bool = False) -> AsyncIterator[AsyncConnection[Any]]:
+        import psycopg
+
+        try:
+            pool = await self._open()
+            async with pool.connection() as conn, conn.transaction():
+                if read_only:
+                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield conn
+        except psycopg.Error as exc:
+            raise _wrapped(self.dsn, exc) from exc
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def create_run(self, run: RunRecord) -> None:
+        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+        async with self._transaction() as conn:
+            cur = await conn.execute(
+                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 13)}) "
+                "ON CONFLICT (run_id) DO NOTHING",
+                run_row(run),
+            )
+            if cur.rowcount != 1:
+                raise CheckpointError(
+                    f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
+                )
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+        async with self._transaction() as conn:
+            return await _get_run(conn, run_id)
+
+    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+        """Add ``record`` as the run's next checkpoint and update the run, atomically."""
+        row = record_row(record)
+        params = {
+            "run_id": record.run_id,
+            "checkpoint_id": record.checkpoint_id,
+            "kind": record.kind,
+            "turn": record.turn,
+            "node": record.node,
+            "stop_reason": record.stop_reason,
+            "created_at": record.created_at,
+            "message_count": row[7],
+            "bookkeeping": row[8],
+            "participants": row[9],
+            "status": status,
+            "nodes": list(record.message_nodes),
+            "bodies": [dump(message) for message in record.messages],
+        }
+        async with self._connection() as conn:
+            cur = await conn.execute(_APPEND, params)
+            advanced = await cur.fetchone()
+            if advanced is None or advanced[0] != 1:
+                run = await _get_run(conn, record.run_id)
+                if run is None:
+                    raise unknown_run(record.run_id)
+                raise CheckpointError(
+                    f"Run `{run.run_id}`: checkpoint {record.checkpoint_id} cannot follow "
+                    f"{run.last_checkpoint} (expected {run.last_checkpoint + 1}). Another "
+                    "writer has advanced the run, or a record was skipped; resume from the "
+                    "store instead of writing on."
+                )
+
+    async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
+        """The run's records in order, up to and including ``upto`` (default: all)."""
+        async with self._transaction(read_only=True) as conn:
+            return await _read_records(conn, run_id, upto)
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        async with self._transaction() as conn:
+            cur = await conn.execute(
+                f"SELECT {RUN_COLUMNS} FROM flowlib_runs ORDER BY created_at DESC, run_id"
+            )
+            return [run_from_row(row) for row in await cur.fetchall()]
+
+    async def history(self, run_id: str) -> list[CheckpointInfo]:
+        """The run's checkpoints, oldest first."""
+        async with self._transaction(read_only=True) as conn:
+            if await _get_run(conn, run_id) is None:
+                raise unknown_run(run_id)
+            cur = await conn.execute(
+                f"SELECT {INFO_COLUMNS} FROM flowlib_records WHERE run_id = %s "
+                "ORDER BY checkpoint_id",
+                (run_id,),
+            )
+            return [info_from_row(row) for row in await cur.fetchall()]
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
+        how many records were removed."""
+        keep = check_keep_last(keep_last)
+        async with self._transaction() as conn:
+            run = await _get_run(conn, run_id, lock=True)
+            if run is None:
+                raise unknown_run(run_id)
+            cur = await conn.execute(
+                "SELECT checkpoint_id FROM flowlib_records WHERE run_id = %s "
+                "ORDER BY checkpoint_id",
+                (run_id,),
+            )
+            ids = [row[0] for row in await cur.fetchall()]
+            cut = len(ids) - keep
+            if cut <= 1:
+                return 0
+            cut_id = ids[cut - 1]
+            old = await _read_records(conn, run_id, cut_id, run=run)
+            base = base_record(fold(old), created_at=old[-1].created_at)
+            for table in ("flowlib_messages", "flowlib_records"):
+                await conn.execute(
+                    f"DELETE FROM {table} WHERE run_id = %s AND checkpoint_id <= %s",
+                    (run_id, cut_id),
+                )
+            await conn.execute(_INSERT_RECORD, record_row(base))
+            async with conn.cursor() as cursor:
+                await cursor.executemany(_INSERT_MESSAGE, message_rows(base))
+            return cut - 1
+
+    async def delete(self, run_id: str) -> None:
+        """Remove the run and its records (no error if unknown)."""
+        async with self._transaction() as conn:
+            for table in ("flowlib_messages", "flowlib_records", "flowlib_runs"):
+                await conn.execute(f"DELETE FROM {table} WHERE run_id = %s", (run_id,))
+
+    async def close(self) -> None:
+        """Close the pool; the store cannot be used afterwards."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+async def _get_run(
+    conn: AsyncConnection[Any], run_id: str, *, lock: bool = False
+) -> RunRecord | None:
+    cur = await conn.execute(
+        f"SELECT {RUN_COLUMNS} FROM flowlib_runs WHERE run_id = %s{' FOR UPDATE' if lock else ''}",
+        (run_id,),
+    )
+    row = await cur.fetchone()
+    return None if row is None else run_from_row(row)
+
+
+async def _read_records(
+    conn: AsyncConnection[Any], run_id: str, upto: int | None, *, run: RunRecord | None = None
+) -> list[CheckpointRecord]:
+    run = run or await _get_run(conn, run_id)
+    if run is None:
+        raise unknown_run(run_id)
+    if upto is None:
+        upto = run.last_checkpoint
+    else:
+        cur = await conn.execute(
+            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run_id,)
+        )
+        first = await cur.fetchone()
+        check_upto(run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    cur = await conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records "
+        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
+        (run_id, upto),
+    )
+    rows = await cur.fetchall()
+    cur = await conn.execute(
+        "SELECT checkpoint_id, node, body FROM flowlib_messages "
+        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
+        (run_id, upto),
+    )
+    return records_from_rows(rows, await cur.fetchall())
+
+
+def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:
+    return CheckpointError(
+        f"PostgreSQL store `{_redact(dsn)}` failed: {_redact(str(exc))}. Check that the server "
+        "is running and the DSN's user may create tables."
+    )
+
+
+def _redact(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    import re
+
+    dsn = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)

@@ -1,0 +1,340 @@
+"""The embedded default store: one SQLite file, safe for several processes on a machine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, TypeVar
+
+from ..errors import CheckpointArgumentError, CheckpointError
+from ._common import (
+    check_keep_last,
+    check_next,
+    check_upto,
+    closed_error,
+    unknown_run,
+    updated_run,
+)
+from ._fold import base_record, fold
+from ._sql import (
+    INFO_COLUMNS,
+    RECORD_COLUMNS,
+    RUN_COLUMNS,
+    info_from_row,
+    message_rows,
+    record_row,
+    records_from_rows,
+    run_from_row,
+    run_row,
+    schema,
+)
+from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+
+__all__ = ["SQLiteCheckpointStore"]
+
+T = TypeVar("T")
+
+_UPDATE_RUN = (
+    "UPDATE flowlib_runs SET status = ?, turns = ?, stop_reason = ?, last_checkpoint = ?, "
+    "updated_at = ? WHERE run_id = ?"
+)
+
+
+class SQLiteCheckpointStore:
+    """Checkpoints in one SQLite file (write-ahead log), for one machine.
+
+    Several processes may open the same file: every write is one ``BEGIN IMMEDIATE``
+    transaction, so the ``last + 1`` check and the insert are atomic across processes
+    (a second writer on a run gets ``CheckpointError``). Within a process the store runs
+    sqlite3 on one worker thread of its own, so the event loop never blocks on the disk.
+
+    Args:
+        path: The database file (created with its tables if missing), or ``":memory:"``.
+        synchronous: ``"NORMAL"`` (default): a committed checkpoint survives the process
+            being killed, not a power cut; ``"FULL"``: also a power cut (an fsync per
+            checkpoint).
+        busy_timeout: Seconds to wait for another process's write lock.
+
+    Example:
+        >>> import asyncio
+        >>> store = SQLiteCheckpointStore(":memory:")
+        >>> asyncio.run(store.list_runs())
+        []
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise CheckpointArgumentError(
+                f"`path` must be a file path or ':memory:', got {type(path).__name__}."
+            )
+        if synchronous not in ("NORMAL", "FULL"):
+            raise CheckpointArgumentError(
+                f"`synchronous` must be 'NORMAL' or 'FULL', got {synchronous!r}."
+            )
+        self.path = os.fspath(path)
+        self._synchronous = synchronous
+        self._busy_ms = int(busy_timeout * 1000)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="flowlib-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SQLiteCheckpointStore({self.path!r})"
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise closed_error(self)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._run_on_thread, fn)
+
+    def _run_on_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+            return fn(self._conn)
+        except sqlite3.Error as exc:
+            raise CheckpointError(
+                f"SQLite store `{self.path}` failed: {exc}. Check that the file's directory "
+                "exists and is writable."
+            ) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            with _transaction(conn):
+                for statement in schema(
+                    text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID"
+                ):
+                    conn.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def create_run(self, run: RunRecord) -> None:
+        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+        row = run_row(run)
+
+        def work(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                if _last(conn, run.run_id) is not None:
+                    raise CheckpointError(
+                        f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
+                    )
+                conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(13)})", row)
+
+        await self._call(work)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+
+        def work(conn: sqlite3.Connection) -> RunRecord | None:
+            row = conn.execute(
+                f"SELECT {RUN_COLUMNS} FROM flowlib_runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            return None if row is None else run_from_row(row)
+
+        return await self._call(work)
+
+    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+        """Add ``record`` as the run's next checkpoint and update the run, atomically."""
+        row = record_row(record)
+        messages = message_rows(record)
+
+        def work(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                run = _run(conn, record.run_id)
+                check_next(run, record)
+                conn.execute(
+                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})", row
+                )
+                if messages:
+                    conn.executemany(
+                        "INSERT INTO flowlib_messages VALUES (?, ?, ?, ?, ?)", messages
+                    )
+                new = updated_run(run, record, status)
+                conn.execute(
+                    _UPDATE_RUN,
+                    (
+                        new.status,
+                        new.turns,
+                        new.stop_reason,
+                        new.last_checkpoint,
+                        new.updated_at,
+                        new.run_id,
+                    ),
+                )
+
+        await self._call(work)
+
+    async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
+        """The run's records in order, up to and including ``upto`` (default: all)."""
+
+        def work(conn: sqlite3.Connection) -> list[CheckpointRecord]:
+            with _transaction(conn, "BEGIN"):
+                return _read_records(conn, run_id, upto)
+
+        return await self._call(work)
+
+    async def list_runs(self) -> list[RunRecord]:
+        """Every run, newest first."""
+
+        def work(conn: sqlite3.Connection) -> list[RunRecord]:
+            rows = conn.execute(
+                f"SELECT {RUN_COLUMNS} FROM flowlib_runs ORDER BY created_at DESC, run_id"
+            ).fetchall()
+            return [run_from_row(row) for row in rows]
+
+        return await self._call(work)
+
+    async def history(self, run_id: str) -> list[CheckpointInfo]:
+        """The run's checkpoints, oldest first."""
+
+        def work(conn: sqlite3.Connection) -> list[CheckpointInfo]:
+            with _transaction(conn, "BEGIN"):
+                _run(conn, run_id)
+                rows = conn.execute(
+                    f"SELECT {INFO_COLUMNS} FROM flowlib_records WHERE run_id = ? "
+                    "ORDER BY checkpoint_id",
+                    (run_id,),
+                ).fetchall()
+            return [info_from_row(row) for row in rows]
+
+        return await self._call(work)
+
+    async def prune(self, run_id: str, *, keep_last: int) -> int:
+        """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
+        how many records were removed."""
+        keep = check_keep_last(keep_last)
+
+        def work(conn: sqlite3.Connection) -> int:
+            with _transaction(conn):
+                run = _run(conn, run_id)
+                (count,) = conn.execute(
+                    "SELECT count(*) FROM flowlib_records WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                cut = count - keep
+                if cut <= 1:
+                    return 0
+                (cut_id,) = conn.execute(
+                    "SELECT checkpoint_id FROM flowlib_records WHERE run_id = ? "
+                    "ORDER BY checkpoint_id LIMIT 1 OFFSET ?",
+                    (run_id, cut - 1),
+                ).fetchone()
+                old = _read_records(conn, run_id, cut_id, run=run)
+                base = base_record(fold(old), created_at=old[-1].created_at)
+                for table in ("flowlib_messages", "flowlib_records"):
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE run_id = ? AND checkpoint_id <= ?",
+                        (run_id, cut_id),
+                    )
+                conn.execute(
+                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})",
+                    record_row(base),
+                )
+                conn.executemany(
+                    "INSERT INTO flowlib_messages VALUES (?, ?, ?, ?, ?)", message_rows(base)
+                )
+                return int(cut) - 1
+
+        return await self._call(work)
+
+    async def delete(self, run_id: str) -> None:
+        """Remove the run and its records (no error if unknown)."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                for table in ("flowlib_messages", "flowlib_records", "flowlib_runs"):
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
+        await self._call(work)
+
+    async def close(self) -> None:
+        """Close the connection; the store cannot be used afterwards."""
+        if self._closed:
+            return
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.close()
+
+        if self._conn is not None:
+            await self._call(work)
+            self._conn = None
+        self._closed = True
+        self._executor.shutdown(wait=False)
+
+
+class _transaction:
+    """``with _transaction(conn):`` runs the block in one transaction (``BEGIN
+    IMMEDIATE`` by default: the write lock is taken first, so the reads in the block see
+    what the writes are checked against)."""
+
+    def __init__(self, conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> None:
+        self._conn = conn
+        self._begin = begin
+
+    def __enter__(self) -> None:
+        self._conn.execute(self._begin)
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+def _q(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _last(conn: sqlite3.Connection, run_id: str) -> int | None:
+    row = conn.execute(
+        "SELECT last_checkpoint FROM flowlib_runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
+    row = conn.execute(
+        f"SELECT {RUN_COLUMNS} FROM flowlib_runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        raise unknown_run(run_id)
+    return run_from_row(row)
+
+
+def _read_records(
+    conn: sqlite3.Connection, run_id: str, upto: int | None, *, run: RunRecord | None = None
+) -> list[CheckpointRecord]:
+    run = run or _run(conn, run_id)
+    if upto is None:
+        upto = run.last_checkpoint
+    else:
+        (first,) = conn.execute(
+            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        check_upto(run_id, first or 0, run.last_checkpoint, upto)
+    rows = conn.execute(
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id <= ? "
+        "ORDER BY checkpoint_id",
+        (run_id, upto),
+    ).fetchall()
+    messages = conn.execute(
+        "SELECT checkpoint_id, node, body FROM flowlib_messages "
+        "WHERE run_id = ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
+        (run_id, upto),
+    ).fetchall()
+    return records_from_rows(rows, messages)
