@@ -143,11 +143,13 @@ class RecordedRequest:
         path: The request path (``/v1/chat/completions``).
         headers: The headers, names lower-cased.
         body: The parsed JSON body (``None`` if it was not JSON).
+        raw: The body's bytes as received.
     """
 
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
 
 
 def _split_words(text: str) -> list[str]:
@@ -312,7 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         owner = self.server_owner
         headers = {name.lower(): value for name, value in self.headers.items()}
-        item = owner._record(RecordedRequest(path=self.path, headers=headers, body=body))
+        item = owner._record(RecordedRequest(path=self.path, headers=headers, body=body, raw=raw))
         if not self.path.split("?", 1)[0].endswith("/chat/completions"):
             self._send_error(404, f"openai_server: no route for {self.path}", {})
             return

@@ -27,7 +27,12 @@ from ..messages import (
     ToolCallRequestEvent,
     ToolCallSummaryMessage,
 )
-from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
+from ..model_context import (
+    ChatCompletionContext,
+    ChatCompletionContextState,
+    UnboundedChatCompletionContext,
+)
+from ..model_context._base import _RollbackPoint
 from ..models import (
     AssistantMessage,
     ChatCompletionClient,
@@ -220,9 +225,9 @@ class AssistantAgent(BaseChatAgent):
         self._output_content_type_format = output_content_type_format
         self._memory = list(memory or ())
         self._metadata = dict(metadata or {})
-        # The context state before a turn that has not finished yet, and a turn counter:
-        # together they make each turn all-or-nothing (see on_messages_stream).
-        self._open_turn: Mapping[str, Any] | None = None
+        # Where the context stood before a turn that has not finished yet, and a turn
+        # counter: together they make each turn all-or-nothing (see on_messages_stream).
+        self._open_turn: _RollbackPoint | Mapping[str, Any] | None = None
         self._turns_started = 0
 
     # --- properties ---------------------------------------------------------------------
@@ -290,8 +295,10 @@ class AssistantAgent(BaseChatAgent):
         starts, since Python may close it only later).
         """
         if self._open_turn is not None:
-            await self._model_context.load_state(self._open_turn)
-        snapshot = await self._model_context.save_state()
+            await self._restore(self._open_turn)
+        # A rollback point, not save_state(): the turn must not cost a copy (let alone a
+        # serialisation) of the whole history, or turns grow with the conversation.
+        snapshot = await self._mark()
         self._open_turn = snapshot
         self._turns_started += 1
         turn = self._turns_started
@@ -306,7 +313,21 @@ class AssistantAgent(BaseChatAgent):
             # what happened since.
             if turn == self._turns_started and self._open_turn is not None:
                 self._open_turn = None
-                await self._model_context.load_state(snapshot)
+                await self._restore(snapshot)
+
+    async def _mark(self) -> _RollbackPoint | Mapping[str, Any]:
+        """A point the context can be restored to: O(1) for a ``ChatCompletionContext``,
+        its saved state for any other object used as one."""
+        context = self._model_context
+        if isinstance(context, ChatCompletionContext):
+            return context._rollback_point()
+        return await context.save_state()
+
+    async def _restore(self, point: _RollbackPoint | Mapping[str, Any]) -> None:
+        if isinstance(point, _RollbackPoint):
+            self._model_context._roll_back(point)
+        else:
+            await self._model_context.load_state(point)
 
     async def _turn(
         self, messages: Sequence[BaseChatMessage], token: CancellationToken
@@ -549,8 +570,14 @@ class AssistantAgent(BaseChatAgent):
 
         While a turn is unfinished, this is the context from before that turn.
         """
-        if self._open_turn is not None:
-            context_state = dict(self._open_turn)
+        point = self._open_turn
+        if isinstance(point, _RollbackPoint):
+            context_state = dict(await self._model_context.save_state())
+            context_state["messages"] = ChatCompletionContextState(
+                messages=self._model_context._messages_at(point)
+            ).model_dump(mode="json")["messages"]
+        elif point is not None:
+            context_state = dict(point)
         else:
             context_state = dict(await self._model_context.save_state())
         return AssistantAgentState(llm_context=context_state).model_dump(mode="json")

@@ -124,6 +124,47 @@ class ChatCompletionContext(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(messages={len(self._messages)})"
 
+    # -- rollback points (used by agents to make a turn all-or-nothing) ----------------
+
+    def _rollback_point(self) -> _RollbackPoint:
+        """Mark the history as it stands, in O(1): the list and its length.
+
+        The history only grows by appending (:meth:`add_message`) and is only replaced
+        whole (:meth:`clear`, :meth:`load_state`), so the list object and its length are
+        enough to restore it, without copying or serialising it.
+        """
+        messages = self._messages
+        return _RollbackPoint(messages, len(messages), messages[-1] if messages else None)
+
+    def _roll_back(self, point: _RollbackPoint) -> None:
+        """Restore the history to ``point``: drop what was appended since, or bring back
+        the list that :meth:`clear`/:meth:`load_state` replaced."""
+        messages = point.messages
+        intact = len(messages) >= point.length and (
+            point.length == 0 or messages[point.length - 1] is point.last
+        )
+        if not intact:
+            # Something rewrote the marked list in place (a subclass trimming it): the
+            # marked state is gone, so keep what there is rather than guess.
+            return
+        del messages[point.length :]
+        self._messages = messages
+
+    def _messages_at(self, point: _RollbackPoint) -> list[LLMMessage]:
+        """The history as it was at ``point`` (a new list)."""
+        return point.messages[: point.length]
+
+
+class _RollbackPoint:
+    """The history list of a context and its length at one moment."""
+
+    __slots__ = ("last", "length", "messages")
+
+    def __init__(self, messages: list[LLMMessage], length: int, last: LLMMessage | None) -> None:
+        self.messages = messages
+        self.length = length
+        self.last = last
+
 
 def _checked(message: Any) -> LLMMessage:
     if not isinstance(message, _LLM_MESSAGE_TYPES):

@@ -162,6 +162,105 @@ def _usage(usage: Any) -> RequestUsage:
     )
 
 
+# The order in which ``chat.completions.create`` writes the body's fields (the openai
+# SDK's own order): the direct path writes them in the same order, so the server gets
+# the same bytes. Fields not listed here follow in the order given.
+_BODY_ORDER = (
+    "model",
+    "stream",
+    "service_tier",
+    "messages",
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "moderation",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "stop",
+    "store",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    "web_search_options",
+)
+_BODY_RANK = {name: rank for rank, name in enumerate(_BODY_ORDER)}
+
+# ``create`` arguments that are request options, not body fields.
+_OPTION_ARGS = {
+    "extra_headers": "headers",
+    "extra_query": "params",
+    "extra_body": "extra_json",
+    "timeout": "timeout",
+}
+
+
+def _can_post_directly(client: Any) -> bool:
+    """Whether requests can go through the SDK client's ``post`` (see
+    :func:`_post_chat_completion`): an ``AsyncOpenAI`` (or Azure) client of an SDK whose
+    request options take the ``security`` key ``chat.completions.create`` sets."""
+    try:
+        from openai import AsyncOpenAI, RequestOptions
+    except ImportError:  # pragma: no cover - an SDK older than 1.x
+        return False
+    return isinstance(client, AsyncOpenAI) and "security" in RequestOptions.__annotations__
+
+
+async def _post_chat_completion(client: AsyncOpenAI, kwargs: Mapping[str, Any]) -> Any:
+    """Send a Chat Completions request through the SDK client's ``post`` method.
+
+    ``chat.completions.create`` runs its parameter transform over the whole request,
+    every message of the history included, on every call: a conversation then costs the
+    square of its length. flowlib's request is already plain JSON data (it builds the
+    wire messages itself, and the transform of Chat Completions parameters changes no
+    value: it has no aliases or formats), so it is sent through ``post``, the SDK's
+    documented way to make a request by hand, which keeps the client's retries,
+    timeouts, authentication, headers, error classes and SSE streaming. The body is
+    written in the SDK's field order, so the server receives the very bytes ``create``
+    would send (``tests/models/test_openai_direct_post.py`` checks this on the wire).
+    """
+    from openai import AsyncStream, RequestOptions
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    options: RequestOptions = {"security": {"bearer_auth": True}}
+    body: dict[str, Any] = {}
+    for name in sorted(kwargs, key=lambda key: _BODY_RANK.get(key, len(_BODY_RANK))):
+        value = kwargs[name]
+        option = _OPTION_ARGS.get(name)
+        if option is None:
+            body[name] = value
+        elif value is not None or name == "timeout":  # timeout=None means "no timeout"
+            options[option] = value  # type: ignore[literal-required]
+    return await client.post(
+        "/chat/completions",
+        cast_to=ChatCompletion,
+        body=body,
+        options=options,
+        stream=bool(body.get("stream")),
+        stream_cls=AsyncStream[ChatCompletionChunk],
+    )
+
+
 class _Request:
     """The keyword arguments of one SDK call, and the pydantic model to check, if any."""
 
@@ -191,6 +290,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._include_name = include_name_in_message
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._direct = _can_post_directly(client)
 
     @property
     def model(self) -> str:
@@ -421,6 +521,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
 
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         try:
+            if self._direct:
+                return await _post_chat_completion(self._client, kwargs)
             return await self._client.chat.completions.create(**kwargs)
         except json.JSONDecodeError as exc:
             raise ModelResponseError(

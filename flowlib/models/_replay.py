@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from array import array
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from pydantic import BaseModel
 
@@ -38,6 +39,162 @@ def _message_text(message: LLMMessage) -> str:
     return " ".join(parts)
 
 
+def _word_count(message: LLMMessage) -> int:
+    return len(_message_text(message).split())
+
+
+class _Trunk:
+    """One conversation as the client saw it: its messages (a private list, only ever
+    appended to) and the running word count after each of them."""
+
+    __slots__ = ("counts", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[LLMMessage] = []
+        self.counts = array("q")
+
+    def extend(self, messages: Sequence[LLMMessage]) -> None:
+        total = self.counts[-1] if self.counts else 0
+        for message in messages:
+            total += _word_count(message)
+            self.messages.append(message)
+            self.counts.append(total)
+
+    def holds_prefix(self, messages: Sequence[LLMMessage], length: int) -> bool:
+        """Whether ``messages[:length]`` are this trunk's first ``length`` messages."""
+        if length == 0:
+            return True
+        mine = self.messages
+        # The last message first: cheap, and it rejects most candidates.
+        if mine[length - 1] is not messages[length - 1]:
+            return False
+        theirs = messages if length == len(messages) else messages[:length]
+        if not isinstance(theirs, list):
+            theirs = list(theirs)
+        # list == list compares item by item in C, identity first: no Python loop.
+        return (mine if length == len(mine) else mine[:length]) == theirs
+
+
+class _RequestLog(Sequence[list[LLMMessage]]):
+    """The messages of every request, kept in memory linear in the conversation.
+
+    A request that repeats an earlier request and adds messages at the end (every turn
+    of an agent does) is stored as a length into a shared trunk, not as a copy: a
+    conversation of n turns costs O(n) memory instead of O(n^2), and the word count of
+    a request only counts its new messages. Requests are materialised when read.
+    """
+
+    _RECENT = 8  # trunks tried before a new one is started
+
+    def __init__(self) -> None:
+        self._recent: list[_Trunk] = []
+        self._entries: list[tuple[_Trunk, int]] = []
+
+    def _find(self, messages: Sequence[LLMMessage]) -> tuple[_Trunk | None, int]:
+        """A recent trunk that ``messages`` extends or is a prefix of, and the length
+        they share."""
+        size = len(messages)
+        for trunk in reversed(self._recent):
+            shared = min(size, len(trunk.messages))
+            if shared and trunk.holds_prefix(messages, shared):
+                return trunk, shared
+        return None, 0
+
+    def record(self, messages: Sequence[LLMMessage]) -> int:
+        """Record a request; return its word count."""
+        trunk, shared = self._find(messages)
+        if trunk is None:
+            trunk = _Trunk()
+        elif self._recent[-1] is trunk:
+            self._recent.pop()
+        else:
+            self._recent.remove(trunk)
+        self._recent.append(trunk)
+        del self._recent[: -self._RECENT]
+        if shared < len(messages):
+            trunk.extend(messages[shared:])
+        self._entries.append((trunk, len(messages)))
+        return trunk.counts[len(messages) - 1] if messages else 0
+
+    def count(self, messages: Sequence[LLMMessage]) -> int:
+        """The word count of ``messages``, reusing what recorded requests counted."""
+        trunk, shared = self._find(messages)
+        known = trunk.counts[shared - 1] if trunk is not None and shared else 0
+        return known + sum(_word_count(message) for message in messages[shared:])
+
+    def clear(self) -> None:
+        self._recent.clear()
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> list[LLMMessage]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[LLMMessage]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[LLMMessage] | list[list[LLMMessage]]:
+        if isinstance(index, slice):
+            return [trunk.messages[:length] for trunk, length in self._entries[index]]
+        trunk, length = self._entries[index]
+        return trunk.messages[:length]
+
+    def __iter__(self) -> Iterator[list[LLMMessage]]:
+        for trunk, length in self._entries:
+            yield trunk.messages[:length]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _RequestLog):
+            return list(self) == list(other)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class _CreateCalls(Sequence[dict[str, Any]]):
+    """``create_calls``: the arguments of every call, built when read."""
+
+    def __init__(self, client: ReplayChatCompletionClient) -> None:
+        self._client = client
+
+    def __len__(self) -> int:
+        return len(self._client.request_args)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        client = self._client
+        position = range(len(self))[index]
+        return {
+            "messages": client.requests[position],
+            **client.request_args[position],
+            "cancellation_token": client._tokens[position],
+        }
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 class ReplayExhaustedError(ValueError):
     """The replay client was asked for more responses than it was scripted with."""
 
@@ -46,8 +203,14 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     """Plays scripted responses in order: strings become ``stop`` completions, and
     :class:`CreateResult` objects (tool calls included) are returned as given.
 
-    Every request is recorded in :attr:`requests` (the messages the model was sent), so
-    tests can assert what each model call saw. Usage counts whitespace-separated words.
+    Every request is recorded in :attr:`requests` (the messages the model was sent) and
+    :attr:`create_calls` (all the arguments of each call, as in AutoGen), so tests can
+    assert what each model call saw. Usage counts whitespace-separated words.
+
+    The client is cheap on long conversations: a request that extends an earlier one (as
+    every turn of an agent does) is kept as a length into the earlier one's messages, not
+    as a copy, and only its new messages are counted; so memory stays linear in the
+    turns and a call does not re-read the whole history.
 
     Args:
         chat_completions: The responses, in order.
@@ -88,10 +251,26 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self._model_info = model_info
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
-        self.requests: list[list[LLMMessage]] = []
-        """The messages of every request, in order."""
+        self._requests = _RequestLog()
         self.request_args: list[dict[str, Any]] = []
         """The keyword arguments (tools, tool_choice, json_output, ...) of every request."""
+        self._tokens: list[CancellationToken | None] = []
+
+    @property
+    def requests(self) -> Sequence[list[LLMMessage]]:
+        """The messages of every request (create and create_stream), in order.
+
+        A read-only sequence (it compares equal to a list of the same lists); each item
+        is a new list of the messages that request was sent.
+        """
+        return self._requests
+
+    @property
+    def create_calls(self) -> Sequence[dict[str, Any]]:
+        """The arguments of every call (create and create_stream), in order: dicts with
+        ``messages``, ``tools``, ``tool_choice``, ``json_output``, ``extra_create_args``
+        and ``cancellation_token``, as AutoGen's replay client records them."""
+        return _CreateCalls(self)
 
     @property
     def remaining(self) -> int:
@@ -101,12 +280,18 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def reset(self) -> None:
         """Start the script from the beginning and forget recorded requests and usage."""
         self._position = 0
-        self.requests.clear()
+        self._requests.clear()
         self.request_args.clear()
+        self._tokens.clear()
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
 
-    def _next(self, messages: Sequence[LLMMessage], args: dict[str, Any]) -> CreateResult:
+    def _next(
+        self,
+        messages: Sequence[LLMMessage],
+        args: dict[str, Any],
+        token: CancellationToken | None,
+    ) -> CreateResult:
         if self._position >= len(self._script):
             raise ReplayExhaustedError(
                 f"No more mock responses available: the ReplayChatCompletionClient was "
@@ -115,9 +300,9 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             )
         item = self._script[self._position]
         self._position += 1
-        self.requests.append(list(messages))
+        prompt = self._requests.record(messages)
         self.request_args.append(args)
-        prompt = self.count_tokens(messages)
+        self._tokens.append(token)
         if isinstance(item, str):
             result = CreateResult(
                 finish_reason="stop",
@@ -164,7 +349,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             "json_output": json_output,
             "extra_create_args": dict(extra_create_args or {}),
         }
-        return self._next(messages, args)
+        return self._next(messages, args, cancellation_token)
 
     async def create_stream(
         self,
@@ -188,7 +373,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             "json_output": json_output,
             "extra_create_args": dict(extra_create_args or {}),
         }
-        result = self._next(messages, args)
+        result = self._next(messages, args, cancellation_token)
         if isinstance(result.content, str):
             for chunk in _tokens(result.content):
                 if cancellation_token is not None and cancellation_token.is_cancelled():
@@ -211,8 +396,11 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def count_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
-        """Count whitespace-separated words of the messages (a stand-in for tokens)."""
-        return sum(len(_message_text(message).split()) for message in messages)
+        """Count whitespace-separated words of the messages (a stand-in for tokens).
+
+        Messages a recorded request already counted are not counted again.
+        """
+        return self._requests.count(messages)
 
     def remaining_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
