@@ -413,3 +413,14 @@ async def test_background_process_without_the_pipe_is_not_waited_for(tmp_path: P
     daemon = int((tmp_path / "daemon.pid").read_text())
     assert alive(daemon)
     os.kill(daemon, 9)
+
+
+def test_closing_fence_on_the_last_code_line_closes_the_block() -> None:
+    # AutoGen extracts these (issue 16.2); models write them often.
+    assert extract_markdown_code_blocks("```python\nprint(1)```") == [py("print(1)")]
+    text = "Try:\n```sh\necho a\necho b```\nthen\n```python\nx = 2\n```\n"
+    assert extract_markdown_code_blocks(text) == [sh("echo a\necho b"), py("x = 2")]
+    # Backticks inside a line are code, and a shorter run does not close the block.
+    assert extract_markdown_code_blocks("````python\nprint('```')\nx```\n````") == [
+        py("print('```')\nx```")
+    ]
