@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ActivationConflictError",
+    "ArgumentTypeError",
     "CheckpointError",
     "ConditionSerializationError",
     "CycleWithoutExitError",
@@ -48,6 +49,8 @@ __all__ = [
     "EmptyGraphError",
     "FlowlibError",
     "GraphError",
+    "InvalidArgumentError",
+    "InvalidConditionError",
     "NoStartNodeError",
     "NodeExecutionError",
     "ParticipantMismatchError",
@@ -158,3 +161,33 @@ class CheckpointArgumentError(CheckpointError, ValueError):
 
 
 __all__ += ["CheckpointArgumentError"]
+
+# --- Argument checks (harden) -------------------------------------------------------------
+
+
+class InvalidArgumentError(FlowlibError, ValueError):
+    """An argument has the right type but a value flowlib cannot use.
+
+    Attributes:
+        argument: The name of the offending argument (``"participants[0]"``, ``"task"``).
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+class ArgumentTypeError(FlowlibError, TypeError):
+    """An argument is of a type flowlib does not accept (``except TypeError`` catches it).
+
+    Attributes:
+        argument: The name of the offending argument.
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+class InvalidConditionError(GraphError):
+    """An edge condition cannot work: an ``async`` callable, or a regex that does not compile."""

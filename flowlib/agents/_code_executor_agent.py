@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from ..base import CancellationToken, Response
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
-from ..errors import StateError
+from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -28,6 +28,7 @@ from ..models import (
     ChatCompletionClient,
     CreateResult,
     LLMMessage,
+    ModelResponseError,
     SystemMessage,
     UserMessage,
 )
@@ -179,19 +180,22 @@ class CodeExecutorAgent(BaseChatAgent):
             )
         super().__init__(name, description)
         if not hasattr(code_executor, "execute_code_blocks"):
-            raise TypeError(
-                f"CodeExecutorAgent `{name}` needs a CodeExecutor (e.g. "
-                f"LocalCommandLineCodeExecutor()), not {type(code_executor).__name__}."
+            raise ArgumentTypeError(
+                f"CodeExecutorAgent `{name}`: `code_executor` must be a CodeExecutor (e.g. "
+                f"LocalCommandLineCodeExecutor()), not {type(code_executor).__name__}.",
+                argument="code_executor",
             )
         if not isinstance(max_retries_on_error, int) or max_retries_on_error < 0:
-            raise ValueError(
-                f"max_retries_on_error must be a non-negative integer, not "
-                f"{max_retries_on_error!r}."
+            raise InvalidArgumentError(
+                f"CodeExecutorAgent `{name}`: `max_retries_on_error` must be a non-negative "
+                f"integer, not {max_retries_on_error!r}.",
+                argument="max_retries_on_error",
             )
         if max_retries_on_error > 0 and model_client is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"CodeExecutorAgent `{name}`: max_retries_on_error={max_retries_on_error} needs "
-                "a model_client to rewrite the failing code; pass one, or leave retries at 0."
+                "a model_client to rewrite the failing code; pass one, or leave retries at 0.",
+                argument="max_retries_on_error",
             )
         self._code_executor = code_executor
         self._model_client = model_client
@@ -345,14 +349,14 @@ class CodeExecutorAgent(BaseChatAgent):
                     content=chunk, full_message_id=message_id, source=self.name
                 )
         if result is None:
-            raise RuntimeError(
+            raise ModelResponseError(
                 f"CodeExecutorAgent `{self.name}`: the model stream ended without a final result."
             )
         yield result
 
     def _text_of(self, completion: CreateResult) -> str:
         if not isinstance(completion.content, str):
-            raise RuntimeError(
+            raise ModelResponseError(
                 f"CodeExecutorAgent `{self.name}` offers the model no tools, yet the model "
                 "answered with tool calls; use a model that answers in text."
             )
@@ -405,9 +409,10 @@ class CodeExecutorAgent(BaseChatAgent):
             if inspect.isawaitable(decision):
                 decision = await decision
             if not isinstance(decision, ApprovalResponse):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"CodeExecutorAgent `{self.name}`: approval_func returned "
-                    f"{type(decision).__name__}; it must return an ApprovalResponse."
+                    f"{type(decision).__name__}; it must return an ApprovalResponse.",
+                    argument="approval_func",
                 )
             if not decision.approved:
                 denied = f"Code execution was not approved. Reason: {decision.reason}"

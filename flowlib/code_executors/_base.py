@@ -92,14 +92,17 @@ class CodeExecutor(ABC):
 # else the info string holds (ignored). The closing fence must be as long or longer.
 _OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,})[ \t]*(?P<lang>[^\s`]*)[^`\n]*$")
 _CLOSE = re.compile(r"^[ \t]*(?P<fence>`{3,})[ \t]*$")
+# A closing fence glued to the last code line (``print(1)```), as models often write.
+_GLUED_CLOSE = re.compile(r"^(?P<code>.*[^`\s].*?)(?P<fence>`{3,})[ \t]*$")
 
 
 def extract_markdown_code_blocks(markdown_text: str) -> list[CodeBlock]:
     """Find the fenced code blocks (```` ```lang ... ``` ````) in markdown text.
 
     Fences must start their lines (indentation is allowed); the language is the first
-    word of the info string, empty if there is none. A block that is never closed is
-    left out, so half-written code is never run.
+    word of the info string, empty if there is none. A closing fence may also end the
+    last code line (```` print(1)``` ````). A block that is never closed is left out, so
+    half-written code is never run.
 
     Args:
         markdown_text: The text to search, e.g. a model answer.
@@ -125,6 +128,11 @@ def extract_markdown_code_blocks(markdown_text: str) -> list[CodeBlock]:
         if closing is not None and len(closing["fence"]) >= len(fence):
             blocks.append(CodeBlock(code="\n".join(body), language=language))
             fence = None
-        else:
-            body.append(line)
+            continue
+        glued = _GLUED_CLOSE.match(line)
+        if glued is not None and len(glued["fence"]) >= len(fence):
+            blocks.append(CodeBlock(code="\n".join([*body, glued["code"]]), language=language))
+            fence = None
+            continue
+        body.append(line)
     return blocks

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from ._base import CodeExecutor, CommandLineCodeResult
+from ._output import CappedOutput
+from ._processes import kill_group, kill_pipe_holders
 from ._types import CodeBlock
 
 __all__ = ["LocalCommandLineCodeExecutor"]
@@ -26,7 +29,11 @@ TIMEOUT_EXIT_CODE = 124
 _PYTHON = frozenset({"python", "py", "python3"})
 _SHELL = frozenset({"bash", "sh", "shell"})
 _EXTENSION = {**dict.fromkeys(_PYTHON, "py"), **dict.fromkeys(_SHELL, "sh")}
-_DRAIN_SECONDS = 5.0  # how long to wait for output still buffered after a kill
+DEFAULT_MAX_OUTPUT_BYTES = 1_048_576
+"""Output kept per execution by default (1 MiB); the rest is left out with a note."""
+
+_DRAIN_SECONDS = 2.0  # how long to wait for output still buffered after a kill
+_LEFTOVER_SECONDS = 0.5  # how long background processes may hold the output after the script
 
 
 class LocalCommandLineCodeExecutor(CodeExecutor):
@@ -36,10 +43,16 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     shell blocks (``sh``, ``bash``, ``shell``) run with ``bash`` (``sh`` if there is no
     bash). Blocks run one after another in ``work_dir``; the first failing block stops
     the rest. Output is stdout and stderr interleaved as written, concatenated over the
-    blocks.
+    blocks. Every execution writes its own file, so identical blocks run at once do not
+    clash.
 
-    The code runs with your user's rights on this machine: only run code you trust, or
-    review it first (``CodeExecutorAgent(approval_func=...)``).
+    The code runs with your user's rights on this machine: this is not a sandbox (see
+    ``docs/security.md``). Only run code you trust, or review it first
+    (``CodeExecutorAgent(approval_func=...)``).
+
+    When a block ends (or is stopped by the timeout or a cancellation), the processes it
+    started that still hold its output are killed too, including ones that left its
+    process group with ``setsid``.
 
     Args:
         timeout: Seconds each block may run. A block that runs longer is killed (with
@@ -47,9 +60,13 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         work_dir: Where code files are written and run; created if missing. ``None``
             uses a new temporary directory, removed by :meth:`stop`.
         cleanup_temp_files: Delete each code file after it ran.
+        max_output_bytes: Output kept per block. Beyond it, the first and last halves
+            are kept and a note in between says how many bytes were left out; the rest
+            is read and dropped as it arrives, so memory does not grow with the output.
 
     Raises:
-        ValueError: If ``timeout`` is not positive.
+        InvalidArgumentError: If ``timeout`` or ``max_output_bytes`` is not positive
+            (also a ``ValueError``).
 
     Example:
         >>> import asyncio
@@ -73,10 +90,31 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         timeout: float = 60,
         work_dir: str | Path | None = None,
         cleanup_temp_files: bool = True,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     ) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise ArgumentTypeError(
+                f"`timeout` must be a number of seconds, not {type(timeout).__name__}.",
+                argument="timeout",
+            )
         if not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}.")
+            raise InvalidArgumentError(
+                f"`timeout` must be a positive number of seconds, not {timeout!r}.",
+                argument="timeout",
+            )
+        if isinstance(max_output_bytes, bool) or not isinstance(max_output_bytes, int):
+            raise ArgumentTypeError(
+                "`max_output_bytes` must be an int (bytes), "
+                f"not {type(max_output_bytes).__name__}.",
+                argument="max_output_bytes",
+            )
+        if max_output_bytes <= 0:
+            raise InvalidArgumentError(
+                f"`max_output_bytes` must be positive, not {max_output_bytes!r}.",
+                argument="max_output_bytes",
+            )
         self._timeout = timeout
+        self._max_output_bytes = max_output_bytes
         self._cleanup_temp_files = cleanup_temp_files
         self._given_work_dir = Path(work_dir) if work_dir is not None else None
         self._temp_dir: Path | None = None
@@ -87,6 +125,11 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     def timeout(self) -> float:
         """Seconds each block may run."""
         return self._timeout
+
+    @property
+    def max_output_bytes(self) -> int:
+        """Output bytes kept per block (the rest is left out with a note)."""
+        return self._max_output_bytes
 
     @property
     def work_dir(self) -> Path:
@@ -108,7 +151,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     async def stop(self) -> None:
         """Kill code still running and remove the temporary work directory, if one was made."""
         for process in list(self._running):
-            _kill_group(process)
+            kill_group(process.pid)
         if self._remove_temp_dir is not None:
             self._remove_temp_dir()
             self._remove_temp_dir = None
@@ -164,10 +207,15 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         )
 
     def _write(self, code: str, extension: str) -> Path:
-        digest = hashlib.sha256(code.encode("utf-8")).hexdigest()[:16]
-        path = self.work_dir / f"tmp_code_{digest}.{extension}"
-        path.write_text(code if code.endswith("\n") else code + "\n", encoding="utf-8")
-        return path
+        # The hash keeps names readable and stable in logs; the random part makes every
+        # execution's file its own, so identical blocks run at once never share a file.
+        digest = hashlib.sha256(code.encode("utf-8")).hexdigest()[:12]
+        handle, name = tempfile.mkstemp(
+            prefix=f"tmp_code_{digest}_", suffix=f".{extension}", dir=self.work_dir
+        )
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(code if code.endswith("\n") else code + "\n")
+        return Path(name)
 
     @staticmethod
     def _command(language: str, path: Path) -> list[str]:
@@ -180,92 +228,139 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         """Run one command in ``work_dir``; return its exit code and output."""
         if token.is_cancelled():
             raise asyncio.CancelledError()
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=self.work_dir,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            # Its own process group, so a kill also reaches what the script started.
-            start_new_session=os.name == "posix",
-        )
+        # Our own pipe (not asyncio's PIPE): its inode finds every process that still
+        # holds the write end, wherever it moved (``setsid``, double fork).
+        read_fd, write_fd = os.pipe()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                cwd=self.work_dir,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=asyncio.subprocess.STDOUT,
+                # Its own process group, so a kill also reaches what the script started.
+                start_new_session=os.name == "posix",
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
         self._running.add(process)
-        buffer = bytearray()
-        collecting = asyncio.ensure_future(_collect(process, buffer))
-        token.add_callback(collecting.cancel)
+        output = CappedOutput(self._max_output_bytes)
+        pipe = _Pipe(read_fd)
+        reading = asyncio.ensure_future(pipe.read_into(output))
+        exiting = asyncio.ensure_future(process.wait())
+        cancelled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def on_cancel() -> None:
+            if not cancelled.done():
+                cancelled.set_result(None)
+
+        token.add_callback(on_cancel)
         timed_out = False
+        left_running = False
         try:
             try:
-                await asyncio.wait_for(asyncio.shield(collecting), self._timeout)
-            except asyncio.TimeoutError:
-                timed_out = True
+                first: set[asyncio.Future[Any]] = {exiting, cancelled}
+                done, _ = await asyncio.wait(
+                    first, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+                if cancelled in done:
+                    raise asyncio.CancelledError()
+                if exiting not in done:
+                    timed_out = True
+                    await asyncio.shield(_stop(process, pipe, reading))
+                else:
+                    # The script is done; what it left running in the background may
+                    # still hold the output open. Give it a moment, then stop it.
+                    done, _ = await asyncio.wait(
+                        {reading, cancelled},
+                        timeout=_LEFTOVER_SECONDS,
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    if cancelled in done:
+                        raise asyncio.CancelledError()
+                    if reading not in done:
+                        left_running = True
+                        await asyncio.shield(_stop(process, pipe, reading))
+                    elif not reading.cancelled():
+                        reading.result()  # a reader error is a real error
             except asyncio.CancelledError:
-                collecting.cancel()
-                await asyncio.shield(_finish(process, collecting))
+                await asyncio.shield(_stop(process, pipe, reading))
                 raise
-            if timed_out:
-                await asyncio.shield(_finish(process, collecting))
         finally:
-            token.remove_callback(collecting.cancel)
+            token.remove_callback(on_cancel)
             self._running.discard(process)
-        output = buffer.decode("utf-8", errors="replace")
+            exiting.cancel()
+            reading.cancel()
+            pipe.close()
+        text = output.text()
         if timed_out:
-            if output and not output.endswith("\n"):
-                output += "\n"
-            output += f"Timeout: the code ran past the {self._timeout:g} s limit and was stopped.\n"
-            return TIMEOUT_EXIT_CODE, output
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += f"Timeout: the code ran past the {self._timeout:g} s limit and was stopped.\n"
+            return TIMEOUT_EXIT_CODE, text
+        if left_running:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += "Note: processes the code left running in the background were stopped.\n"
         assert process.returncode is not None
-        return process.returncode, output
+        return process.returncode, text
 
 
-async def _collect(process: asyncio.subprocess.Process, buffer: bytearray) -> None:
-    """Read the process's output to its end, then wait for it to exit."""
-    stream = process.stdout
-    assert stream is not None
-    while chunk := await stream.read(65536):
-        buffer.extend(chunk)
-    await process.wait()
+class _Pipe:
+    """The read end of a child's output pipe, read through the event loop."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.inode = os.fstat(fd).st_ino
+        self._transport: asyncio.ReadTransport | None = None
+        self._closed = False
+
+    async def read_into(self, output: CappedOutput) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(loop=loop)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+            os.fdopen(self.fd, "rb", buffering=0, closefd=True),
+        )
+        self._transport = transport
+        if self._closed:  # closed while connecting
+            transport.close()
+            return
+        while chunk := await reader.read(65536):
+            output.feed(chunk)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._transport is not None:
+            self._transport.close()
+        else:
+            # Never handed to the loop: close the descriptor ourselves.
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
 
 
-async def _finish(process: asyncio.subprocess.Process, collecting: asyncio.Future[None]) -> None:
-    """Kill the process group, drain what is left of its output, and reap it.
-
-    Draining matters: the pipe (and with it the subprocess transport) only closes once
-    its end of file has been read.
-    """
-    _kill_group(process)
-    if not collecting.done():
-        # Give the reader the output written before the kill, but never wait forever.
-        done, _ = await asyncio.wait({collecting}, timeout=_DRAIN_SECONDS)
+async def _stop(
+    process: asyncio.subprocess.Process, pipe: _Pipe, reading: asyncio.Future[None]
+) -> None:
+    """Kill the script, its process group and every process holding its output; then
+    give the reader the output written before the kill, but never wait for long."""
+    kill_group(process.pid)
+    kill_pipe_holders(pipe.inode)
+    if not reading.done():
+        done, _ = await asyncio.wait({reading}, timeout=_DRAIN_SECONDS)
         if not done:
-            collecting.cancel()
-    if collecting.done() and not collecting.cancelled():
-        collecting.exception()  # mark a reader error as retrieved; the kill explains it
-    stream = process.stdout
-    assert stream is not None
-    try:
-        await asyncio.wait_for(_discard(stream), _DRAIN_SECONDS)
+            reading.cancel()
+    if reading.done() and not reading.cancelled():
+        reading.exception()  # mark a reader error as retrieved; the kill explains it
+    # A process that ignores SIGKILL (uninterruptible sleep) is not waited for forever.
+    with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(process.wait(), _DRAIN_SECONDS)
-    except asyncio.TimeoutError:  # pragma: no cover - a grandchild left the group
-        pass
-
-
-async def _discard(stream: asyncio.StreamReader) -> None:
-    while await stream.read(65536):
-        pass
 
 
 def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is not None:
-        return
-    try:
-        if os.name == "posix":
-            os.killpg(process.pid, signal.SIGKILL)
-        else:  # pragma: no cover - not exercised on POSIX CI
-            process.kill()
-    except ProcessLookupError:
-        pass

@@ -10,14 +10,14 @@ them. New kinds register themselves by subclassing :class:`EdgeCondition` with a
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Mapping
-from functools import cached_property
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from ..errors import ConditionSerializationError
+from ..errors import ArgumentTypeError, ConditionSerializationError, InvalidConditionError
 from ..messages import BaseChatMessage, HandoffMessage
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "IsHandoff",
     "Not",
     "Regex",
+    "check_condition",
     "condition_from_data",
     "describe_condition",
 ]
@@ -82,13 +83,22 @@ class Regex(EdgeCondition):
     kind: Literal["regex"] = "regex"
     pattern: str
     ignore_case: bool = False
+    # A private attribute, not a cached_property: an extra key in the instance dict
+    # made pydantic dump the condition as a bare EdgeCondition, losing the pattern.
+    _regex: re.Pattern[str] | None = PrivateAttr(default=None)
 
-    @cached_property
-    def _compiled(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern (compiled once).
+
+        Raises:
+            re.error: If the pattern does not compile (build checks it first).
+        """
+        if self._regex is None:
+            self._regex = re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+        return self._regex
 
     def check(self, message: BaseChatMessage) -> bool:
-        return self._compiled.search(message.to_model_text()) is not None
+        return self.compiled().search(message.to_model_text()) is not None
 
     def label(self) -> str:
         return f"/{self.pattern}/" + ("i" if self.ignore_case else "")
@@ -192,9 +202,10 @@ def as_condition(data: Any) -> EdgeCondition:
         return Contains(text=data)
     if isinstance(data, Mapping):
         return condition_from_data(data)
-    raise TypeError(
+    raise ArgumentTypeError(
         f"A nested edge condition must be a condition object or a string, "
-        f"not {type(data).__name__}."
+        f"not {type(data).__name__}.",
+        argument="condition",
     )
 
 
@@ -216,6 +227,61 @@ def condition_from_data(
             "kind by subclassing flowlib.graph.EdgeCondition before loading."
         )
     return EdgeCondition.registry[kind].model_validate(dict(data))
+
+
+def check_condition(condition: object, *, source: str, target: str) -> None:
+    """Reject, at build time, a condition that could never work on edge ``source -> target``.
+
+    A condition is ``None``, a string, an :class:`EdgeCondition` or a plain (sync)
+    callable on the message. Conditions are checked synchronously once per completion,
+    so an ``async def`` callable is rejected: its coroutine would always count as true.
+    Every :class:`Regex`, also inside ``Not``/``AnyOf``/``AllOf``, must compile.
+
+    Raises:
+        InvalidConditionError: An ``async`` callable or a regex that does not compile
+            (also a ``ValueError``); the message names the edge.
+        ArgumentTypeError: A value that is no condition at all (also a ``TypeError``).
+    """
+    if condition is None or isinstance(condition, str):
+        return
+    edge = f"`{source} -> {target}`"
+    if isinstance(condition, EdgeCondition):
+        pending: list[Any] = [condition]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, Regex):
+                try:
+                    item.compiled()
+                except re.error as error:
+                    raise InvalidConditionError(
+                        f"Edge {edge}: the regex condition {item.pattern!r} does not compile "
+                        f"({error}); fix the pattern (use re.escape() for literal text).",
+                        edges=[(source, target)],
+                    ) from None
+            elif isinstance(item, Not):
+                pending.append(as_condition(item.condition))
+            elif isinstance(item, (AnyOf, AllOf)):
+                pending.extend(as_condition(c) for c in item.conditions)
+        return
+    if not callable(condition):
+        raise ArgumentTypeError(
+            f"Edge {edge}: `condition` must be None, a string, a condition object "
+            f"(flowlib.graph.Contains, Regex, ...) or a function of the message, not "
+            f"{type(condition).__name__}.",
+            argument="condition",
+        )
+    # An instance whose class defines ``async def __call__`` is async too.
+    call = inspect.getattr_static(type(condition), "__call__", None)
+    if any(
+        inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f) for f in (condition, call)
+    ):
+        name = getattr(condition, "__name__", type(condition).__name__)
+        raise InvalidConditionError(
+            f"Edge {edge}: the condition `{name}` is async, but edge conditions are checked "
+            "synchronously (its coroutine would always count as true). Use a plain `def` "
+            "that returns a bool; do async work in the source node instead.",
+            edges=[(source, target)],
+        )
 
 
 def describe_condition(condition: Any) -> str:

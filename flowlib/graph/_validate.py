@@ -33,6 +33,7 @@ from ..errors import (
     UnknownNodeError,
     UnreachableNodeError,
 )
+from ._conditions import check_condition
 from ._model import DiGraph, DiGraphEdge
 
 __all__ = ["GraphAnalysis", "analyse", "check_cycles_have_exits", "validate_graph"]
@@ -125,6 +126,10 @@ def _analyse(graph: DiGraph) -> GraphAnalysis:
                 f"Nodes: {_names(names)}.",
                 nodes=[edge.target],
                 edges=[(source, edge.target)],
+            )
+        if edge.condition is not None or edge.condition_function is not None:
+            check_condition(
+                edge.condition_function or edge.condition, source=source, target=edge.target
             )
         sources.append(index[source])
         targets.append(target)

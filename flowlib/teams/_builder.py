@@ -7,8 +7,9 @@ from typing import Literal
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team
-from ..errors import DuplicateNodeError, UnknownNodeError
+from ..errors import ArgumentTypeError, DuplicateNodeError, InvalidArgumentError, UnknownNodeError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, EdgeCondition, NodeKind
+from ..graph._conditions import check_condition
 from ..messages import BaseChatMessage
 
 __all__ = ["DiGraphBuilder", "GraphParticipant"]
@@ -16,6 +17,17 @@ __all__ = ["DiGraphBuilder", "GraphParticipant"]
 GraphParticipant = ChatAgent | Team
 NodeRef = str | ChatAgent | Team | NodeFunction
 Condition = str | EdgeCondition | Callable[[BaseChatMessage], bool] | None
+_NODE_KINDS = ("agent", "team", "router", "function")
+
+
+def _check_activation(value: object, argument: str, *, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if value not in ("all", "any") or not isinstance(value, str):
+        allowed = '"all", "any" or None' if optional else '"all" or "any"'
+        raise InvalidArgumentError(
+            f"`{argument}` must be {allowed}, not {value!r}.", argument=argument
+        )
 
 
 class DiGraphBuilder:
@@ -75,7 +87,21 @@ class DiGraphBuilder:
 
         Raises:
             DuplicateNodeError: If a node of that name exists.
+            InvalidArgumentError: If ``activation`` or ``kind`` is not one of its values.
+            ArgumentTypeError: If ``agent`` is neither an agent, a team nor a function.
         """
+        _check_activation(activation, "activation")
+        if kind is not None and kind not in _NODE_KINDS:
+            raise InvalidArgumentError(
+                f"`kind` must be one of {', '.join(_NODE_KINDS)} or None, not {kind!r}.",
+                argument="kind",
+            )
+        if not isinstance(agent, (ChatAgent, Team)) and not callable(agent):
+            raise ArgumentTypeError(
+                "`agent` must be a ChatAgent, a Team or a function of the messages, not "
+                f"{type(agent).__name__}.",
+                argument="agent",
+            )
         participant: GraphParticipant
         node_kind: NodeKind
         if isinstance(agent, Team):
@@ -87,9 +113,10 @@ class DiGraphBuilder:
         else:
             participant, node_kind = FunctionAgent(agent, name=name), "function"
         if name is not None and participant.name != name:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"`name={name!r}` only applies to function nodes; the node's name is the "
-                f"agent's or team's own name, `{participant.name}`."
+                f"agent's or team's own name, `{participant.name}`.",
+                argument="name",
             )
         if participant.name in self.nodes:
             raise DuplicateNodeError(
@@ -128,9 +155,25 @@ class DiGraphBuilder:
 
         Raises:
             UnknownNodeError: If ``source`` or ``target`` has not been added.
+            InvalidConditionError: If ``condition`` is an ``async`` callable (conditions
+                are checked synchronously) or a :class:`~flowlib.graph.Regex` that does not
+                compile; the message names the edge.
+            InvalidArgumentError: If ``activation_condition`` is not ``"all"``, ``"any"``
+                or ``None``.
+            ArgumentTypeError: If ``condition``, ``activation_group`` or ``label`` has the
+                wrong type.
         """
         source_name = self._name_of(source, "edge source")
         target_name = self._name_of(target, "edge target")
+        check_condition(condition, source=source_name, target=target_name)
+        _check_activation(activation_condition, "activation_condition", optional=True)
+        for argument, value in (("activation_group", activation_group), ("label", label)):
+            if value is not None and not isinstance(value, str):
+                raise ArgumentTypeError(
+                    f"Edge `{source_name} -> {target_name}`: `{argument}` must be a string "
+                    f"or None, not {type(value).__name__}.",
+                    argument=argument,
+                )
         edge = DiGraphEdge(
             target=target_name,
             condition=condition,
@@ -154,6 +197,12 @@ class DiGraphBuilder:
         Raises:
             UnknownNodeError: If a node has not been added.
         """
+        if not isinstance(condition_to_target, Mapping):
+            raise ArgumentTypeError(
+                "`condition_to_target` must be a mapping {keyword: target}, not "
+                f"{type(condition_to_target).__name__}.",
+                argument="condition_to_target",
+            )
         for keyword, target in condition_to_target.items():
             self.add_edge(source, target, condition=keyword)
         return self

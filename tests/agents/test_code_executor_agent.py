@@ -228,7 +228,7 @@ def test_defaults_and_validation(executor: LocalCommandLineCodeExecutor) -> None
         CodeExecutorAgent("ce", code_executor=executor, max_retries_on_error=2)
     with pytest.raises(ValueError, match="non-negative"):
         CodeExecutorAgent("ce", code_executor=executor, model_client=model, max_retries_on_error=-1)
-    with pytest.raises(TypeError, match="needs a CodeExecutor"):
+    with pytest.raises(TypeError, match="`code_executor` must be a CodeExecutor"):
         CodeExecutorAgent("ce", code_executor=object())  # type: ignore[arg-type]
 
 
@@ -400,3 +400,23 @@ async def test_state_and_reset(executor: LocalCommandLineCodeExecutor) -> None:
     assert await context.get_messages() == []
     with pytest.raises(ValueError, match="cannot load a state"):
         await fresh.load_state({"type": "Other"})
+
+
+async def test_closing_fence_on_the_last_code_line_runs(
+    executor: LocalCommandLineCodeExecutor,
+) -> None:
+    # Issue 16.2: ```` print(1)``` ```` is extracted, announced and run.
+    model = ReplayChatCompletionClient(["Sure.\n```python\nprint('glued')```", "Done."])
+    agent = CodeExecutorAgent("coder", code_executor=executor, model_client=model)
+    result = await asyncio.wait_for(agent.run(task="print glued"), GUARD)
+    generation, execution = result.messages[1], result.messages[2]
+    assert isinstance(generation, CodeGenerationEvent)
+    assert generation.code_blocks == [CodeBlock(code="print('glued')", language="python")]
+    assert isinstance(execution, CodeExecutionEvent)
+    assert execution.result.output == "glued\n"
+    assert (
+        await reply_to(
+            CodeExecutorAgent("terminal", code_executor=executor), "```sh\necho terminal```"
+        )
+        == "terminal\n"
+    )

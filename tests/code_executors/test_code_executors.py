@@ -290,3 +290,137 @@ def test_command_line_result_is_a_code_result_and_round_trips_in_events() -> Non
     loaded = MessageFactory().create(event.dump())
     assert isinstance(loaded, CodeExecutionEvent)
     assert loaded.result.output == "hi\n" and loaded.to_text() == "hi\n"
+
+
+# --- faults and hostile code (issue 11.3) ---------------------------------------------------
+
+
+async def test_identical_blocks_run_at_once_each_get_their_own_file(tmp_path: Path) -> None:
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, cleanup_temp_files=False)
+    block = sh("sleep 0.2\necho same")
+    results = await asyncio.gather(*(run_blocks(executor, block) for _ in range(8)))
+    assert [(r.exit_code, r.output) for r in results] == [(0, "same\n")] * 8
+    files = {r.code_file for r in results}
+    assert len(files) == 8 and all(
+        Path(str(f)).read_text() == "sleep 0.2\necho same\n" for f in files
+    )
+
+
+async def test_identical_blocks_with_cleanup_do_not_clash(tmp_path: Path) -> None:
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path)
+    block = py("import time\ntime.sleep(0.1)\nprint('ok')")
+    results = await asyncio.gather(*(run_blocks(executor, block) for _ in range(8)))
+    assert [(r.exit_code, r.output) for r in results] == [(0, "ok\n")] * 8
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_output_past_the_cap_is_cut_with_a_note(tmp_path: Path) -> None:
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, max_output_bytes=1000)
+    code = "print('first line')\nprint('x' * 100_000)\nprint('last line')"
+    result = await run_blocks(executor, py(code))
+    assert result.exit_code == 0
+    assert result.output.startswith("first line\n")
+    assert result.output.endswith("x" * 400 + "\nlast line\n")
+    dropped = len("first line\n") + 100_001 + len("last line\n") - 1000
+    assert f"\n[... {dropped} bytes of output left out: the limit is 1000 bytes" in result.output
+    assert len(result.output.encode()) < 1000 + 200
+
+
+async def test_memory_does_not_grow_with_the_output(tmp_path: Path) -> None:
+    # 40 MB printed, 64 KiB kept: the bytes Python allocated while reading stay near the
+    # cap (tracemalloc counts every bytes/bytearray the reader made), far below the output.
+    import tracemalloc
+
+    cap = 65536
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, max_output_bytes=cap)
+    code = "import sys\nchunk = 'y' * 65536\nfor _ in range(640):\n    sys.stdout.write(chunk)\n"
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        result = await run_blocks(executor, py(code))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 0
+    assert f"{640 * 65536 - cap} bytes of output left out" in result.output
+    assert peak < 2_000_000, peak
+
+
+def test_max_output_bytes_must_be_a_positive_int() -> None:
+    from flowlib.errors import ArgumentTypeError, FlowlibError, InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="`max_output_bytes` must be positive"):
+        LocalCommandLineCodeExecutor(max_output_bytes=0)
+    with pytest.raises(ArgumentTypeError, match="`max_output_bytes` must be an int"):
+        LocalCommandLineCodeExecutor(max_output_bytes="10")  # type: ignore[arg-type]
+    with pytest.raises(FlowlibError, match="`timeout` must be a number"):
+        LocalCommandLineCodeExecutor(timeout="5")  # type: ignore[arg-type]
+    assert LocalCommandLineCodeExecutor().max_output_bytes == 1_048_576
+
+
+async def wait_dead(pid: int) -> bool:
+    for _ in range(100):
+        if not alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_timeout_holds_when_a_setsid_grandchild_keeps_the_pipe_open(tmp_path: Path) -> None:
+    # `setsid` moves the grandchild out of the script's process group (so a group kill
+    # misses it) while it still holds the output pipe (so reading never ends by itself).
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=0.5)
+    code = "setsid sleep 90 &\necho $! > grandchild.pid\necho started\nsleep 90\n"
+    result = await run_blocks(executor, sh(code))
+    assert result.exit_code == 124
+    assert result.output.startswith("started\n")
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    assert await wait_dead(grandchild)
+
+
+async def test_script_that_exits_but_leaves_a_setsid_grandchild_returns(tmp_path: Path) -> None:
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=60)
+    code = "setsid sleep 90 &\necho $! > grandchild.pid\necho done\n"
+    result = await run_blocks(executor, sh(code))
+    assert result.exit_code == 0
+    assert result.output == (
+        "done\nNote: processes the code left running in the background were stopped.\n"
+    )
+    assert await wait_dead(int((tmp_path / "grandchild.pid").read_text()))
+
+
+async def test_cancellation_also_kills_a_setsid_grandchild(tmp_path: Path) -> None:
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path)
+    token = CancellationToken()
+    code = "setsid sleep 90 &\necho $! > grandchild.pid\nsleep 90\n"
+    run = asyncio.ensure_future(executor.execute_code_blocks([sh(code)], token))
+    pid_file = tmp_path / "grandchild.pid"
+    while not (pid_file.exists() and pid_file.read_text()):
+        await asyncio.sleep(0.02)
+    token.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(run, 30)
+    assert await wait_dead(int(pid_file.read_text()))
+
+
+async def test_background_process_without_the_pipe_is_not_waited_for(tmp_path: Path) -> None:
+    # A daemon that let go of the output is not ours to wait for (nor to kill): the
+    # executor is not a sandbox (docs/security.md).
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path)
+    code = "setsid sleep 5 > /dev/null 2>&1 &\necho $! > daemon.pid\necho done\n"
+    result = await run_blocks(executor, sh(code))
+    assert (result.exit_code, result.output) == (0, "done\n")
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    assert alive(daemon)
+    os.kill(daemon, 9)
+
+
+def test_closing_fence_on_the_last_code_line_closes_the_block() -> None:
+    # AutoGen extracts these (issue 16.2); models write them often.
+    assert extract_markdown_code_blocks("```python\nprint(1)```") == [py("print(1)")]
+    text = "Try:\n```sh\necho a\necho b```\nthen\n```python\nx = 2\n```\n"
+    assert extract_markdown_code_blocks(text) == [sh("echo a\necho b"), py("x = 2")]
+    # Backticks inside a line are code, and a shorter run does not close the block.
+    assert extract_markdown_code_blocks("````python\nprint('```')\nx```\n````") == [
+        py("print('```')\nx```")
+    ]
