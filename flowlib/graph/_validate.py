@@ -1,9 +1,13 @@
-"""Build-time validation of a :class:`DiGraph`.
+"""Build-time validation of a :class:`DiGraph`, with networkx doing the graph analysis.
 
-One pass, linear in nodes + edges, no Python recursion. :func:`analyse` indexes the graph
-once (names, edge targets, strongly connected components, the effective activation group
-of every edge); :func:`validate_graph` runs every rule on that analysis and returns it, so
-the executor's plan is compiled from the same pass.
+One pass, linear in nodes + edges, no Python recursion and no process-wide side effects.
+:func:`analyse` indexes the graph once (names, edge targets, the effective activation
+group of every edge) and hands the structure to networkx on a ``networkx.DiGraph`` view
+of the IR (node numbers, insertion order): a topological sort recognises a DAG, strongly
+connected components find the loops, a breadth-first search from the start nodes finds
+what is reachable, and ``find_cycle`` shows one loop without a conditional edge.
+:func:`validate_graph` runs every rule on that analysis and returns it, so the
+executor's plan is compiled from the same pass.
 
 Rules, each a :class:`~flowlib.errors.GraphError` subclass whose message names the
 offending nodes or edges and says how to fix it:
@@ -13,16 +17,17 @@ offending nodes or edges and says how to fix it:
 - there is a start node, and every node is reachable from the start nodes;
 - every cycle has a conditional edge (equivalently, the unconditional edges form a DAG);
   one offending cycle is shown as ``a -> b -> a``;
-- the edges of one activation group agree on ``all``/``any``.
+- the edges of one activation group agree on ``all``/``any``;
+- a team whose graph loops has a termination condition or ``max_turns``
+  (:func:`check_loop_bounded`, applied when ``has_termination`` is given).
 """
 
 from __future__ import annotations
 
-import gc
-from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import networkx as nx
 
 from ..errors import (
     ActivationConflictError,
@@ -30,13 +35,21 @@ from ..errors import (
     EmptyGraphError,
     GraphError,
     NoStartNodeError,
+    UnboundedLoopError,
     UnknownNodeError,
     UnreachableNodeError,
 )
 from ._conditions import check_condition
 from ._model import DiGraph, DiGraphEdge
 
-__all__ = ["GraphAnalysis", "analyse", "check_cycles_have_exits", "validate_graph"]
+__all__ = [
+    "GraphAnalysis",
+    "analyse",
+    "check_cycles_have_exits",
+    "check_loop_bounded",
+    "index_view",
+    "validate_graph",
+]
 
 _SHOWN = 10  # how many names an error message lists before "and N more"
 
@@ -66,23 +79,11 @@ class GraphAnalysis:
         source, target = self.sources[edge_index], self.targets[edge_index]
         return self.scc[source] == self.scc[target] and self.scc[target] in self.cyclic
 
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while indexing a graph.
-
-    Indexing allocates a few containers per node; on a large graph each allocation burst
-    would trigger collections that walk every live object (the graph's own pydantic
-    models included), turning a linear pass into a much slower one. Nothing here creates
-    reference cycles, so pausing is safe; the previous state is restored.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    def looping_nodes(self) -> list[str]:
+        """The names of the nodes that lie on some cycle, in insertion order."""
+        return [
+            name for name, comp in zip(self.names, self.scc, strict=True) if comp in self.cyclic
+        ]
 
 
 def _names(items: Sequence[str]) -> str:
@@ -91,17 +92,46 @@ def _names(items: Sequence[str]) -> str:
     return shown + (f" and {extra} more" if extra > 0 else "")
 
 
+_NO_ATTRIBUTES: dict[str, object] = {}
+
+
+class _IndexView(nx.DiGraph):  # type: ignore[type-arg]
+    """A ``networkx.DiGraph`` whose nodes and edges carry no attributes.
+
+    They all share one empty attribute dict instead of one each, so a 100,000-node view
+    costs two small dicts per node (successors, predecessors). The view is only read.
+    """
+
+    def node_attr_dict_factory(self) -> dict[str, object]:
+        return _NO_ATTRIBUTES
+
+    def edge_attr_dict_factory(self) -> dict[str, object]:
+        return _NO_ATTRIBUTES
+
+
+def index_view(analysis: GraphAnalysis) -> nx.DiGraph[int]:
+    """A ``networkx.DiGraph`` view of the analysed IR on node numbers.
+
+    Node ``i`` is ``analysis.names[i]``; parallel edges are merged (the analysis keeps
+    them all) and carry no data. Nodes are added in insertion order, so traversals are
+    deterministic. Treat it as read-only.
+    """
+    view: nx.DiGraph[int] = _IndexView()
+    view.add_nodes_from(range(len(analysis.names)))
+    view.add_edges_from(zip(analysis.sources, analysis.targets, strict=True))
+    return view
+
+
 def analyse(graph: DiGraph) -> GraphAnalysis:
     """Index ``graph``: edges by number, components, default activation groups.
 
     Raises:
         EmptyGraphError, GraphError, UnknownNodeError: When the graph cannot be indexed.
     """
-    with _no_gc():
-        return _analyse(graph)
+    return _analyse(graph)[0]
 
 
-def _analyse(graph: DiGraph) -> GraphAnalysis:
+def _analyse(graph: DiGraph) -> tuple[GraphAnalysis, nx.DiGraph[int]]:
     if not graph.nodes:
         raise EmptyGraphError(
             "The graph has no nodes; add at least one with `DiGraphBuilder.add_node(agent)`."
@@ -135,6 +165,7 @@ def _analyse(graph: DiGraph) -> GraphAnalysis:
         targets.append(target)
         edges.append(edge)
 
+    view = index_view(analysis)
     if graph.default_start_node is not None:
         start = index.get(graph.default_start_node)
         if start is None:
@@ -145,122 +176,34 @@ def _analyse(graph: DiGraph) -> GraphAnalysis:
             )
         analysis.entry = [start]
     else:
-        has_parent = [False] * len(names)
-        for target in targets:
-            has_parent[target] = True
-        analysis.entry = [i for i, parented in enumerate(has_parent) if not parented]
+        analysis.entry = [node for node, degree in view.in_degree() if degree == 0]
 
-    analysis.scc = _components(len(names), sources, targets, analysis.cyclic)
+    analysis.scc = _components(view, analysis.cyclic)
     _assign_groups(graph, analysis)
-    return analysis
+    return analysis, view
 
 
-def _components(count: int, sources: list[int], targets: list[int], cyclic: set[int]) -> list[int]:
+def _components(view: nx.DiGraph[int], cyclic: set[int]) -> list[int]:
     """Strongly connected components; fills ``cyclic`` with the ids of looping ones.
 
-    A DAG (the common case) is recognised by a linear topological sort and needs no more.
-    Otherwise the nodes that cannot lie on a cycle are peeled off from both ends (no
-    unvisited predecessor, or no remaining successor), and the components of what is left
-    are found with an iterative Tarjan walk. Trivial components keep the node's own
-    number as id; looping components get ids from ``count`` up.
+    A DAG (the common case) is recognised by networkx's linear topological sort and
+    needs no more. Trivial components keep the node's own number as id; looping
+    components (two or more nodes, or a self-loop) get ids from the node count up.
     """
-    successors: list[list[int]] = [[] for _ in range(count)]
-    indegree = [0] * count
-    for source, target in zip(sources, targets, strict=True):
-        successors[source].append(target)
-        indegree[target] += 1
-    queue = deque(i for i in range(count) if indegree[i] == 0)
-    peeled = [False] * count
-    while queue:
-        node = queue.popleft()
-        peeled[node] = True
-        for nxt in successors[node]:
-            indegree[nxt] -= 1
-            if indegree[nxt] == 0:
-                queue.append(nxt)
+    count = view.number_of_nodes()
     component = list(range(count))
-    if all(peeled):
+    if nx.is_directed_acyclic_graph(view):
         return component
-
-    # Peel from the other end: a node with no successor left cannot be on a cycle.
-    outdegree = [0] * count
-    predecessors: list[list[int]] = [[] for _ in range(count)]
-    for source, target in zip(sources, targets, strict=True):
-        if not peeled[source] and not peeled[target]:
-            outdegree[source] += 1
-            predecessors[target].append(source)
-    queue = deque(i for i in range(count) if not peeled[i] and outdegree[i] == 0)
-    while queue:
-        node = queue.popleft()
-        peeled[node] = True
-        for previous in predecessors[node]:
-            outdegree[previous] -= 1
-            if outdegree[previous] == 0:
-                queue.append(previous)
-    core = [i for i in range(count) if not peeled[i]]
-    for number, members in enumerate(_tarjan(core, successors, peeled), start=count):
+    number = count
+    for members in nx.strongly_connected_components(view):
         if len(members) > 1:
             for member in members:
                 component[member] = number
             cyclic.add(number)
-    for source, target in zip(sources, targets, strict=True):
-        if source == target:
-            cyclic.add(component[source])
+            number += 1
+    for node, _ in nx.selfloop_edges(view):
+        cyclic.add(component[node])
     return component
-
-
-def _tarjan(nodes: list[int], successors: list[list[int]], skip: list[bool]) -> list[list[int]]:
-    """Tarjan's strongly connected components over ``nodes``, without recursion.
-
-    Successors marked in ``skip`` are ignored.
-    """
-    count = len(successors)
-    order = [-1] * count  # discovery number, -1 while unvisited
-    low = [0] * count
-    on_stack = [False] * count
-    stack: list[int] = []
-    found: list[list[int]] = []
-    counter = 0
-    for root in nodes:
-        if order[root] >= 0:
-            continue
-        order[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        work = [(root, 0)]
-        while work:
-            node, position = work[-1]
-            following = successors[node]
-            if position < len(following):
-                work[-1] = (node, position + 1)
-                nxt = following[position]
-                if skip[nxt]:
-                    continue
-                if order[nxt] < 0:
-                    order[nxt] = low[nxt] = counter
-                    counter += 1
-                    stack.append(nxt)
-                    on_stack[nxt] = True
-                    work.append((nxt, 0))
-                elif on_stack[nxt] and order[nxt] < low[node]:
-                    low[node] = order[nxt]
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                if low[node] < low[parent]:
-                    low[parent] = low[node]
-            if low[node] == order[node]:
-                members = []
-                while True:
-                    member = stack.pop()
-                    on_stack[member] = False
-                    members.append(member)
-                    if member == node:
-                        break
-                found.append(members)
-    return found
 
 
 def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
@@ -289,58 +232,52 @@ def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
 def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
     """Raise if some cycle has no conditional edge; show one such cycle.
 
+    A cycle without a conditional edge exists exactly when the unconditional edges inside
+    looping components do not form a DAG. The cycle shown runs through the
+    first-inserted node that lies on such a cycle and is shown from it.
+
     Raises:
         CycleWithoutExitError: Naming the cycle, e.g. ``a -> b -> a``.
     """
+    del graph  # the analysis holds everything; kept for the documented signature
     if not analysis.cyclic:
         return
-    names = analysis.names
-    # Unconditional edges inside looping components; a cycle without exit is a cycle of
-    # these, and it exists exactly when they do not form a DAG.
-    succ: dict[int, list[int]] = {}
-    pred: dict[int, list[int]] = {}
-    indegree: dict[int, int] = {}
-    for position, edge in enumerate(analysis.edges):
-        if edge.is_conditional:
-            continue
-        source, target = analysis.sources[position], analysis.targets[position]
-        if analysis.scc[source] != analysis.scc[target] or analysis.scc[source] not in (
-            analysis.cyclic
-        ):
-            continue
-        succ.setdefault(source, []).append(target)
-        pred.setdefault(target, []).append(source)
-        indegree[target] = indegree.get(target, 0) + 1
-        indegree.setdefault(source, 0)
-    queue = deque(node for node, degree in indegree.items() if degree == 0)
-    while queue:
-        node = queue.popleft()
-        for nxt in succ.get(node, ()):
-            indegree[nxt] -= 1
-            if indegree[nxt] == 0:
-                queue.append(nxt)
-    stuck = {node for node, degree in indegree.items() if degree > 0}
-    if not stuck:
+    scc, cyclic = analysis.scc, analysis.cyclic
+    plain: nx.DiGraph[int] = nx.DiGraph()
+    plain.add_edges_from(
+        (source, target)
+        for source, target, edge in zip(
+            analysis.sources, analysis.targets, analysis.edges, strict=True
+        )
+        if not edge.is_conditional and scc[source] == scc[target] and scc[source] in cyclic
+    )
+    if nx.is_directed_acyclic_graph(plain):
         return
-    # Every stuck node has a stuck predecessor: walk back until a node repeats.
-    walk: list[int] = []
-    position_of: dict[int, int] = {}
-    node = min(stuck)
-    while node not in position_of:
-        position_of[node] = len(walk)
-        walk.append(node)
-        node = next(p for p in pred[node] if p in stuck)
-    cycle = list(reversed(walk[position_of[node] :]))
-    first = cycle.index(min(cycle))  # show it from its first-inserted node
-    cycle = cycle[first:] + cycle[:first]
-    cycle_names = [names[n] for n in cycle]
+    looping = {node for node, _ in nx.selfloop_edges(plain)}
+    for members in nx.strongly_connected_components(plain):
+        if len(members) > 1:
+            looping |= members
+    first = min(looping)
+    if plain.has_edge(first, first):
+        cycle = [first]
+    else:
+        inside = plain.subgraph(
+            next(c for c in nx.strongly_connected_components(plain) if first in c)
+        )
+        after = min(inside.successors(first))
+        cycle = [first, *nx.shortest_path(inside, after, first)[:-1]]
+    _raise_cycle([analysis.names[n] for n in cycle])
+
+
+def _raise_cycle(cycle_names: list[str]) -> None:
     if len(cycle_names) <= 2 * _SHOWN:
         shown = " -> ".join([*cycle_names, cycle_names[0]])
     else:  # a long cycle: its start and end, and how many nodes lie between
         skipped = len(cycle_names) - 2 * _SHOWN
         head, tail = cycle_names[:_SHOWN], cycle_names[-_SHOWN:]
         shown = " -> ".join([*head, f"... {skipped} more ...", *tail, cycle_names[0]])
-    edges = [(cycle_names[i], cycle_names[(i + 1) % len(cycle)]) for i in range(len(cycle))]
+    count = len(cycle_names)
+    edges = [(cycle_names[i], cycle_names[(i + 1) % count]) for i in range(count)]
     raise CycleWithoutExitError(
         f"The cycle `{shown}` has no conditional edge, so once entered it never ends. Give "
         "one of its edges a condition (e.g. `add_edge(..., condition='APPROVE')`) and an "
@@ -350,11 +287,45 @@ def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
     )
 
 
+def check_loop_bounded(
+    analysis: GraphAnalysis,
+    *,
+    has_termination: bool,
+    max_turns: int | None,
+    team: str = "the team",
+) -> None:
+    """Raise if the graph loops but the team has neither a termination condition nor
+    ``max_turns``: a loop whose exit never matches would run forever.
+
+    Args:
+        analysis: The graph's analysis (from :func:`validate_graph` or :func:`analyse`).
+        has_termination: Whether the team has a termination condition.
+        max_turns: The team's turn limit, if any.
+        team: The team's name, for the message.
+
+    Raises:
+        UnboundedLoopError: Naming the looping nodes and the two ways to bound them.
+    """
+    if not analysis.has_cycles or has_termination or max_turns is not None:
+        return
+    looping = analysis.looping_nodes()
+    raise UnboundedLoopError(
+        f"The graph of `{team}` loops through {_names(looping)} but the team has neither a "
+        "termination_condition nor max_turns, so a loop whose exit never matches would run "
+        "forever. Pass e.g. `termination_condition=MaxMessageTermination(20)` or "
+        "`max_turns=50`.",
+        nodes=looping,
+    )
+
+
 def validate_graph(
     graph: DiGraph,
     *,
     allow_unconditional_cycles: bool | None = None,
     allow_unreachable: bool | None = None,
+    has_termination: bool | None = None,
+    max_turns: int | None = None,
+    team: str = "the team",
 ) -> GraphAnalysis:
     """Validate ``graph`` and return its analysis.
 
@@ -364,9 +335,15 @@ def validate_graph(
             loop is bounded by their termination condition, such as round-robin).
         allow_unreachable: Accept nodes unreachable from the start nodes (teams that can
             start a run at any node, such as a swarm resumed by a handoff task).
+        has_termination: For a team's graph: whether the team has a termination
+            condition. When given, a looping graph must be bounded by it or by
+            ``max_turns`` (:func:`check_loop_bounded`), except a round-robin ring, which
+            may be built without a bound and is checked when it runs.
+        max_turns: The team's turn limit (with ``has_termination``).
+        team: The team's name, for the unbounded-loop message.
 
-        Both default to what the graph's ``pattern`` needs: a round-robin ring may loop
-        without a conditional edge, and a swarm may start at any participant.
+        The first two default to what the graph's ``pattern`` needs: a round-robin ring
+        may loop without a conditional edge, and a swarm may start at any participant.
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.
@@ -375,14 +352,7 @@ def validate_graph(
         allow_unconditional_cycles = graph.pattern == "round_robin"
     if allow_unreachable is None:
         allow_unreachable = graph.pattern == "swarm"
-    with _no_gc():
-        return _validate(graph, allow_unconditional_cycles, allow_unreachable)
-
-
-def _validate(
-    graph: DiGraph, allow_unconditional_cycles: bool, allow_unreachable: bool
-) -> GraphAnalysis:
-    analysis = _analyse(graph)
+    analysis, view = _analyse(graph)
     names = analysis.names
     if not analysis.entry:
         raise NoStartNodeError(
@@ -391,50 +361,57 @@ def _validate(
             nodes=names[:_SHOWN],
         )
 
-    successors: list[list[int]] = [[] for _ in names]
-    for source, target in zip(analysis.sources, analysis.targets, strict=True):
-        successors[source].append(target)
-    reached = [False] * len(names)
-    queue = deque(analysis.entry)
-    for start in analysis.entry:
-        reached[start] = True
-    while queue:
-        node = queue.popleft()
-        for nxt in successors[node]:
-            if not reached[nxt]:
-                reached[nxt] = True
-                queue.append(nxt)
-    unreachable = [names[i] for i, ok in enumerate(reached) if not ok]
-    if unreachable and not allow_unreachable:
-        starts = _names([names[i] for i in analysis.entry])
-        raise UnreachableNodeError(
-            f"Nodes {_names(unreachable)} cannot be reached from the start node(s) {starts}; "
-            "add an edge into them or remove them.",
-            nodes=unreachable,
-        )
+    if not allow_unreachable:
+        reached = [False] * len(names)
+        for layer in nx.bfs_layers(view, analysis.entry):
+            for node in layer:
+                reached[node] = True
+        unreachable = [names[i] for i, ok in enumerate(reached) if not ok]
+        if unreachable:
+            starts = _names([names[i] for i in analysis.entry])
+            raise UnreachableNodeError(
+                f"Nodes {_names(unreachable)} cannot be reached from the start node(s) "
+                f"{starts}; add an edge into them or remove them.",
+                nodes=unreachable,
+            )
 
     if not allow_unconditional_cycles:
         check_cycles_have_exits(graph, analysis)
-
-    conditions: dict[tuple[int, str], dict[str, list[int]]] = {}
-    for position, group in enumerate(analysis.edge_groups):
-        key = (analysis.targets[position], group)
-        by_condition = conditions.setdefault(key, {})
-        by_condition.setdefault(analysis.edge_activation[position], []).append(position)
-    for (target, group), by_condition in conditions.items():
-        if len(by_condition) < 2:
-            continue
-        parts = []
-        conflict_edges: list[tuple[str, str]] = []
-        for condition, positions in sorted(by_condition.items()):
-            pairs = [(names[analysis.sources[p]], names[target]) for p in positions]
-            conflict_edges.extend(pairs)
-            parts.append(f"`{condition}` ({', '.join(f'`{s} -> {t}`' for s, t in pairs)})")
-        raise ActivationConflictError(
-            f"Activation group `{group}` of node `{names[target]}` mixes "
-            f"{' and '.join(parts)}; give every edge of one group the same "
-            "activation_condition, or put them in different activation groups.",
-            nodes=[names[target]],
-            edges=conflict_edges,
+    _check_activation_conflicts(analysis)
+    if has_termination is not None and graph.pattern != "round_robin":
+        check_loop_bounded(
+            analysis, has_termination=has_termination, max_turns=max_turns, team=team
         )
     return analysis
+
+
+def _check_activation_conflicts(analysis: GraphAnalysis) -> None:
+    names = analysis.names
+    # "<target number> <group>" -> the first edge's activation. String keys, not tuples:
+    # strings are not tracked by the garbage collector, so a big graph triggers no full
+    # collection here.
+    first: dict[str, str] = {}
+    for position, activation in enumerate(analysis.edge_activation):
+        key = f"{analysis.targets[position]} {analysis.edge_groups[position]}"
+        if first.setdefault(key, activation) != activation:
+            break
+    else:
+        return
+    target, group = analysis.targets[position], analysis.edge_groups[position]
+    by_condition: dict[str, list[int]] = {}
+    for position, edge_target in enumerate(analysis.targets):
+        if edge_target == target and analysis.edge_groups[position] == group:
+            by_condition.setdefault(analysis.edge_activation[position], []).append(position)
+    parts = []
+    conflict_edges: list[tuple[str, str]] = []
+    for condition, positions in sorted(by_condition.items()):
+        pairs = [(names[analysis.sources[p]], names[target]) for p in positions]
+        conflict_edges.extend(pairs)
+        parts.append(f"`{condition}` ({', '.join(f'`{s} -> {t}`' for s, t in pairs)})")
+    raise ActivationConflictError(
+        f"Activation group `{group}` of node `{names[target]}` mixes "
+        f"{' and '.join(parts)}; give every edge of one group the same "
+        "activation_condition, or put them in different activation groups.",
+        nodes=[names[target]],
+        edges=conflict_edges,
+    )

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
-from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError, UnboundedLoopError
+from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
 from ..graph import (
     DiGraph,
     ExecutionPlan,
@@ -22,7 +22,7 @@ from ..graph import (
     Router,
     RunTrace,
 )
-from ..graph._validate import validate_graph
+from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
@@ -106,6 +106,9 @@ class BaseGroupChat(Team, ABC):
             graph,
             allow_unconditional_cycles=allow_unconditional_cycles,
             allow_unreachable=allow_unreachable,
+            has_termination=termination_condition is not None,
+            max_turns=max_turns,
+            team=name,
         )
         missing = [name for name in analysis.names if name not in by_name]
         extra = [name for name in by_name if name not in analysis.index]
@@ -123,22 +126,6 @@ class BaseGroupChat(Team, ABC):
                 f"The participants and the graph's nodes differ ({'; '.join(parts)}). Pass "
                 "`builder.get_participants()` as the participants, or add the missing nodes.",
                 nodes=missing + extra,
-            )
-        if analysis.has_cycles and termination_condition is None and max_turns is None:
-            looping = [
-                analysis.names[n]
-                for n in range(len(analysis.names))
-                if analysis.scc[n] in analysis.cyclic
-            ]
-            shown = ", ".join(f"`{n}`" for n in looping[:10])
-            if len(looping) > 10:
-                shown += f" and {len(looping) - 10} more"
-            raise UnboundedLoopError(
-                f"The graph of `{name}` loops through {shown} but the team has neither a "
-                "termination_condition nor max_turns, so a loop whose exit never matches "
-                "would run forever. Pass e.g. `termination_condition=MaxMessageTermination(20)`"
-                " or `max_turns=50`.",
-                nodes=looping,
             )
         self._name = name
         self._description = description
@@ -253,6 +240,12 @@ class BaseGroupChat(Team, ABC):
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
         messages = task_messages(task)
+        check_loop_bounded(  # a round-robin ring may be built unbounded; refused here
+            self._plan.analysis,
+            has_termination=self._termination_condition is not None,
+            max_turns=self._max_turns,
+            team=self._name,
+        )
         # Closed at once when the caller stops reading, so the team is free again.
         async with aclosing(
             self._executor.run_stream(

@@ -18,7 +18,8 @@ class RoundRobinGroupChat(BaseGroupChat):
 
     It compiles to a ring ``p0 -> p1 -> ... -> p0`` (a self-loop for one participant):
     a loop with no conditional edge, bounded by the termination condition or
-    ``max_turns`` (one of them is required). After a stop, the next run resumes with the
+    ``max_turns``. A team with neither may be built (to dump or draw it); running it
+    raises ``UnboundedLoopError``. After a stop, the next run resumes with the
     participant after the last speaker.
 
     Args:
@@ -32,8 +33,7 @@ class RoundRobinGroupChat(BaseGroupChat):
         emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
 
     Raises:
-        ValueError: No participants, duplicate names, or neither a termination condition
-            nor ``max_turns``.
+        ValueError: No participants or duplicate names.
 
     Example:
         >>> import asyncio

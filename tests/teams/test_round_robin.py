@@ -100,9 +100,13 @@ def test_duplicate_names_are_a_value_error() -> None:
     assert isinstance(caught.value, ValueError)
 
 
-def test_neither_termination_nor_max_turns_is_an_unbounded_loop() -> None:
+def test_neither_termination_nor_max_turns_is_an_unbounded_loop_when_run() -> None:
+    # AutoGen allows building it (to dump it, or to run it until cancelled); the unbounded
+    # loop is reported when it runs, before any turn.
+    team = RoundRobinGroupChat([ScriptedAgent("a", []), ScriptedAgent("b", [])])
     with pytest.raises(UnboundedLoopError, match="termination_condition nor max_turns") as caught:
-        RoundRobinGroupChat([ScriptedAgent("a", []), ScriptedAgent("b", [])])
+        asyncio.run(team.run(task="go"))
+    assert team.trace.steps == []
     assert isinstance(caught.value, ValueError)
     assert "`a`" in str(caught.value) and "`b`" in str(caught.value)
     # Either bound is enough.
