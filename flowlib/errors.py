@@ -150,3 +150,14 @@ class NodeExecutionError(FlowlibError, RuntimeError):
         )
         self.node = node
         self.__cause__ = cause
+
+
+# --- eco: MCP servers -----------------------------------------------------------------
+
+
+class McpServerError(FlowlibError, RuntimeError):
+    """An MCP server could not be started or reached, answered a request with a protocol
+    error, or died during a request. The message names the server and the request."""
+
+
+__all__ += ["McpServerError"]

@@ -23,6 +23,9 @@ fi
 
 command -v dot >/dev/null 2>&1 || apt_install graphviz
 
+# redis-server: the tests start one (on a temp dir and a free port) for RedisStore.
+command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
 fi
