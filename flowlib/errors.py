@@ -191,3 +191,14 @@ class ArgumentTypeError(FlowlibError, TypeError):
 
 class InvalidConditionError(GraphError):
     """An edge condition cannot work: an ``async`` callable, or a regex that does not compile."""
+
+
+# --- eco: MCP servers -----------------------------------------------------------------
+
+
+class McpServerError(FlowlibError, RuntimeError):
+    """An MCP server could not be started or reached, answered a request with a protocol
+    error, or died during a request. The message names the server and the request."""
+
+
+__all__ += ["McpServerError"]

@@ -26,6 +26,8 @@ command -v dot >/dev/null 2>&1 || apt_install graphviz
 # PostgreSQL server binaries: the checkpoint-store tests start a throwaway server.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
   || apt_install postgresql
+# redis-server: the tests start one (on a temp dir and a free port) for RedisStore.
+command -v redis-server >/dev/null 2>&1 || apt_install redis-server
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }

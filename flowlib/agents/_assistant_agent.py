@@ -45,7 +45,8 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
-from ..tools import Tool
+from ..tools import Tool, Workbench
+from ..tools._workbench import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
 from ._tool_calls import (
     SummaryFormatter,
@@ -113,7 +114,11 @@ class AssistantAgent(BaseChatAgent):
         model_client: The model to call.
         tools: Tools, or plain sync / async functions (wrapped in ``FunctionTool``:
             named after the function, described by its docstring).
-        workbench: Not supported yet; must be ``None``.
+        workbench: A :class:`~flowlib.tools.Workbench` (``StaticWorkbench``,
+            ``McpWorkbench``, ...) or a list of them, instead of ``tools``: their tools are
+            listed at the start of every turn and each call goes to the workbench that
+            listed the tool. The agent does not start or stop them (a workbench that needs
+            a connection opens it on first use).
         handoffs: ``Handoff`` objects or target names; each becomes a tool
             ``transfer_to_<target>``.
         model_context: Stores the conversation; an ``UnboundedChatCompletionContext`` by
@@ -138,7 +143,7 @@ class AssistantAgent(BaseChatAgent):
     Raises:
         ValueError: If tool names or handoff names repeat, a handoff is named like a tool,
             ``max_tool_iterations < 1``, tools or handoffs are given to a model without
-            function calling, or ``workbench`` is given.
+            function calling, or both ``tools`` and ``workbench`` are given.
         TypeError: If a tool or handoff has the wrong type, or ``output_content_type``
             is not a pydantic model class.
 
@@ -158,7 +163,7 @@ class AssistantAgent(BaseChatAgent):
         model_client: ChatCompletionClient,
         *,
         tools: Sequence[ToolInput] | None = None,
-        workbench: Any = None,
+        workbench: Workbench | Sequence[Workbench] | None = None,
         handoffs: Sequence[Handoff | str] | None = None,
         model_context: ChatCompletionContext | None = None,
         description: str = DEFAULT_DESCRIPTION,
@@ -174,11 +179,7 @@ class AssistantAgent(BaseChatAgent):
         metadata: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(name, description)
-        if workbench is not None:
-            raise ValueError(
-                f"Agent `{name}`: workbench is not supported yet; pass the tools with "
-                "`tools=[...]` instead."
-            )
+        self._workbenches = as_workbenches(name, workbench, tools)
         if isinstance(memory, Memory):
             raise TypeError(f"Agent `{name}`: memory takes a list of memories: memory=[...].")
         if max_tool_iterations < 1:
@@ -195,10 +196,10 @@ class AssistantAgent(BaseChatAgent):
             )
         self._tools = build_tools(name, tools or ())
         self._handoffs = build_handoffs(name, handoffs or (), {tool.name for tool in self._tools})
-        if (self._tools or self._handoffs) and not model_client.model_info.get(
+        if (self._tools or self._handoffs or self._workbenches) and not model_client.model_info.get(
             "function_calling", False
         ):
-            given = "tools" if self._tools else "handoffs"
+            given = "handoffs" if self._handoffs and not self._tools else "tools"
             raise ValueError(
                 f"Agent `{name}`: the model does not support function calling "
                 f"(model_info['function_calling'] is False), so it cannot use {given}. "
@@ -240,7 +241,7 @@ class AssistantAgent(BaseChatAgent):
             if self._output_content_type is None
             else StructuredMessage[self._output_content_type]  # type: ignore[name-defined]
         ]
-        if self._tools:
+        if self._tools or self._workbenches:
             types.append(ToolCallSummaryMessage)
         if self._handoffs:
             types.append(HandoffMessage)
@@ -347,9 +348,10 @@ class AssistantAgent(BaseChatAgent):
                 yield event
 
         steps: list[tuple[AssistantMessage, list[FunctionExecutionResult]]] = []
+        tools, tools_by_name = await self._current_tools()
         for _ in range(self._max_tool_iterations):
             inference: _Inference | None = None
-            async with aclosing(self._infer(self._model_tools, token)) as stream:
+            async with aclosing(self._infer(tools, token)) as stream:
                 async for streamed in stream:
                     if isinstance(streamed, _Inference):
                         inference = streamed
@@ -376,7 +378,7 @@ class AssistantAgent(BaseChatAgent):
             )
             inner.append(request)
             yield request
-            results = await self._run_calls(calls, token)
+            results = await self._run_calls(calls, token, tools_by_name)
             execution = ToolCallExecutionEvent(content=results, source=self.name)
             inner.append(execution)
             yield execution
@@ -430,6 +432,14 @@ class AssistantAgent(BaseChatAgent):
             metadata=dict(self._metadata),
         )
         yield Response(chat_message=summary, inner_messages=inner)
+
+    async def _current_tools(self) -> tuple[list[Tool], dict[str, Tool]]:
+        """The tools of this turn: the agent's own, or those its workbenches list now."""
+        if not self._workbenches:
+            return self._model_tools, self._tools_by_name
+        listed = await workbench_tools(self.name, self._workbenches)
+        tools = [*listed, *(handoff.handoff_tool for handoff in self._handoffs.values())]
+        return tools, {tool.name: tool for tool in tools}
 
     async def _infer(
         self, tools: Sequence[Tool], token: CancellationToken
@@ -515,15 +525,18 @@ class AssistantAgent(BaseChatAgent):
         return structured
 
     async def _run_calls(
-        self, calls: Sequence[FunctionCall], token: CancellationToken
+        self,
+        calls: Sequence[FunctionCall],
+        token: CancellationToken,
+        tools_by_name: Mapping[str, Tool],
     ) -> list[FunctionExecutionResult]:
         """Run the calls concurrently; only the first handoff of an answer is performed."""
         handoffs = [index for index, call in enumerate(calls) if call.name in self._handoffs]
         skipped = set(handoffs[1:])
         if not skipped:
-            return await run_tool_calls(calls, self._tools_by_name, token)
+            return await run_tool_calls(calls, tools_by_name, token)
         kept = [call for index, call in enumerate(calls) if index not in skipped]
-        ran = iter(await run_tool_calls(kept, self._tools_by_name, token))
+        ran = iter(await run_tool_calls(kept, tools_by_name, token))
         first = self._handoffs[calls[handoffs[0]].name].target
         results: list[FunctionExecutionResult] = []
         for index, call in enumerate(calls):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..tools._components import eco_specs  # workbenches, agent/team tools, cache stores
 from ._agents import agent_specs
 from ._clients import client_specs
 from ._conditions import condition_specs
@@ -20,5 +21,6 @@ def register_builtins() -> None:
         *part_specs(),
         *agent_specs(),
         *team_specs(),
+        *eco_specs(),
     ):
         register(spec)

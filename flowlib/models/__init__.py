@@ -8,6 +8,7 @@ from ._cache import (
     InMemoryStore,
     SQLiteStore,
 )
+from ._cache_stores import DiskCacheStore, RedisStore
 from ._client import (
     ChatCompletionClient,
     ModelCapabilities,
@@ -46,6 +47,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
     "CreateResult",
+    "DiskCacheStore",
     "FinishReasons",
     "FunctionCall",
     "FunctionExecutionResult",
@@ -59,6 +61,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ModelInfo",
     "ModelResponseError",
     "OpenAIChatCompletionClient",
+    "RedisStore",
     "ReplayChatCompletionClient",
     "ReplayExhaustedError",
     "RequestUsage",

@@ -1,0 +1,404 @@
+"""``McpWorkbench``: the tools of an MCP server (stdio, SSE or streamable HTTP), through
+the official ``mcp`` SDK's ``ClientSession``.
+
+One connection per workbench. The SDK's transports are anyio context managers that must
+be entered and left by one task, so a small owner task holds them open between
+:meth:`~McpWorkbench.start` and :meth:`~McpWorkbench.stop`; requests are sent on the
+session from the caller's task. Every request also watches the owner task, so a server
+that dies (the process exits, the HTTP endpoint goes away) fails the request with
+:class:`~flowlib.errors.McpServerError` at once instead of leaving it waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, TypeAdapter
+
+from ..._cancellation import CancellationToken
+from ...errors import McpServerError
+from ...models._image import Image
+from .._schema import ParametersSchema, ToolSchema
+from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
+from ._params import (
+    McpServerParams,
+    SseServerParams,
+    StdioServerParams,
+    StreamableHttpServerParams,
+)
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult
+    from mcp.types import Tool as McpTool
+
+__all__ = ["McpWorkbench", "McpWorkbenchConfig", "ToolOverride"]
+
+_T = TypeVar("_T")
+_PARAMS: TypeAdapter[McpServerParams] = TypeAdapter(McpServerParams)
+
+
+class ToolOverride(BaseModel):
+    """A new name and/or description for one of the server's tools."""
+
+    name: str | None = None
+    description: str | None = None
+
+
+class McpWorkbenchConfig(BaseModel):
+    """The component config of :class:`McpWorkbench`."""
+
+    server_params: McpServerParams
+    tool_overrides: dict[str, ToolOverride] = {}
+
+
+def _import_mcp() -> Any:
+    try:
+        import mcp
+    except ImportError as exc:  # pragma: no cover - the extra is installed in tests
+        raise ImportError("MCP tools need the `mcp` package: pip install 'flowlib[mcp]'.") from exc
+    return mcp
+
+
+def _describe(params: McpServerParams) -> str:
+    if isinstance(params, StdioServerParams):
+        return " ".join([params.command, *params.args])
+    return params.url
+
+
+class McpWorkbench(Workbench):
+    """The tools of one MCP server, listed and called over one connection.
+
+    The connection opens on :meth:`start` (or on the first call) and closes on
+    :meth:`stop`; ``async with McpWorkbench(params) as workbench:`` does both. A tool
+    that fails on the server gives a :class:`~flowlib.tools.ToolResult` with
+    ``is_error=True``. A server that cannot be reached, answers with a protocol error,
+    or dies during a request raises :class:`~flowlib.errors.McpServerError`; the
+    workbench then closes its connection and the next call reconnects.
+
+    Args:
+        server_params: :class:`StdioServerParams`, :class:`SseServerParams` or
+            :class:`StreamableHttpServerParams`.
+        tool_overrides: New names/descriptions for tools, by the server's tool name.
+
+    Raises:
+        TypeError: If ``server_params`` is not one of the three parameter models.
+        ValueError: If two overrides give the same new name.
+
+    Example:
+        >>> params = StdioServerParams(command="python", args=["my_mcp_server.py"])
+        >>> async def main() -> None:  # doctest: +SKIP
+        ...     async with McpWorkbench(params) as workbench:
+        ...         print(await workbench.list_tools())
+        ...         print((await workbench.call_tool("add", {"a": 1, "b": 2})).to_text())
+    """
+
+    component_type: ClassVar[str] = "workbench"
+    component_provider_override: ClassVar[str] = "flowlib.tools.mcp.McpWorkbench"
+    component_config_schema: ClassVar[type[BaseModel]] = McpWorkbenchConfig
+
+    def __init__(
+        self,
+        server_params: McpServerParams,
+        *,
+        tool_overrides: Mapping[str, ToolOverride] | None = None,
+    ) -> None:
+        if not isinstance(
+            server_params, StdioServerParams | SseServerParams | StreamableHttpServerParams
+        ):
+            raise TypeError(
+                "McpWorkbench needs StdioServerParams, SseServerParams or "
+                f"StreamableHttpServerParams, not {type(server_params).__name__}."
+            )
+        overrides = dict(tool_overrides or {})
+        new_names = [o.name for o in overrides.values() if o.name]
+        duplicates = sorted({n for n in new_names if new_names.count(n) > 1})
+        if duplicates:
+            raise ValueError(
+                f"McpWorkbench: tool_overrides give the name `{duplicates[0]}` to several "
+                "tools; each new name must be unique."
+            )
+        self._params = server_params
+        self._overrides = overrides
+        self._original_name = {o.name: name for name, o in overrides.items() if o.name}
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._opening: asyncio.Lock | None = None
+
+    @property
+    def server_params(self) -> McpServerParams:
+        """Where the server is."""
+        return self._params
+
+    # --- connection -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the server (stdio) or connect to it, and initialise the MCP session.
+
+        Raises:
+            McpServerError: If the server cannot be started or reached.
+        """
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._owner is not None and not self._owner.done():
+                return
+            await self._discard()
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[ClientSession] = loop.create_future()
+            self._closing = asyncio.Event()
+            self._owner = asyncio.ensure_future(self._own(ready, self._closing))
+            waiting: set[asyncio.Future[Any]] = {ready, self._owner}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.done():
+                error = self._owner.exception() if not self._owner.cancelled() else None
+                self._owner = None
+                raise McpServerError(
+                    f"Could not connect to the MCP server `{_describe(self._params)}`: "
+                    f"{_reason(error)}. Check that the server starts (or listens) and speaks "
+                    "MCP."
+                ) from error
+            self._session = ready.result()
+
+    async def stop(self) -> None:
+        """Close the session and stop the server process (stdio). Safe to call twice."""
+        owner, closing = self._owner, self._closing
+        self._owner = self._session = None
+        if owner is None or closing is None:
+            return
+        closing.set()
+        with contextlib.suppress(Exception):
+            await owner
+
+    async def _discard(self) -> None:
+        """Forget a connection whose owner task ended (the server died)."""
+        if self._owner is not None and self._owner.done():
+            with contextlib.suppress(BaseException):
+                self._owner.result()
+        self._owner = self._session = None
+
+    async def _own(self, ready: asyncio.Future[ClientSession], closing: asyncio.Event) -> None:
+        mcp = _import_mcp()
+        from mcp.client.session import ClientSession
+
+        params = self._params
+        async with contextlib.AsyncExitStack() as stack:
+            if isinstance(params, StdioServerParams):
+                from mcp.client.stdio import stdio_client
+
+                server = mcp.StdioServerParameters(
+                    command=params.command,
+                    args=params.args,
+                    env=params.env,
+                    cwd=params.cwd,
+                    encoding=params.encoding,
+                    encoding_error_handler=params.encoding_error_handler,
+                )
+                read, write = await stack.enter_async_context(stdio_client(server))
+                timeout = timedelta(seconds=params.read_timeout_seconds)
+            elif isinstance(params, SseServerParams):
+                from mcp.client.sse import sse_client
+
+                read, write = await stack.enter_async_context(
+                    sse_client(
+                        params.url,
+                        headers=params.headers,
+                        timeout=params.timeout,
+                        sse_read_timeout=params.sse_read_timeout,
+                    )
+                )
+                timeout = timedelta(seconds=params.sse_read_timeout)
+            else:
+                import httpx
+                from mcp.client.streamable_http import streamable_http_client
+
+                client = await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        headers=params.headers,
+                        timeout=httpx.Timeout(params.timeout, read=params.sse_read_timeout),
+                    )
+                )
+                read, write, _ = await stack.enter_async_context(
+                    streamable_http_client(
+                        params.url,
+                        http_client=client,
+                        terminate_on_close=params.terminate_on_close,
+                    )
+                )
+                timeout = timedelta(seconds=params.sse_read_timeout)
+            session = await stack.enter_async_context(
+                ClientSession(read, write, read_timeout_seconds=timeout)
+            )
+            await session.initialize()
+            ready.set_result(session)
+            await closing.wait()
+
+    async def _request(
+        self,
+        what: str,
+        send: Callable[[ClientSession], Awaitable[_T]],
+        token: CancellationToken | None,
+    ) -> _T:
+        """Send one request; fail with McpServerError if the server dies meanwhile."""
+        if self._owner is None or self._owner.done():
+            await self.start()
+        owner, session = self._owner, self._session
+        assert owner is not None and session is not None
+        call = asyncio.ensure_future(send(session))
+        if token is not None:
+            token.link_future(call)
+        try:
+            both: set[asyncio.Future[Any]] = {call, owner}
+            await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()
+            raise
+        finally:
+            if token is not None:
+                token.remove_callback(call.cancel)
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(BaseException):
+                await call
+            cause = None if owner.cancelled() else owner.exception()
+            await self._discard()
+            raise McpServerError(
+                f"The MCP server `{_describe(self._params)}` stopped during {what} "
+                f"({_reason(cause)}). The next call reconnects."
+            ) from cause
+        if call.cancelled():
+            raise asyncio.CancelledError()
+        error = call.exception()
+        if error is not None and (owner.done() or _connection_closed(error)):
+            await self.stop()
+            raise McpServerError(
+                f"The MCP server `{_describe(self._params)}` stopped during {what} "
+                f"({_reason(error)}). The next call reconnects."
+            ) from error
+        if error is not None:
+            raise McpServerError(
+                f"The MCP server `{_describe(self._params)}` failed {what}: {_reason(error)}."
+            ) from error
+        return call.result()
+
+    # --- the Workbench API ----------------------------------------------------------------
+
+    async def list_tools(self) -> list[ToolSchema]:
+        """The server's tools (with the overrides applied).
+
+        Raises:
+            McpServerError: If the server cannot be reached or dies.
+        """
+        listed = await self._request("`tools/list`", lambda session: session.list_tools(), None)
+        return [self._schema(tool) for tool in listed.tools]
+
+    def _schema(self, tool: McpTool) -> ToolSchema:
+        override = self._overrides.get(tool.name, ToolOverride())
+        input_schema = dict(tool.inputSchema or {})
+        parameters = ParametersSchema(
+            type="object", properties=dict(input_schema.get("properties", {}))
+        )
+        if "required" in input_schema:
+            parameters["required"] = list(input_schema["required"])
+        if "additionalProperties" in input_schema:
+            parameters["additionalProperties"] = bool(input_schema["additionalProperties"])
+        return ToolSchema(
+            name=override.name or tool.name,
+            description=override.description or tool.description or "",
+            parameters=parameters,
+        )
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Call the tool ``name`` on the server.
+
+        Raises:
+            McpServerError: If the server cannot be reached, or dies during the call.
+            asyncio.CancelledError: If ``cancellation_token`` is cancelled.
+        """
+        server_name = self._original_name.get(name, name)
+        args = dict(arguments or {})
+        result = await self._request(
+            f"the call of tool `{name}`",
+            lambda session: session.call_tool(server_name, args),
+            cancellation_token,
+        )
+        return _tool_result(name, result)
+
+    async def list_prompts(self) -> Any:
+        """The server's prompts (the SDK's ``ListPromptsResult``)."""
+        return await self._request("`prompts/list`", lambda s: s.list_prompts(), None)
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> Any:
+        """One prompt of the server, filled in (the SDK's ``GetPromptResult``)."""
+        args = dict(arguments or {})
+        return await self._request(f"prompt `{name}`", lambda s: s.get_prompt(name, args), None)
+
+    async def list_resources(self) -> Any:
+        """The server's resources (the SDK's ``ListResourcesResult``)."""
+        return await self._request("`resources/list`", lambda s: s.list_resources(), None)
+
+    async def read_resource(self, uri: str) -> Any:
+        """Read one resource (the SDK's ``ReadResourceResult``)."""
+        from pydantic import AnyUrl
+
+        return await self._request(
+            f"resource `{uri}`", lambda s: s.read_resource(AnyUrl(uri)), None
+        )
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """``{"type": "McpWorkbenchState"}``: the server keeps its own state."""
+        return {"type": "McpWorkbenchState"}
+
+    # --- component ------------------------------------------------------------------------
+
+    def _to_config(self) -> McpWorkbenchConfig:
+        return McpWorkbenchConfig(server_params=self._params, tool_overrides=self._overrides)
+
+    @classmethod
+    def _from_config(cls, config: McpWorkbenchConfig) -> McpWorkbench:
+        return cls(config.server_params, tool_overrides=config.tool_overrides)
+
+    def __repr__(self) -> str:
+        return f"McpWorkbench({_describe(self._params)!r})"
+
+
+def _tool_result(name: str, result: CallToolResult) -> ToolResult:
+    parts: list[TextResultContent | ImageResultContent] = []
+    for content in result.content:
+        kind = getattr(content, "type", None)
+        if kind == "text":
+            parts.append(TextResultContent(content=content.text))  # type: ignore[union-attr]
+        elif kind == "image":
+            image = Image.from_base64(content.data, mime_type=content.mimeType)  # type: ignore[union-attr]
+            parts.append(ImageResultContent(content=image))
+        else:
+            parts.append(TextResultContent(content=content.model_dump_json()))
+    return ToolResult(name=name, result=parts, is_error=bool(result.isError))
+
+
+def _connection_closed(error: BaseException) -> bool:
+    """Whether ``error`` is the SDK's answer to a request whose connection went away."""
+    from mcp.types import CONNECTION_CLOSED
+
+    return getattr(getattr(error, "error", None), "code", None) == CONNECTION_CLOSED
+
+
+def _reason(error: BaseException | None) -> str:
+    """The innermost useful message of an error (anyio wraps them in groups)."""
+    while error is not None and len(getattr(error, "exceptions", ())) == 1:
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    if error is None:
+        return "the connection closed"
+    text = str(error) or type(error).__name__
+    return f"{type(error).__name__}: {text}"

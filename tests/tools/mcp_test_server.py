@@ -1,0 +1,58 @@
+"""A real MCP server for the tests, written with the SDK's ``FastMCP``.
+
+Run as ``python mcp_test_server.py stdio`` (on stdin/stdout) or
+``python mcp_test_server.py streamable-http PORT`` / ``... sse PORT`` (on 127.0.0.1).
+Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps) and ``die`` (kills
+the server process in the middle of the call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from mcp.server.fastmcp import FastMCP
+
+
+def build(port: int) -> FastMCP:
+    server = FastMCP("flowlib-test", host="127.0.0.1", port=port, log_level="ERROR")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    @server.tool()
+    def fail(reason: str) -> str:
+        """Always fails, with the given reason."""
+        raise ValueError(f"refused: {reason}")
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Sleep, then answer."""
+        await asyncio.sleep(seconds)
+        return "slept"
+
+    @server.tool()
+    def die() -> str:
+        """Kill the server process in the middle of the call."""
+        os._exit(3)
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        """A greeting prompt."""
+        return f"Say hello to {name}."
+
+    return server
+
+
+if __name__ == "__main__":
+    transport = sys.argv[1]
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    build(port).run(transport=transport)  # type: ignore[arg-type]
