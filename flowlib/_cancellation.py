@@ -19,7 +19,7 @@ class CancellationToken:
     sees :class:`asyncio.CancelledError`; callbacks added with :meth:`add_callback` run
     once. Linking to a token that is already cancelled cancels at once.
 
-    Example:
+    Examples:
         >>> token = CancellationToken()
         >>> token.is_cancelled()
         False

@@ -6,7 +6,7 @@ the other participants and by termination conditions) or :class:`BaseAgentEvent`
 Each concrete class has a literal ``type`` field equal to its class name, which
 :class:`MessageFactory` uses to rebuild a message from its :meth:`BaseMessage.dump`.
 
-Example:
+Examples:
     >>> msg = TextMessage(content="Hello", source="user")
     >>> print(msg)
     source='user' models_usage=None metadata={} content='Hello' type='TextMessage'
@@ -349,7 +349,7 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
         format_string: (Experimental) A ``str.format`` template over the content's fields,
             used by :meth:`to_text`, e.g. ``"Hello, {text} {number}!"``.
 
-    Example:
+    Examples:
         >>> class Greeting(BaseModel):
         ...     text: str
         ...     number: int
@@ -608,7 +608,7 @@ class MessageFactory:
     subclasses of :class:`BaseChatMessage` / :class:`BaseAgentEvent`, and each concrete
     ``StructuredMessage[T]`` in use, with :meth:`register`.
 
-    Example:
+    Examples:
         >>> factory = MessageFactory()
         >>> msg = factory.create({"type": "TextMessage", "source": "user", "content": "Hi"})
         >>> msg.to_text()

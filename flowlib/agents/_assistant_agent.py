@@ -137,7 +137,7 @@ class AssistantAgent(BaseChatAgent):
         TypeError: If a tool or handoff has the wrong type, or ``output_content_type``
             is not a pydantic model class.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> client = ReplayChatCompletionClient(["Paris."])

@@ -27,7 +27,7 @@ class BaseChatAgent(ChatAgent, ABC):
     Raises:
         ValueError: If ``name`` is not a valid identifier.
 
-    Example:
+    Examples:
         >>> from flowlib.messages import TextMessage
         >>> class Echo(BaseChatAgent):
         ...     @property

@@ -118,7 +118,7 @@ class CodeExecutorAgent(BaseChatAgent):
     Raises:
         ValueError: If ``max_retries_on_error`` is negative, or positive without a model.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.code_executors import LocalCommandLineCodeExecutor
         >>> async def main() -> str:

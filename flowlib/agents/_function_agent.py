@@ -34,7 +34,7 @@ class FunctionAgent(BaseChatAgent):
     Raises:
         TypeError: If ``func`` is not callable or cannot take one positional argument.
 
-    Example:
+    Examples:
         >>> def shout(messages):
         ...     return messages[-1].to_text().upper()
         >>> FunctionAgent(shout).name

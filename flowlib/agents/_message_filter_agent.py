@@ -68,7 +68,7 @@ class MessageFilterAgent(BaseChatAgent):
         wrapped_agent: The agent that handles the filtered messages.
         filter: The per-source filters.
 
-    Example:
+    Examples:
         A node of a looping graph that only sees the task and the latest reply of ``B``:
 
         >>> from flowlib.agents import FunctionAgent

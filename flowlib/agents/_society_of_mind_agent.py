@@ -64,7 +64,7 @@ class SocietyOfMindAgent(BaseChatAgent):
     Raises:
         TypeError: If ``team`` is not a Team.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> from flowlib.teams import DiGraphBuilder, GraphFlow

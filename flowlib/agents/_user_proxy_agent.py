@@ -60,7 +60,7 @@ class UserProxyAgent(BaseChatAgent):
             loop keeps running) or an async ``(prompt, cancellation_token) -> str``.
             ``None`` reads from the console with ``input``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> agent = UserProxyAgent("user_proxy", input_func=lambda prompt: "APPROVE")
         >>> result = asyncio.run(agent.run(task="Is the poem fine?"))

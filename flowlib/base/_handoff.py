@@ -23,7 +23,7 @@ class Handoff(BaseModel):
         name: The tool name; must be a valid identifier.
         message: The content of the resulting ``HandoffMessage``.
 
-    Example:
+    Examples:
         >>> handoff = Handoff(target="user", message="Transfer to user.")
         >>> handoff.name, handoff.handoff_tool.name
         ('transfer_to_user', 'transfer_to_user')

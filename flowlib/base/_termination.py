@@ -48,15 +48,15 @@ class TerminationCondition(ComponentBase, ABC):
     Subclasses implement :attr:`terminated`, :meth:`__call__` and :meth:`reset`. Combine
     conditions with ``|`` (stop when either fires) and ``&`` (stop once both have fired).
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import MaxMessageTermination, TextMentionTermination
 
-            from flowlib.conditions import MaxMessageTermination, TextMentionTermination
-
-            # Stop after 10 messages, or as soon as someone says "TERMINATE".
-            either = MaxMessageTermination(10) | TextMentionTermination("TERMINATE")
-            # Stop once 10 messages have passed and "TERMINATE" has been said.
-            both = MaxMessageTermination(10) & TextMentionTermination("TERMINATE")
+        # Stop after 10 messages, or as soon as someone says "TERMINATE".
+        either = MaxMessageTermination(10) | TextMentionTermination("TERMINATE")
+        # Stop once 10 messages have passed and "TERMINATE" has been said.
+        both = MaxMessageTermination(10) & TextMentionTermination("TERMINATE")
+        ```
     """
 
     component_type: ClassVar[str] = "termination"

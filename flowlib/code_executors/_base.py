@@ -35,7 +35,7 @@ class CodeExecutor(ABC):
     Executors are async context managers: ``async with executor:`` calls :meth:`start`
     and, on the way out, :meth:`stop`.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.code_executors import CodeBlock, LocalCommandLineCodeExecutor
         >>> from flowlib.base import CancellationToken
@@ -107,7 +107,7 @@ def extract_markdown_code_blocks(markdown_text: str) -> list[CodeBlock]:
     Returns:
         The blocks in order, their code without the fence lines.
 
-    Example:
+    Examples:
         >>> extract_markdown_code_blocks("Run this:\\n```python\\nprint('hi')\\n```\\n")
         [CodeBlock(code="print('hi')", language='python')]
     """

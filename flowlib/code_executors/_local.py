@@ -51,7 +51,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     Raises:
         ValueError: If ``timeout`` is not positive.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.base import CancellationToken
         >>> from flowlib.code_executors import CodeBlock

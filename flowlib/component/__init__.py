@@ -6,7 +6,7 @@ component from it. Agents, teams, termination conditions and model clients have 
 methods; model contexts, memories, cache stores and code executors go through the
 functions. Providers resolve only through flowlib's registry, never by importing.
 
-Example:
+Examples:
     >>> import json
     >>> from flowlib.conditions import MaxMessageTermination, TextMentionTermination
     >>> from flowlib.base import TerminationCondition

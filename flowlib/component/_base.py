@@ -53,7 +53,7 @@ def dump_component(component: object) -> ComponentModel:
         ComponentSerializationError: A field cannot be written (see above), or a class in
             the tree is not a registered component.
 
-    Example:
+    Examples:
         >>> from flowlib.conditions import MaxMessageTermination, TextMentionTermination
         >>> model = dump_component(MaxMessageTermination(10) | TextMentionTermination("STOP"))
         >>> model.provider

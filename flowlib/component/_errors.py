@@ -1,6 +1,6 @@
 """The errors and the warning of declarative configuration.
 
-::
+
 
     FlowlibError
     ├── ComponentSerializationError (also ValueError)   dump: a field cannot be written

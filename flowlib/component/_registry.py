@@ -180,7 +180,7 @@ def register_component(
         ValueError: If the class or a provider string is already registered, ``cls`` is
             a local class, or no way to dump and load it was given.
 
-    Example:
+    Examples:
         >>> from flowlib.base import TerminationCondition
         >>> class NeverStop(TerminationCondition):
         ...     terminated = False

@@ -139,18 +139,18 @@ class MaxMessageTermination(_LatchedCondition):
     Raises:
         ValueError: If ``max_messages`` is less than 1.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import MaxMessageTermination
+        from flowlib.messages import TextMessage
 
-            from flowlib.conditions import MaxMessageTermination
-            from flowlib.messages import TextMessage
-
-            stop = MaxMessageTermination(2)
-            assert await stop([TextMessage(content="Hi", source="user")]) is None
-            result = await stop([TextMessage(content="Hello", source="assistant")])
-            assert result.content == (
-                "Maximum number of messages 2 reached, current message count: 2"
-            )
+        stop = MaxMessageTermination(2)
+        assert await stop([TextMessage(content="Hi", source="user")]) is None
+        result = await stop([TextMessage(content="Hello", source="assistant")])
+        assert result.content == (
+            "Maximum number of messages 2 reached, current message count: 2"
+        )
+        ```
     """
 
     component_provider_override = "flowlib.conditions.MaxMessageTermination"
@@ -207,15 +207,15 @@ class TextMentionTermination(_LatchedCondition):
         ValueError: If ``text`` is empty, or ``sources`` is an empty list.
         TypeError: If ``sources`` is a single string instead of a list.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import TextMentionTermination
+        from flowlib.messages import TextMessage
 
-            from flowlib.conditions import TextMentionTermination
-            from flowlib.messages import TextMessage
-
-            stop = TextMentionTermination("APPROVE", sources=["critic"])
-            result = await stop([TextMessage(content="APPROVE", source="critic")])
-            assert result.content == "Text 'APPROVE' mentioned"
+        stop = TextMentionTermination("APPROVE", sources=["critic"])
+        result = await stop([TextMessage(content="APPROVE", source="critic")])
+        assert result.content == "Text 'APPROVE' mentioned"
+        ```
     """
 
     component_provider_override = "flowlib.conditions.TextMentionTermination"
@@ -419,22 +419,22 @@ class ExternalTermination(_LatchedCondition):
 
     Stop reason: ``"External termination requested"``.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        import asyncio
 
-            import asyncio
+        from flowlib.conditions import ExternalTermination, TextMentionTermination
+        from flowlib.teams import RoundRobinGroupChat
 
-            from flowlib.conditions import ExternalTermination, TextMentionTermination
-            from flowlib.teams import RoundRobinGroupChat
-
-            stop_button = ExternalTermination()
-            team = RoundRobinGroupChat(
-                [primary, critic],
-                termination_condition=stop_button | TextMentionTermination("APPROVE"),
-            )
-            run = asyncio.create_task(team.run(task="Write a poem."))
-            stop_button.set()  # the team stops after the current agent's turn
-            await run
+        stop_button = ExternalTermination()
+        team = RoundRobinGroupChat(
+            [primary, critic],
+            termination_condition=stop_button | TextMentionTermination("APPROVE"),
+        )
+        run = asyncio.create_task(team.run(task="Write a poem."))
+        stop_button.set()  # the team stops after the current agent's turn
+        await run
+        ```
     """
 
     component_provider_override = "flowlib.conditions.ExternalTermination"
@@ -568,18 +568,18 @@ class FunctionalTermination(_LatchedCondition):
     Raises:
         TypeError: If ``func`` is not callable.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import FunctionalTermination
+        from flowlib.messages import StopMessage
 
-            from flowlib.conditions import FunctionalTermination
-            from flowlib.messages import StopMessage
+        def last_is_stop(messages):
+            return bool(messages) and isinstance(messages[-1], StopMessage)
 
-            def last_is_stop(messages):
-                return bool(messages) and isinstance(messages[-1], StopMessage)
-
-            stop = FunctionalTermination(last_is_stop)
-            result = await stop([StopMessage(content="Stop", source="agent1")])
-            assert result.content == "Functional termination condition met"
+        stop = FunctionalTermination(last_is_stop)
+        result = await stop([StopMessage(content="Stop", source="agent1")])
+        assert result.content == "Functional termination condition met"
+        ```
     """
 
     component_provider_override = None

@@ -7,7 +7,7 @@
 keeps a conversation's events for subscribers; tools ask a human with
 :func:`ask_human`, answered by the agent's ``human_input`` handler.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from flowlib.models import ReplayChatCompletionClient
     >>> agent = Agent("assistant", ReplayChatCompletionClient(["Hello!"]))

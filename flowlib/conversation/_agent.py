@@ -53,7 +53,7 @@ class Agent:
         ValueError: As ``AssistantAgent`` does for invalid options (a bad name, tools for
             a model without function calling, ``max_tool_iterations < 1``, ...).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> client = ReplayChatCompletionClient(["Paris.", "About 2.1 million."])

@@ -41,7 +41,7 @@ async def ask_human(prompt: str, cancellation_token: CancellationToken | None = 
             fails with it).
         ConversationError: If no turn is running.
 
-    Example:
+    Examples:
         >>> from flowlib.tools import tool
         >>> @tool
         ... async def delete_file(path: str) -> str:

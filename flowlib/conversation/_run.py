@@ -40,7 +40,7 @@ class AgentRun:
 
     :meth:`enqueue` feeds the turn while it runs (see there).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.conversation import Agent
         >>> from flowlib.models import ReplayChatCompletionClient

@@ -30,7 +30,7 @@ class MemoryStream:
     The stream also holds the conversation's inbox: messages enqueued on a run after its
     turn finished wait here for the next turn on this stream.
 
-    Example:
+    Examples:
         >>> stream = MemoryStream()
         >>> seen = []
         >>> unsubscribe = stream.subscribe(lambda event: seen.append(event.to_text()))

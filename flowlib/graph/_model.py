@@ -129,7 +129,7 @@ class DiGraph(BaseModel):
         default_start_node: The entry point; when unset, the entry points are the nodes
             without incoming edges.
 
-    Example:
+    Examples:
         >>> g = DiGraph(nodes={
         ...     "a": DiGraphNode(name="a", edges=[DiGraphEdge(target="b")]),
         ...     "b": DiGraphNode(name="b"),

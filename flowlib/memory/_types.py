@@ -35,7 +35,7 @@ class MemoryContent(BaseModel):
         mime_type: What the content is; a :class:`MemoryMimeType` or any MIME string.
         metadata: Free-form data about the item (source, score, ...).
 
-    Example:
+    Examples:
         >>> item = MemoryContent(content="User likes pizza.", mime_type="text/plain")
         >>> item.mime_type == MemoryMimeType.TEXT
         True

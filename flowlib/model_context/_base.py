@@ -50,7 +50,7 @@ class ChatCompletionContext(ABC):
     Args:
         initial_messages: Messages to start the history with.
 
-    Example:
+    Examples:
         A view that drops the reasoning of earlier answers (for reasoning models):
 
         >>> import asyncio

@@ -42,7 +42,7 @@ CHAT_CACHE_VALUE_TYPE = CreateResult | list[str | CreateResult]
 class CacheStore(ABC, Generic[T]):
     """A key-value store for cached values.
 
-    Example:
+    Examples:
         >>> store: CacheStore[int] = InMemoryStore()
         >>> store.set("answer", 42)
         >>> store.get("answer"), store.get("missing", 0)
@@ -92,7 +92,7 @@ class SQLiteStore(CacheStore[T]):
         ValueError: ``path`` is ``":memory:"`` (which would forget everything at once;
             use :class:`InMemoryStore`) or ``table`` is not an identifier.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "cache.db")
         >>> SQLiteStore(path, value_type=int).set("answer", 42)
@@ -175,7 +175,7 @@ class ChatCompletionCache(ChatCompletionClient):
         store: Where results are kept; an :class:`InMemoryStore` by default. Use
             :class:`SQLiteStore` to keep them across runs.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient, UserMessage
         >>> cache = ChatCompletionCache(ReplayChatCompletionClient(["Paris."]))

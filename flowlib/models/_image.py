@@ -80,7 +80,7 @@ class Image:
         ValueError: The MIME type was not given and cannot be detected from the bytes.
         TypeError: ``image`` is neither bytes nor a PIL image.
 
-    Example:
+    Examples:
         >>> png = Image(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(16))
         >>> png.mime_type
         'image/png'

@@ -583,7 +583,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             unknown create argument, or no API key (and no ``base_url``).
         TypeError: ``client`` given together with connection options.
 
-    Example:
+    Examples:
         >>> client = OpenAIChatCompletionClient(
         ...     "llama3.2",
         ...     base_url="http://localhost:11434/v1",
@@ -676,7 +676,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         ValueError: As for :class:`OpenAIChatCompletionClient`, or neither a key nor a
             token provider is available.
 
-    Example:
+    Examples:
         >>> client = AzureOpenAIChatCompletionClient(
         ...     model="gpt-4o",
         ...     azure_deployment="gpt-4o",

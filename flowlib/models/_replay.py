@@ -57,7 +57,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     Raises:
         ValueError: If ``model_info`` is incomplete.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import UserMessage
         >>> client = ReplayChatCompletionClient(["Hello!", "Bye."])

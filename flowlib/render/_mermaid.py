@@ -205,7 +205,7 @@ def to_mermaid(
         TypeError: If ``obj`` is not drawable or ``trace`` has the wrong type.
         ValueError: If the trace was recorded on another graph.
 
-    Example:
+    Examples:
         >>> from flowlib.graph import DiGraph, DiGraphEdge, DiGraphNode
         >>> graph = DiGraph(nodes={
         ...     "a": DiGraphNode(name="a", edges=[DiGraphEdge(target="b", condition="OK")]),

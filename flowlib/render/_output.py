@@ -132,7 +132,7 @@ def render(
         GraphvizNotFoundError: For SVG or PNG when Graphviz is not installed.
         RenderError: If Graphviz fails.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> from flowlib.graph import DiGraph, DiGraphNode
         >>> graph = DiGraph(nodes={"a": DiGraphNode(name="a")})

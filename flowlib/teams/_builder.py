@@ -24,7 +24,7 @@ class DiGraphBuilder:
     Nodes are agents, nested teams or plain functions (wrapped in
     :class:`~flowlib.agents.FunctionAgent`). :meth:`build` validates the graph.
 
-    Example:
+    Examples:
         >>> from flowlib.agents import FunctionAgent
         >>> def a(messages): return "draft"
         >>> def b(messages): return "APPROVE"

@@ -39,7 +39,7 @@ class GraphFlow(BaseGroupChat):
             without exit), participants that do not match the graph's nodes, or a loop
             with neither a termination condition nor ``max_turns``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.teams import DiGraphBuilder
         >>> def draft(messages): return "a draft"

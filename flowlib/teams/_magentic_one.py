@@ -338,7 +338,7 @@ def parse_progress_ledger(text: str, names: Sequence[str]) -> ProgressLedger:
             them), has a non-boolean flag, or names an unknown next speaker while the
             request is not satisfied.
 
-    Example:
+    Examples:
         >>> ledger = parse_progress_ledger(
         ...     '{"is_request_satisfied": {"reason": "done", "answer": true}, '
         ...     '"is_in_loop": {"reason": "", "answer": false}, '
@@ -821,7 +821,7 @@ class MagenticOneGroupChat(BaseGroupChat):
             keys or names an invalid next speaker after the retries, or ``run()`` was
             called with no task and none is under way.
 
-    Example:
+    Examples:
         >>> import asyncio, json
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> from flowlib.testing import ScriptedAgent

@@ -35,7 +35,7 @@ class RoundRobinGroupChat(BaseGroupChat):
         ValueError: No participants, duplicate names, or neither a termination condition
             nor ``max_turns``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.testing import ScriptedAgent
         >>> team = RoundRobinGroupChat(

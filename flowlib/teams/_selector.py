@@ -463,7 +463,7 @@ class SelectorGroupChat(BaseGroupChat):
             like the selector, an invalid ``selector_prompt``, ``max_selector_attempts``
             below 1, or a ``runtime``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> from flowlib.testing import ScriptedAgent

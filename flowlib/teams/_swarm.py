@@ -85,7 +85,7 @@ class Swarm(BaseGroupChat):
         ValueError: No participants, a nested team, duplicate names, or neither a
             termination condition nor ``max_turns``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.messages import HandoffMessage
         >>> from flowlib.testing import ScriptedAgent

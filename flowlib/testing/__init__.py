@@ -9,7 +9,7 @@
   graph specs (chains, fan-outs, joins, loops, random DAGs with back edges) and invalid
   ones with the error each must raise.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from flowlib.teams import DiGraphBuilder, GraphFlow
     >>> writer = ScriptedAgent("writer", ["draft", "final draft"])

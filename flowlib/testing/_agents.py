@@ -61,7 +61,7 @@ class TurnRecorder:
     Pass one recorder to several fake agents (``recorder=``); afterwards ask which turns
     overlapped, in what order agents started, and how many ran at once.
 
-    Example:
+    Examples:
         >>> recorder = TurnRecorder()
         >>> recorder.start("a", 0); recorder.start("b", 0); recorder.end("a", 0)
         >>> recorder.overlapped("a", "b"), recorder.max_concurrent, recorder.running
@@ -140,7 +140,7 @@ class ScriptedAgent(BaseChatAgent):
         replies: The texts it replied, one per completed turn.
         resets: How many times ``on_reset`` was called.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> agent = ScriptedAgent("writer", ["draft", "final"])
         >>> asyncio.run(agent.run(task="go")).messages[-1].to_text()
@@ -296,7 +296,7 @@ class EchoAgent(ScriptedAgent):
         recorder: A shared :class:`TurnRecorder`.
         description: The agent's description.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> asyncio.run(EchoAgent("parrot").run(task="hello")).messages[-1].to_text()
         'hello'
@@ -330,7 +330,7 @@ class GatedAgent(ScriptedAgent):
         recorder: A shared :class:`TurnRecorder`.
         description: The agent's description.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> async def demo():
         ...     agent = GatedAgent("slow", ["done"])

@@ -78,7 +78,7 @@ class RunTimeline:
         events: ``("start", step)`` and ``("fire", position in trace.fired)``, in the order
             they happened.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.teams import DiGraphBuilder, GraphFlow
         >>> from flowlib.testing import ScriptedAgent

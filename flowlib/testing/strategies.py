@@ -2,7 +2,7 @@
 
 A strategy here generates a :class:`GraphSpec`: plain, printable data (node names, edges,
 each node's scripted replies) that builds the real thing on demand, so when hypothesis
-shrinks a failure it prints a graph you can read and paste into a test::
+shrinks a failure it prints a graph you can read and paste into a test:
 
     from hypothesis import given
     from flowlib.testing import check_run, RunTimeline
@@ -794,7 +794,7 @@ def interleaved(
     """The specs of ``specs``, each node yielding to the event loop 0..``max_yields`` times
     per turn, so concurrent branches finish in varied (but reproducible) orders.
 
-    Example:
+    Examples:
         >>> from hypothesis import given
         >>> @given(interleaved(valid_graphs()))
         ... def test_runs(spec): ...

@@ -43,7 +43,7 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
         ValueError: If ``strict`` is set and an argument (or a field of a nested object)
             has a default.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from pydantic import BaseModel
         >>> class AddArgs(BaseModel):

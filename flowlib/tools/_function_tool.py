@@ -63,7 +63,7 @@ class FunctionTool(BaseTool[BaseModel, Any]):
             ``name``, has a hint that cannot be resolved, or ``strict`` is set while an
             argument has a default.
 
-    Example:
+    Examples:
         >>> async def web_search_func(query: str) -> str:
         ...     \"\"\"Find information on the web\"\"\"
         ...     return "AutoGen is a programming framework for building multi-agent apps."
@@ -158,7 +158,7 @@ def tool(
         description: Defaults to the docstring's summary (its first paragraph).
         strict: See :class:`FunctionTool`.
 
-    Example:
+    Examples:
         >>> @tool
         ... def add(a: int, b: int = 0) -> int:
         ...     \"\"\"Add two numbers.\"\"\"

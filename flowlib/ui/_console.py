@@ -56,7 +56,7 @@ class UserInputManager:
             ``input`` (run in a worker thread) or an async
             ``(prompt, cancellation_token) -> str``.
 
-    Example:
+    Examples:
         >>> from flowlib.agents import UserProxyAgent
         >>> manager = UserInputManager(input)
         >>> user = UserProxyAgent("user", input_func=manager.get_wrapped_callback())
@@ -120,7 +120,7 @@ async def Console(
     printed again, only the line is ended. ``UserInputRequestedEvent`` is not printed: it
     is passed on to ``user_input_manager``. With ``output_stats``, each message that used a
     model is followed by ``[Prompt tokens: N, Completion tokens: M]`` and each final
-    ``TaskResult`` / ``Response`` by a summary block::
+    ``TaskResult`` / ``Response`` by a summary block:
 
         ---------- Summary ----------
         Number of messages: 5                    (agent Response: Number of inner messages)
@@ -145,7 +145,7 @@ async def Console(
     Raises:
         ValueError: The stream ended without a ``TaskResult`` or ``Response``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.teams import RoundRobinGroupChat
         >>> from flowlib.testing import ScriptedAgent
