@@ -138,7 +138,7 @@ class BaseChatMessage(BaseMessage, ABC):
     when the content is a pydantic model). Agents process the content of chat messages
     with their models and answer with another chat message.
 
-    Args:
+    Attributes:
         id: A unique id; a new UUID by default.
         source: The name of the agent that sent the message.
         models_usage: Model tokens spent producing the message.
@@ -176,7 +176,7 @@ class BaseAgentEvent(BaseMessage, ABC):
     Subclass it for a new observable event; override :meth:`to_text` to control how it
     renders. Events are not sent to other agents.
 
-    Args:
+    Attributes:
         id: A unique id; a new UUID by default.
         source: The name of the agent (or team) that emitted the event.
         models_usage: Model tokens spent producing the event.
@@ -202,7 +202,7 @@ class BaseTextChatMessage(BaseChatMessage, ABC):
     Inherit from it when a new message type carries text: ``to_text``,
     ``to_model_text`` and ``to_model_message`` are implemented.
 
-    Args:
+    Attributes:
         content: The text.
     """
 
@@ -242,7 +242,7 @@ class StopMessage(BaseTextChatMessage):
 class HandoffMessage(BaseTextChatMessage):
     """A message handing the conversation over to another agent.
 
-    Args:
+    Attributes:
         content: The handoff text.
         target: The name of the agent to hand off to.
         context: Model context passed on to the target agent.
@@ -258,7 +258,7 @@ class HandoffMessage(BaseTextChatMessage):
 class ToolCallSummaryMessage(BaseTextChatMessage):
     """A summary of the results of an agent's tool calls.
 
-    Args:
+    Attributes:
         content: The summary text.
         tool_calls: The tool calls that were made.
         results: Their results.
@@ -279,7 +279,7 @@ def _iterm_inline_image(image: Image) -> str:
 class MultiModalMessage(BaseChatMessage):
     """A message mixing text and images.
 
-    Args:
+    Attributes:
         content: Text and :class:`~flowlib.models.Image` parts, in order.
     """
 
@@ -344,7 +344,7 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
     register that class on a :class:`MessageFactory` (or a team's
     ``custom_message_types``) to load dumps back.
 
-    Args:
+    Attributes:
         content: The content model.
         format_string: (Experimental) A ``str.format`` template over the content's fields,
             used by :meth:`to_text`, e.g. ``"Hello, {text} {number}!"``.
@@ -396,7 +396,7 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
 class ToolCallRequestEvent(BaseAgentEvent):
     """The model asked for tool calls.
 
-    Args:
+    Attributes:
         content: The tool calls.
     """
 
@@ -412,7 +412,7 @@ class ToolCallRequestEvent(BaseAgentEvent):
 class ToolCallExecutionEvent(BaseAgentEvent):
     """Tool calls were executed.
 
-    Args:
+    Attributes:
         content: The results of the calls.
     """
 
@@ -428,7 +428,7 @@ class ToolCallExecutionEvent(BaseAgentEvent):
 class MemoryQueryEvent(BaseAgentEvent):
     """Memory was queried before a model call.
 
-    Args:
+    Attributes:
         content: The memory items found.
     """
 
@@ -444,7 +444,7 @@ class MemoryQueryEvent(BaseAgentEvent):
 class UserInputRequestedEvent(BaseAgentEvent):
     """A user proxy asks for user input; emitted before its input callback runs.
 
-    Args:
+    Attributes:
         request_id: Identifies the input request.
         content: Always empty; present for consumers that expect a ``content`` field.
     """
@@ -463,7 +463,7 @@ class UserInputRequestedEvent(BaseAgentEvent):
 class ModelClientStreamingChunkEvent(BaseAgentEvent):
     """A chunk of text streamed by a model client.
 
-    Args:
+    Attributes:
         content: The text chunk.
         full_message_id: The id of the complete message the chunks add up to, when known.
     """
@@ -482,7 +482,7 @@ class ModelClientStreamingChunkEvent(BaseAgentEvent):
 class ThoughtEvent(BaseAgentEvent):
     """The model's reasoning, or text that came along with its tool calls.
 
-    Args:
+    Attributes:
         content: The thought text.
     """
 
@@ -498,7 +498,7 @@ class ThoughtEvent(BaseAgentEvent):
 class SelectSpeakerEvent(BaseAgentEvent):
     """A team selected the next speaker(s).
 
-    Args:
+    Attributes:
         content: The names of the selected speakers.
     """
 
@@ -514,7 +514,7 @@ class SelectSpeakerEvent(BaseAgentEvent):
 class CodeGenerationEvent(BaseAgentEvent):
     """A model generated code.
 
-    Args:
+    Attributes:
         retry_attempt: 0 for the first generation, then 1, 2, ... for retries.
         content: The complete model answer.
         code_blocks: The code blocks found in the answer.
@@ -536,7 +536,7 @@ class CodeGenerationEvent(BaseAgentEvent):
 class CodeExecutionEvent(BaseAgentEvent):
     """Code was executed.
 
-    Args:
+    Attributes:
         retry_attempt: 0 for the first execution, then 1, 2, ... for retries.
         result: The execution result.
     """

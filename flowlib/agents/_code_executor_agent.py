@@ -45,7 +45,7 @@ RETRY_PROMPT = (
 class ApprovalRequest(BaseModel):
     """Asks an ``approval_func`` whether some code may run.
 
-    Args:
+    Attributes:
         code: The code blocks about to run, each as a fenced markdown block
             (```` ```python ... ``` ````), separated by blank lines.
         context: The agent's model context: the conversation that led to the code.
@@ -58,7 +58,7 @@ class ApprovalRequest(BaseModel):
 class ApprovalResponse(BaseModel):
     """An ``approval_func``'s decision.
 
-    Args:
+    Attributes:
         approved: Whether the code may run.
         reason: Why; shown to the team (and the model) when the code is denied.
     """

@@ -17,7 +17,7 @@ __all__ = ["MessageFilterAgent", "MessageFilterConfig", "PerSourceFilter"]
 class PerSourceFilter(BaseModel):
     """Which messages of one source to keep.
 
-    Args:
+    Attributes:
         source: The ``source`` (sender name) the filter applies to.
         position: ``"first"`` or ``"last"`` to keep the first or last ``count`` messages;
             ``None`` keeps every message of the source.
@@ -41,7 +41,7 @@ class PerSourceFilter(BaseModel):
 class MessageFilterConfig(BaseModel):
     """The per-source filters of a :class:`MessageFilterAgent`.
 
-    Args:
+    Attributes:
         per_source: One filter per source to let through; sources without a filter are
             dropped.
     """

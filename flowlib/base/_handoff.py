@@ -17,7 +17,7 @@ class Handoff(BaseModel):
     Empty fields are filled from ``target``: ``Handoff(target="user")`` is the tool
     ``transfer_to_user``, whose result (and the ``HandoffMessage`` content) is ``message``.
 
-    Args:
+    Attributes:
         target: The name of the agent (or ``"user"``) to hand off to.
         description: The tool description shown to the model.
         name: The tool name; must be a valid identifier.

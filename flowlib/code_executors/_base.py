@@ -19,7 +19,7 @@ __all__ = ["CodeExecutor", "CommandLineCodeResult", "extract_markdown_code_block
 class CommandLineCodeResult(CodeResult):
     """The outcome of running code blocks as scripts on a command line.
 
-    Args:
+    Attributes:
         exit_code: The exit code of the last script run; 0 means every block succeeded.
         output: What the scripts wrote to stdout and stderr, interleaved as written.
         code_file: The file the last block was written to before it ran (``None`` when no

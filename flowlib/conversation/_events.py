@@ -48,7 +48,7 @@ Event = BaseAgentEvent | BaseChatMessage
 class ToolCallEvent(BaseAgentEvent):
     """The model asked to call a tool.
 
-    Args:
+    Attributes:
         call_id: The id pairing the call with its :class:`ToolResultEvent`.
         name: The tool's name.
         arguments: The arguments, as the JSON text the model produced.
@@ -67,7 +67,7 @@ class ToolCallEvent(BaseAgentEvent):
 class ToolResultEvent(BaseAgentEvent):
     """A tool call finished.
 
-    Args:
+    Attributes:
         call_id: The id of the :class:`ToolCallEvent` it answers.
         name: The tool's name.
         content: The result as text (what the model sees).
@@ -88,7 +88,7 @@ class ToolResultEvent(BaseAgentEvent):
 class ModelMessageChunk(BaseAgentEvent):
     """A piece of the model's answer, streamed while it is generated (``streaming=True``).
 
-    Args:
+    Attributes:
         content: The text chunk.
         message_id: The id of the complete message the chunks add up to, when known.
     """
@@ -107,7 +107,7 @@ class HumanInputRequest(BaseAgentEvent):
 
     The agent's ``human_input`` handler receives this event and returns the answer.
 
-    Args:
+    Attributes:
         prompt: The question.
         request_id: Identifies the request; the :class:`HumanInputResponse` repeats it.
     """
@@ -124,7 +124,7 @@ class HumanInputRequest(BaseAgentEvent):
 class HumanInputResponse(BaseAgentEvent):
     """The human's answer to a :class:`HumanInputRequest`.
 
-    Args:
+    Attributes:
         request_id: The id of the request answered.
         content: The answer.
     """
@@ -141,7 +141,7 @@ class HumanInputResponse(BaseAgentEvent):
 class ReplyEvent(BaseAgentEvent):
     """The turn's final reply; always the last event of a successful turn.
 
-    Args:
+    Attributes:
         content: The reply's text (``AgentReply.body``).
         message_id: The id of the final chat message (``AgentReply.response.id``).
     """

@@ -42,7 +42,7 @@ ConditionFunction = Callable[[BaseChatMessage], bool]
 class DiGraphEdge(BaseModel):
     """A directed edge to ``target``, with an optional condition.
 
-    Args:
+    Attributes:
         target: The name of the node the edge leads to.
         condition: ``None`` (always fires), a string (fires when it is a substring of the
             source's final message ``to_model_text()``), a condition object from
@@ -108,7 +108,7 @@ class DiGraphEdge(BaseModel):
 class DiGraphNode(BaseModel):
     """A node: a named participant, its outgoing edges and how it is activated.
 
-    Args:
+    Attributes:
         name: Unique node name; equals the participant's name.
         edges: Outgoing edges, in the order they were added.
         activation: Default activation condition of the node's incoming edge groups.
@@ -124,7 +124,7 @@ class DiGraphNode(BaseModel):
 class DiGraph(BaseModel):
     """A directed graph of nodes and conditional edges: the IR every team compiles to.
 
-    Args:
+    Attributes:
         nodes: Nodes by name, in insertion order (which fixes start and tie order).
         default_start_node: The entry point; when unset, the entry points are the nodes
             without incoming edges.

@@ -353,15 +353,15 @@ def validate_graph(
 ) -> GraphAnalysis:
     """Validate ``graph`` and return its analysis.
 
+    Both ``allow_*`` arguments default to what the graph's ``pattern`` needs: a round-robin
+    ring may loop without a conditional edge, and a swarm may start at any participant.
+
     Args:
         graph: The graph to check.
         allow_unconditional_cycles: Accept cycles without a conditional edge (teams whose
             loop is bounded by their termination condition, such as round-robin).
         allow_unreachable: Accept nodes unreachable from the start nodes (teams that can
             start a run at any node, such as a swarm resumed by a handoff task).
-
-        Both default to what the graph's ``pattern`` needs: a round-robin ring may loop
-        without a conditional edge, and a swarm may start at any participant.
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.

@@ -18,7 +18,7 @@ __all__ = ["Memory", "MemoryQueryResult", "UpdateContextResult"]
 class MemoryQueryResult(BaseModel):
     """What a memory query found.
 
-    Args:
+    Attributes:
         results: The memory items, most relevant (or, for a list memory, oldest) first.
     """
 
@@ -28,7 +28,7 @@ class MemoryQueryResult(BaseModel):
 class UpdateContextResult(BaseModel):
     """What :meth:`Memory.update_context` added to a model context.
 
-    Args:
+    Attributes:
         memories: The memory items that were added.
     """
 

@@ -30,7 +30,7 @@ class MemoryMimeType(str, Enum):
 class MemoryContent(BaseModel):
     """One item stored in (or retrieved from) a memory.
 
-    Args:
+    Attributes:
         content: The item: text, bytes, a JSON-like dict or an :class:`Image`.
         mime_type: What the content is; a :class:`MemoryMimeType` or any MIME string.
         metadata: Free-form data about the item (source, score, ...).

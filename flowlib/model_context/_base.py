@@ -30,7 +30,7 @@ _LLM_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, FunctionExec
 class ChatCompletionContextState(BaseModel):
     """The saved state of a model context: its whole history, not the view.
 
-    Args:
+    Attributes:
         messages: Every message held, oldest first.
         version: Format version; loading another version is refused.
     """
