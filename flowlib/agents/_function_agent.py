@@ -15,7 +15,7 @@ __all__ = ["FunctionAgent", "NodeFunction"]
 _Result = str | BaseChatMessage | Response | None
 NodeFunction = Callable[[Sequence[BaseChatMessage]], _Result | Awaitable[_Result]]
 """A sync or async function taking the new messages and returning a str, a chat message,
-a :class:`~flowlib.base.Response` or None."""
+a [`Response`][flowlib.base.Response] or None."""
 
 
 class FunctionAgent(BaseChatAgent):

@@ -39,7 +39,7 @@ class PerSourceFilter(BaseModel):
 
 
 class MessageFilterConfig(BaseModel):
-    """The per-source filters of a :class:`MessageFilterAgent`.
+    """The per-source filters of a [`MessageFilterAgent`][flowlib.agents.MessageFilterAgent].
 
     Attributes:
         per_source: One filter per source to let through; sources without a filter are
@@ -53,8 +53,8 @@ class MessageFilterAgent(BaseChatAgent):
     """(Experimental) Filters the messages of each call before the wrapped agent sees them.
 
     On every call the new messages are filtered per source: a message passes when a
-    :class:`PerSourceFilter` for its ``source`` selects it, so messages from sources
-    without a filter are dropped. Kept messages stay in their original order (a message
+    [`PerSourceFilter`][flowlib.agents.PerSourceFilter] for its ``source`` selects it, so messages
+    from sources without a filter are dropped. Kept messages stay in their original order (a message
     two filters select passes once). Reset, pause, resume, state and close go straight
     to the wrapped agent.
 

@@ -58,8 +58,8 @@ class Handoff(BaseModel):
 
     @property
     def handoff_tool(self) -> BaseTool[Any, Any]:
-        """The tool the model calls to hand off: named :attr:`name`, described by
-        :attr:`description`, taking no arguments and returning :attr:`message`."""
+        """The tool the model calls to hand off: named ``name``, described by
+        ``description``, taking no arguments and returning ``message``."""
         message = self.message
 
         async def handoff() -> str:  # async: no worker thread for a constant

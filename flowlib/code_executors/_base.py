@@ -32,8 +32,9 @@ class CommandLineCodeResult(CodeResult):
 class CodeExecutor(ABC):
     """Runs code blocks and reports their combined result.
 
-    Executors are async context managers: ``async with executor:`` calls :meth:`start`
-    and, on the way out, :meth:`stop`.
+    Executors are async context managers: ``async with executor:`` calls
+    [`start`][flowlib.code_executors.CodeExecutor.start] and, on the way out,
+    [`stop`][flowlib.code_executors.CodeExecutor.stop].
 
     Examples:
         >>> import asyncio
@@ -69,7 +70,8 @@ class CodeExecutor(ABC):
 
     @abstractmethod
     async def stop(self) -> None:
-        """Release what :meth:`start` acquired and stop any code still running."""
+        """Release what [`start`][flowlib.code_executors.CodeExecutor.start] acquired and stop any
+        code still running."""
 
     @abstractmethod
     async def restart(self) -> None:

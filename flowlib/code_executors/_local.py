@@ -45,7 +45,8 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         timeout: Seconds each block may run. A block that runs longer is killed (with
             the processes it started) and reported with exit code 124 and a note.
         work_dir: Where code files are written and run; created if missing. ``None``
-            uses a new temporary directory, removed by :meth:`stop`.
+            uses a new temporary directory, removed by
+            [`stop`][flowlib.code_executors.LocalCommandLineCodeExecutor.stop].
         cleanup_temp_files: Delete each code file after it ran.
 
     Raises:
@@ -126,7 +127,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
 
         Args:
             code_blocks: The blocks; each ``language`` must be one of
-                :attr:`SUPPORTED_LANGUAGES`.
+                [`SUPPORTED_LANGUAGES`][flowlib.code_executors.LocalCommandLineCodeExecutor.SUPPORTED_LANGUAGES].
             cancellation_token: Cancelling it kills the running block; the await raises
                 ``asyncio.CancelledError``.
 

@@ -85,7 +85,7 @@ class ComponentModel(BaseModel):
         conditions: Mapping[str, Callable[[BaseChatMessage], bool]] | None = None,
     ) -> T | Any:
         """Build the component this model describes; see
-        :func:`flowlib.component.load_component`.
+        [`flowlib.component.load_component`][flowlib.component.load_component].
 
         Examples:
             >>> from flowlib.conditions import TextMentionTermination

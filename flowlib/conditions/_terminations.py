@@ -58,8 +58,8 @@ def _names(parameter: str, owner: str, names: Sequence[str]) -> tuple[str, ...]:
 class _LatchedCondition(TerminationCondition):
     """Bookkeeping shared by the built-ins: fire once, then refuse calls until reset.
 
-    Subclasses implement :meth:`_check`; :meth:`_restart` clears their own counters and
-    :meth:`_params` returns their constructor arguments (for ``repr`` and, later, config).
+    Subclasses implement ``_check``; ``_restart`` clears their own counters and
+    ``_params`` returns their constructor arguments (for ``repr`` and, later, config).
     """
 
     def __init__(self) -> None:
@@ -111,7 +111,7 @@ class _LatchedCondition(TerminationCondition):
 
 
 class StopMessageTermination(_LatchedCondition):
-    """Stops when a :class:`~flowlib.messages.StopMessage` is among the new messages.
+    """Stops when a [`StopMessage`][flowlib.messages.StopMessage] is among the new messages.
 
     Stop reason: ``"Stop message received"``.
     """
@@ -335,7 +335,7 @@ def _reached(count: int, limit: int | None) -> bool:
 
 
 class HandoffTermination(_LatchedCondition):
-    """Stops when a :class:`~flowlib.messages.HandoffMessage` to ``target`` appears.
+    """Stops when a [`HandoffMessage`][flowlib.messages.HandoffMessage] to ``target`` appears.
 
     Stop reason: ``"Handoff to {target} from {source} detected."``, where ``source`` is
     the agent that handed off.
@@ -366,9 +366,9 @@ class HandoffTermination(_LatchedCondition):
 class TimeoutTermination(_LatchedCondition):
     """Stops on the first call made once a duration has passed.
 
-    The clock starts when the condition is created and restarts on :meth:`reset`. It is
-    only looked at when the condition is called, i.e. after an agent's turn: a turn in
-    progress is never interrupted.
+    The clock starts when the condition is created and restarts on
+    [`reset`][flowlib.base.TerminationCondition.reset]. It is only looked at when the condition is
+    called, i.e. after an agent's turn: a turn in progress is never interrupted.
 
     Stop reason: ``"Timeout of {timeout_seconds} seconds reached"``.
 
@@ -412,7 +412,8 @@ class TimeoutTermination(_LatchedCondition):
 
 
 class ExternalTermination(_LatchedCondition):
-    """Stops on the next call after :meth:`set`, e.g. from a UI "Stop" button.
+    """Stops on the next call after [`set`][flowlib.conditions.ExternalTermination.set], e.g. from a
+    UI "Stop" button.
 
     The agent that is speaking finishes its turn first, so the team's state stays
     consistent; to abort at once, use a ``CancellationToken`` instead.
@@ -488,7 +489,8 @@ class SourceMatchTermination(_LatchedCondition):
 
 
 class TextMessageTermination(_LatchedCondition):
-    """Stops when a :class:`~flowlib.messages.TextMessage` arrives, optionally from one agent.
+    """Stops when a [`TextMessage`][flowlib.messages.TextMessage] arrives, optionally from one
+    agent.
 
     Handy for a single agent in a tool loop: the run ends when the agent answers in
     plain text instead of calling a tool.
@@ -523,8 +525,9 @@ class TextMessageTermination(_LatchedCondition):
 class FunctionCallTermination(_LatchedCondition):
     """Stops once a tool with the given name has been executed.
 
-    Looks at the results carried by :class:`~flowlib.messages.ToolCallExecutionEvent`;
-    a result that is an error still counts as executed.
+    Looks at the results carried by
+    [`ToolCallExecutionEvent`][flowlib.messages.ToolCallExecutionEvent]; a result that is an error
+    still counts as executed.
 
     Stop reason: ``"Function '{function_name}' was executed."``.
 

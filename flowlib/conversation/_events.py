@@ -1,20 +1,24 @@
 """The events a conversation turn emits, and how flowlib's agent output maps onto them.
 
-The names follow seed 000 (AG2). Each event is a flowlib :class:`~flowlib.messages.BaseAgentEvent`
-(pydantic, with ``id``, ``source``, ``created_at``, ``dump()``), so it can be stored and
-rebuilt with :class:`~flowlib.messages.MessageFactory` once registered.
+The names follow seed 000 (AG2). Each event is a flowlib
+[`BaseAgentEvent`][flowlib.messages.BaseAgentEvent] (pydantic, with ``id``, ``source``,
+``created_at``, ``dump()``), so it can be stored and rebuilt with
+[`MessageFactory`][flowlib.messages.MessageFactory] once registered.
 
 Mapping of what the wrapped agent or team yields:
 
-- ``ToolCallRequestEvent`` -> one :class:`ToolCallEvent` per call;
-- ``ToolCallExecutionEvent`` -> one :class:`ToolResultEvent` per result;
-- ``ModelClientStreamingChunkEvent`` -> :class:`ModelMessageChunk`;
+- ``ToolCallRequestEvent`` -> one [`ToolCallEvent`][flowlib.conversation.ToolCallEvent] per call;
+- ``ToolCallExecutionEvent`` -> one [`ToolResultEvent`][flowlib.conversation.ToolResultEvent] per
+result;
+- ``ModelClientStreamingChunkEvent`` ->
+[`ModelMessageChunk`][flowlib.conversation.ModelMessageChunk];
 - every other flowlib event or chat message (the user's ``TextMessage``, the agent's
   final message, ``ThoughtEvent``, a team's participant messages, ...) -> itself.
 
-The conversation layer adds :class:`HumanInputRequest` / :class:`HumanInputResponse`
-(from :func:`~flowlib.conversation.ask_human`) and closes every successful turn with a
-:class:`ReplyEvent`.
+The conversation layer adds [`HumanInputRequest`][flowlib.conversation.HumanInputRequest] /
+[`HumanInputResponse`][flowlib.conversation.HumanInputResponse] (from
+[`ask_human`][flowlib.conversation.ask_human]) and closes every successful turn with a
+[`ReplyEvent`][flowlib.conversation.ReplyEvent].
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ class ToolCallEvent(BaseAgentEvent):
     """The model asked to call a tool.
 
     Attributes:
-        call_id: The id pairing the call with its :class:`ToolResultEvent`.
+        call_id: The id pairing the call with its
+            [`ToolResultEvent`][flowlib.conversation.ToolResultEvent].
         name: The tool's name.
         arguments: The arguments, as the JSON text the model produced.
     """
@@ -68,7 +73,7 @@ class ToolResultEvent(BaseAgentEvent):
     """A tool call finished.
 
     Attributes:
-        call_id: The id of the :class:`ToolCallEvent` it answers.
+        call_id: The id of the [`ToolCallEvent`][flowlib.conversation.ToolCallEvent] it answers.
         name: The tool's name.
         content: The result as text (what the model sees).
         is_error: Whether the tool failed (``content`` then says why).
@@ -109,7 +114,8 @@ class HumanInputRequest(BaseAgentEvent):
 
     Attributes:
         prompt: The question.
-        request_id: Identifies the request; the :class:`HumanInputResponse` repeats it.
+        request_id: Identifies the request; the
+            [`HumanInputResponse`][flowlib.conversation.HumanInputResponse] repeats it.
     """
 
     prompt: str
@@ -122,7 +128,7 @@ class HumanInputRequest(BaseAgentEvent):
 
 
 class HumanInputResponse(BaseAgentEvent):
-    """The human's answer to a :class:`HumanInputRequest`.
+    """The human's answer to a [`HumanInputRequest`][flowlib.conversation.HumanInputRequest].
 
     Attributes:
         request_id: The id of the request answered.
@@ -164,7 +170,7 @@ CONVERSATION_EVENT_TYPES: tuple[type[BaseAgentEvent], ...] = (
     ToolResultEvent,
 )
 """The event classes this module defines; register them with a
-:class:`~flowlib.messages.MessageFactory` to rebuild stored events."""
+[`MessageFactory`][flowlib.messages.MessageFactory] to rebuild stored events."""
 
 
 def to_events(item: Event) -> list[Event]:

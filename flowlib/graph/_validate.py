@@ -1,11 +1,11 @@
-"""Build-time validation of a :class:`DiGraph`.
+"""Build-time validation of a [`DiGraph`][flowlib.graph.DiGraph].
 
-One pass, linear in nodes + edges, no Python recursion. :func:`analyse` indexes the graph
+One pass, linear in nodes + edges, no Python recursion. ``analyse`` indexes the graph
 once (names, edge targets, strongly connected components, the effective activation group
-of every edge); :func:`validate_graph` runs every rule on that analysis and returns it, so
-the executor's plan is compiled from the same pass.
+of every edge); [`validate_graph`][flowlib.graph.validate_graph] runs every rule on that analysis
+and returns it, so the executor's plan is compiled from the same pass.
 
-Rules, each a :class:`~flowlib.errors.GraphError` subclass whose message names the
+Rules, each a [`GraphError`][flowlib.errors.GraphError] subclass whose message names the
 offending nodes or edges and says how to fix it:
 
 - the graph has nodes; each node's key equals its ``name``;

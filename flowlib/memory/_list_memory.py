@@ -17,7 +17,8 @@ __all__ = ["ListMemory"]
 class ListMemory(Memory):
     """Keeps memory items in order and recalls all of them, whatever the query.
 
-    :meth:`update_context` appends one ``SystemMessage`` listing every item to the model
+    [`update_context`][flowlib.memory.ListMemory.update_context] appends one ``SystemMessage``
+    listing every item to the model
     context:
 
         \\nRelevant memory content (in chronological order):\\n1. <item>\\n2. <item>\\n

@@ -31,8 +31,9 @@ class MemoryContent(BaseModel):
     """One item stored in (or retrieved from) a memory.
 
     Attributes:
-        content: The item: text, bytes, a JSON-like dict or an :class:`Image`.
-        mime_type: What the content is; a :class:`MemoryMimeType` or any MIME string.
+        content: The item: text, bytes, a JSON-like dict or an [`Image`][flowlib.messages.Image].
+        mime_type: What the content is; a [`MemoryMimeType`][flowlib.memory.MemoryMimeType] or any
+            MIME string.
         metadata: Free-form data about the item (source, score, ...).
 
     Examples:

@@ -44,10 +44,12 @@ class ReplayExhaustedError(ValueError):
 
 class ReplayChatCompletionClient(ChatCompletionClient):
     """Plays scripted responses in order: strings become ``stop`` completions, and
-    :class:`CreateResult` objects (tool calls included) are returned as given.
+    [`CreateResult`][flowlib.models.CreateResult] objects (tool calls included) are returned as
+    given.
 
-    Every request is recorded in :attr:`requests` (the messages the model was sent), so
-    tests can assert what each model call saw. Usage counts whitespace-separated words.
+    Every request is recorded in [`requests`][flowlib.models.ReplayChatCompletionClient.requests]
+    (the messages the model was sent), so tests can assert what each model call saw. Usage counts
+    whitespace-separated words.
 
     Args:
         chat_completions: The responses, in order.
@@ -178,8 +180,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Yield the next scripted response in word-sized chunks, then the result.
 
-        A scripted :class:`CreateResult` with text content is chunked the same way; one
-        with tool calls is yielded whole.
+        A scripted [`CreateResult`][flowlib.models.CreateResult] with text content is chunked the
+        same way; one with tool calls is yielded whole.
         """
         await self._wait(cancellation_token)
         args = {
@@ -217,7 +219,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def remaining_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
-        """A nominal 10,000-token window minus :meth:`count_tokens`."""
+        """A nominal 10,000-token window minus
+        [`count_tokens`][flowlib.models.ReplayChatCompletionClient.count_tokens]."""
         return max(0, 10_000 - self.count_tokens(messages, tools=tools))
 
     @property

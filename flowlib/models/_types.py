@@ -79,8 +79,8 @@ class FunctionExecutionResult(BaseModel):
     Attributes:
         content: The stringified return value (``'None'`` for a function returning None).
         name: The name of the function that was called.
-        call_id: The id of the :class:`FunctionCall` this answers; may be empty for models
-            that do not use call ids.
+        call_id: The id of the [`FunctionCall`][flowlib.models.FunctionCall] this answers; may be
+            empty for models that do not use call ids.
         is_error: Whether the call raised.
     """
 
@@ -138,7 +138,7 @@ class UserMessage(BaseModel):
     """Input from an end user, or any other data given to the model.
 
     Attributes:
-        content: Text, or a list of text and :class:`Image` parts.
+        content: Text, or a list of text and [`Image`][flowlib.models.Image] parts.
         source: The name of the agent or user the input comes from.
     """
 

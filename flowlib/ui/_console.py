@@ -42,14 +42,16 @@ _RULE = "-" * 10
 
 
 class UserInputManager:
-    """Holds a user proxy's input prompt back until :func:`Console` has shown the request.
+    """Holds a user proxy's input prompt back until [`Console`][flowlib.ui.Console] has shown the
+    request.
 
     In a team, messages travel to the console through the team's stream while the
-    :class:`~flowlib.agents.UserProxyAgent` goes on to call its input function, so the
+    [`UserProxyAgent`][flowlib.agents.UserProxyAgent] goes on to call its input function, so the
     prompt can appear before the messages that led to it. Give the agent the callback
-    from :meth:`get_wrapped_callback` and give ``Console`` the manager: the callback waits
-    until ``Console`` has printed everything before the agent's
-    :class:`~flowlib.messages.UserInputRequestedEvent`, then asks the real input function.
+    from [`get_wrapped_callback`][flowlib.ui.UserInputManager.get_wrapped_callback] and give
+    ``Console`` the manager: the callback waits until ``Console`` has printed everything before the
+    agent's [`UserInputRequestedEvent`][flowlib.messages.UserInputRequestedEvent], then asks the
+    real input function.
 
     Args:
         callback: The input function to wrap: a blocking ``(prompt) -> str`` such as
@@ -72,7 +74,7 @@ class UserInputManager:
         """Return an async input function for a ``UserProxyAgent``.
 
         It must be called from inside the agent's input request (it reads
-        :meth:`UserProxyAgent.InputRequestContext.request_id`).
+        [`UserProxyAgent.InputRequestContext.request_id`][flowlib.agents.UserProxyAgent.InputRequestContext.request_id]).
 
         Returns:
             ``async (prompt, cancellation_token) -> str``.
