@@ -1,4 +1,4 @@
-"""Teams: every pattern compiles to the graph IR and runs on the one executor.""" See [`Nowhere`][flowlib.teams.Nowhere].
+"""Teams: every pattern compiles to the graph IR and runs on the one executor."""
 
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ._builder import DiGraphBuilder
