@@ -1,9 +1,10 @@
 """flowlib: multi-agent LLM workflows, graph-first.
 
-Every team pattern compiles to one directed-graph IR (:mod:`flowlib.graph`) run by one
-executor. The public API mirrors AutoGen AgentChat: :mod:`flowlib.messages`,
-:mod:`flowlib.base`, :mod:`flowlib.conditions`, :mod:`flowlib.agents`,
-:mod:`flowlib.teams`, :mod:`flowlib.models`.
+Every team pattern compiles to one directed-graph IR ([`flowlib.graph`][flowlib.graph]) run by one
+executor. The public API mirrors AutoGen AgentChat: [`flowlib.messages`][flowlib.messages],
+[`flowlib.base`][flowlib.base], [`flowlib.conditions`][flowlib.conditions],
+[`flowlib.agents`][flowlib.agents], [`flowlib.teams`][flowlib.teams],
+[`flowlib.models`][flowlib.models].
 """
 
 __version__ = "0.1.0"

@@ -13,13 +13,15 @@ _F = TypeVar("_F", bound="asyncio.Future[Any]")
 
 
 class CancellationToken:
-    """A token that aborts the work linked to it when :meth:`cancel` is called.
+    """A token that aborts the work linked to it when
+    [`cancel`][flowlib.base.CancellationToken.cancel] is called.
 
-    Awaitables linked with :meth:`link_future` are cancelled, so the code awaiting them
-    sees :class:`asyncio.CancelledError`; callbacks added with :meth:`add_callback` run
-    once. Linking to a token that is already cancelled cancels at once.
+    Awaitables linked with [`link_future`][flowlib.base.CancellationToken.link_future] are
+    cancelled, so the code awaiting them sees ``asyncio.CancelledError``; callbacks added with
+    [`add_callback`][flowlib.base.CancellationToken.add_callback] run once. Linking to a token that
+    is already cancelled cancels at once.
 
-    Example:
+    Examples:
         >>> token = CancellationToken()
         >>> token.is_cancelled()
         False
@@ -44,7 +46,7 @@ class CancellationToken:
             callback()
 
     def is_cancelled(self) -> bool:
-        """Return whether :meth:`cancel` has been called."""
+        """Return whether [`cancel`][flowlib.base.CancellationToken.cancel] has been called."""
         return self._cancelled
 
     def add_callback(self, callback: Callable[[], object]) -> None:
@@ -56,7 +58,8 @@ class CancellationToken:
         callback()
 
     def remove_callback(self, callback: Callable[[], object]) -> None:
-        """Forget a callback added with :meth:`add_callback`, if it is still pending."""
+        """Forget a callback added with
+        [`add_callback`][flowlib.base.CancellationToken.add_callback], if it is still pending."""
         with self._lock:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)

@@ -1,7 +1,7 @@
 """The demo behind ``flowlib demo``: model-backed agents in a graph with a fan-out, a
 join, a tool call and a review loop.
 
-::
+
 
     planner -> (researcher, critic) -> writer -> reviewer --"APPROVE"--> publish
                                          ^          |

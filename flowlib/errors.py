@@ -1,6 +1,6 @@
 """The one exception tree of flowlib.
 
-::
+
 
     FlowlibError
     ├── GraphError (also ValueError)            build time: the graph or team is malformed

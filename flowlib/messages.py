@@ -1,12 +1,13 @@
 """Messages agents exchange and events they emit.
 
-Every message derives from :class:`BaseChatMessage` (agent-to-agent communication, seen by
-the other participants and by termination conditions) or :class:`BaseAgentEvent`
-(observable progress for users and applications, not processed by other agents).
-Each concrete class has a literal ``type`` field equal to its class name, which
-:class:`MessageFactory` uses to rebuild a message from its :meth:`BaseMessage.dump`.
+Every message derives from [`BaseChatMessage`][flowlib.messages.BaseChatMessage] (agent-to-agent
+communication, seen by the other participants and by termination conditions) or
+[`BaseAgentEvent`][flowlib.messages.BaseAgentEvent] (observable progress for users and applications,
+not processed by other agents). Each concrete class has a literal ``type`` field equal to its class
+name, which [`MessageFactory`][flowlib.messages.MessageFactory] uses to rebuild a message from its
+[`BaseMessage.dump`][flowlib.messages.BaseMessage.dump].
 
-Example:
+Examples:
     >>> msg = TextMessage(content="Hello", source="user")
     >>> print(msg)
     source='user' models_usage=None metadata={} content='Hello' type='TextMessage'
@@ -89,8 +90,9 @@ def _utc_now() -> datetime:
 class BaseMessage(BaseModel, ABC):
     """Abstract base of every message and event.
 
-    Do not subclass this directly: subclass :class:`BaseChatMessage` for messages
-    agents exchange, or :class:`BaseAgentEvent` for observable events.
+    Do not subclass this directly: subclass [`BaseChatMessage`][flowlib.messages.BaseChatMessage]
+    for messages agents exchange, or [`BaseAgentEvent`][flowlib.messages.BaseAgentEvent] for
+    observable events.
     """
 
     @abstractmethod
@@ -98,7 +100,7 @@ class BaseMessage(BaseModel, ABC):
         """Render the message as text for the console, users and termination conditions.
 
         This is not what models see; for chat messages use
-        :meth:`BaseChatMessage.to_model_text`.
+        [`BaseChatMessage.to_model_text`][flowlib.messages.BaseChatMessage.to_model_text].
         """
 
     def dump(self) -> dict[str, Any]:
@@ -106,7 +108,7 @@ class BaseMessage(BaseModel, ABC):
 
         Datetimes become ISO 8601 strings and images base64 dicts. The dict always has a
         ``type`` key (the class name when the class declares no ``type`` field), so
-        :meth:`MessageFactory.create` can rebuild the message.
+        [`MessageFactory.create`][flowlib.messages.MessageFactory.create] can rebuild the message.
 
         Returns:
             A dict of JSON-safe values.
@@ -117,7 +119,8 @@ class BaseMessage(BaseModel, ABC):
 
     @classmethod
     def load(cls, data: Mapping[str, Any]) -> Self:
-        """Create a message of this class from a dict made by :meth:`dump`.
+        """Create a message of this class from a dict made by
+        [`dump`][flowlib.messages.BaseMessage.dump].
 
         Args:
             data: The dumped message.
@@ -134,11 +137,12 @@ class BaseMessage(BaseModel, ABC):
 class BaseChatMessage(BaseMessage, ABC):
     """Abstract base of messages agents send to each other.
 
-    Subclass it for a new agent-to-agent message type (or use :class:`StructuredMessage`
-    when the content is a pydantic model). Agents process the content of chat messages
-    with their models and answer with another chat message.
+    Subclass it for a new agent-to-agent message type (or use
+    [`StructuredMessage`][flowlib.messages.StructuredMessage] when the content is a pydantic model).
+    Agents process the content of chat messages with their models and answer with another chat
+    message.
 
-    Args:
+    Attributes:
         id: A unique id; a new UUID by default.
         source: The name of the agent that sent the message.
         models_usage: Model tokens spent producing the message.
@@ -161,22 +165,26 @@ class BaseChatMessage(BaseMessage, ABC):
     def to_model_text(self) -> str:
         """Render the content as text for a model.
 
-        Used to build parts of a model message; :meth:`to_model_message` builds a whole
-        one. Not meant for the console: use :meth:`to_text` for that.
+        Used to build parts of a model message;
+        [`to_model_message`][flowlib.messages.BaseChatMessage.to_model_message] builds a whole one.
+        Not meant for the console: use [`to_text`][flowlib.messages.BaseChatMessage.to_text] for
+        that.
         """
 
     @abstractmethod
     def to_model_message(self) -> UserMessage:
-        """Convert the message to a :class:`~flowlib.models.UserMessage` for a model client."""
+        """Convert the message to a [`UserMessage`][flowlib.models.UserMessage] for a model
+        client."""
 
 
 class BaseAgentEvent(BaseMessage, ABC):
     """Abstract base of events that agents and teams emit for users and applications.
 
-    Subclass it for a new observable event; override :meth:`to_text` to control how it
-    renders. Events are not sent to other agents.
+    Subclass it for a new observable event; override
+    [`to_text`][flowlib.messages.BaseAgentEvent.to_text] to control how it renders. Events are not
+    sent to other agents.
 
-    Args:
+    Attributes:
         id: A unique id; a new UUID by default.
         source: The name of the agent (or team) that emitted the event.
         models_usage: Model tokens spent producing the event.
@@ -202,7 +210,7 @@ class BaseTextChatMessage(BaseChatMessage, ABC):
     Inherit from it when a new message type carries text: ``to_text``,
     ``to_model_text`` and ``to_model_message`` are implemented.
 
-    Args:
+    Attributes:
         content: The text.
     """
 
@@ -242,7 +250,7 @@ class StopMessage(BaseTextChatMessage):
 class HandoffMessage(BaseTextChatMessage):
     """A message handing the conversation over to another agent.
 
-    Args:
+    Attributes:
         content: The handoff text.
         target: The name of the agent to hand off to.
         context: Model context passed on to the target agent.
@@ -258,7 +266,7 @@ class HandoffMessage(BaseTextChatMessage):
 class ToolCallSummaryMessage(BaseTextChatMessage):
     """A summary of the results of an agent's tool calls.
 
-    Args:
+    Attributes:
         content: The summary text.
         tool_calls: The tool calls that were made.
         results: Their results.
@@ -279,8 +287,8 @@ def _iterm_inline_image(image: Image) -> str:
 class MultiModalMessage(BaseChatMessage):
     """A message mixing text and images.
 
-    Args:
-        content: Text and :class:`~flowlib.models.Image` parts, in order.
+    Attributes:
+        content: Text and [`Image`][flowlib.models.Image] parts, in order.
     """
 
     content: list[str | Image]
@@ -341,15 +349,16 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
 
     Parametrise it with the content model: ``StructuredMessage[MyContent]``. Its
     ``type`` is the parametrised class name (``"StructuredMessage[MyContent]"``);
-    register that class on a :class:`MessageFactory` (or a team's
+    register that class on a [`MessageFactory`][flowlib.messages.MessageFactory] (or a team's
     ``custom_message_types``) to load dumps back.
 
-    Args:
+    Attributes:
         content: The content model.
         format_string: (Experimental) A ``str.format`` template over the content's fields,
-            used by :meth:`to_text`, e.g. ``"Hello, {text} {number}!"``.
+            used by [`to_text`][flowlib.messages.StructuredMessage.to_text], e.g.
+            ``"Hello, {text} {number}!"``.
 
-    Example:
+    Examples:
         >>> class Greeting(BaseModel):
         ...     text: str
         ...     number: int
@@ -365,7 +374,8 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
     content: StructuredContentType
     """The content of the message. Must be a subclass of pydantic ``BaseModel``."""
     format_string: str | None = None
-    """(Experimental) A template over the content fields that :meth:`to_text` renders."""
+    """(Experimental) A template over the content fields that
+    [`to_text`][flowlib.messages.StructuredMessage.to_text] renders."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -380,7 +390,8 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
         return json.dumps(self.content.model_dump(mode="json"), ensure_ascii=False)
 
     def to_model_text(self) -> str:
-        """Render the content for a model; the same text as :meth:`to_text`."""
+        """Render the content for a model; the same text as
+        [`to_text`][flowlib.messages.StructuredMessage.to_text]."""
         return self.to_text()
 
     def to_model_message(self) -> UserMessage:
@@ -396,7 +407,7 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
 class ToolCallRequestEvent(BaseAgentEvent):
     """The model asked for tool calls.
 
-    Args:
+    Attributes:
         content: The tool calls.
     """
 
@@ -412,7 +423,7 @@ class ToolCallRequestEvent(BaseAgentEvent):
 class ToolCallExecutionEvent(BaseAgentEvent):
     """Tool calls were executed.
 
-    Args:
+    Attributes:
         content: The results of the calls.
     """
 
@@ -428,7 +439,7 @@ class ToolCallExecutionEvent(BaseAgentEvent):
 class MemoryQueryEvent(BaseAgentEvent):
     """Memory was queried before a model call.
 
-    Args:
+    Attributes:
         content: The memory items found.
     """
 
@@ -444,7 +455,7 @@ class MemoryQueryEvent(BaseAgentEvent):
 class UserInputRequestedEvent(BaseAgentEvent):
     """A user proxy asks for user input; emitted before its input callback runs.
 
-    Args:
+    Attributes:
         request_id: Identifies the input request.
         content: Always empty; present for consumers that expect a ``content`` field.
     """
@@ -463,7 +474,7 @@ class UserInputRequestedEvent(BaseAgentEvent):
 class ModelClientStreamingChunkEvent(BaseAgentEvent):
     """A chunk of text streamed by a model client.
 
-    Args:
+    Attributes:
         content: The text chunk.
         full_message_id: The id of the complete message the chunks add up to, when known.
     """
@@ -482,7 +493,7 @@ class ModelClientStreamingChunkEvent(BaseAgentEvent):
 class ThoughtEvent(BaseAgentEvent):
     """The model's reasoning, or text that came along with its tool calls.
 
-    Args:
+    Attributes:
         content: The thought text.
     """
 
@@ -498,7 +509,7 @@ class ThoughtEvent(BaseAgentEvent):
 class SelectSpeakerEvent(BaseAgentEvent):
     """A team selected the next speaker(s).
 
-    Args:
+    Attributes:
         content: The names of the selected speakers.
     """
 
@@ -514,7 +525,7 @@ class SelectSpeakerEvent(BaseAgentEvent):
 class CodeGenerationEvent(BaseAgentEvent):
     """A model generated code.
 
-    Args:
+    Attributes:
         retry_attempt: 0 for the first generation, then 1, 2, ... for retries.
         content: The complete model answer.
         code_blocks: The code blocks found in the answer.
@@ -536,7 +547,7 @@ class CodeGenerationEvent(BaseAgentEvent):
 class CodeExecutionEvent(BaseAgentEvent):
     """Code was executed.
 
-    Args:
+    Attributes:
         retry_attempt: 0 for the first execution, then 1, 2, ... for retries.
         result: The execution result.
     """
@@ -595,20 +606,22 @@ _BUILTIN_MESSAGE_TYPES: tuple[type[BaseChatMessage | BaseAgentEvent], ...] = (
 
 
 def _type_name(message_type: type[BaseMessage]) -> str:
-    """Return the ``type`` value a class's dumps carry (see :meth:`BaseMessage.dump`)."""
+    """Return the ``type`` value a class's dumps carry (see
+    [`BaseMessage.dump`][flowlib.messages.BaseMessage.dump])."""
     field = message_type.model_fields.get("type")
     default = field.default if field is not None else None
     return default if isinstance(default, str) else message_type.__name__
 
 
 class MessageFactory:
-    """Rebuilds messages and events from their :meth:`~BaseMessage.dump`.
+    """Rebuilds messages and events from their [`dump`][flowlib.messages.BaseMessage.dump].
 
     The built-in message and event types are registered from the start; register custom
-    subclasses of :class:`BaseChatMessage` / :class:`BaseAgentEvent`, and each concrete
-    ``StructuredMessage[T]`` in use, with :meth:`register`.
+    subclasses of [`BaseChatMessage`][flowlib.messages.BaseChatMessage] /
+    [`BaseAgentEvent`][flowlib.messages.BaseAgentEvent], and each concrete ``StructuredMessage[T]``
+    in use, with [`register`][flowlib.messages.MessageFactory.register].
 
-    Example:
+    Examples:
         >>> factory = MessageFactory()
         >>> msg = factory.create({"type": "TextMessage", "source": "user", "content": "Hi"})
         >>> msg.to_text()
@@ -632,13 +645,16 @@ class MessageFactory:
         return self._types.get(_type_name(message_type)) is message_type
 
     def register(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> None:
-        """Register a message or event class so :meth:`create` can rebuild it.
+        """Register a message or event class so [`create`][flowlib.messages.MessageFactory.create]
+        can rebuild it.
 
         Registering the same class again does nothing.
 
         Args:
-            message_type: A concrete subclass of :class:`BaseChatMessage` or
-                :class:`BaseAgentEvent`, or a parametrised ``StructuredMessage[T]``.
+            message_type: A concrete subclass of
+                [`BaseChatMessage`][flowlib.messages.BaseChatMessage] or
+                [`BaseAgentEvent`][flowlib.messages.BaseAgentEvent], or a parametrised
+                ``StructuredMessage[T]``.
 
         Raises:
             ValueError: ``message_type`` is not such a class, or another class is already
@@ -678,7 +694,7 @@ class MessageFactory:
         """Rebuild a message or event from its dump.
 
         Args:
-            data: A dict made by :meth:`BaseMessage.dump`.
+            data: A dict made by [`BaseMessage.dump`][flowlib.messages.BaseMessage.dump].
 
         Returns:
             A message of the registered class named by ``data["type"]``.

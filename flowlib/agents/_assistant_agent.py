@@ -72,7 +72,8 @@ _Item = BaseAgentEvent | BaseChatMessage
 
 
 class AssistantAgentState(BaseModel):
-    """What :meth:`AssistantAgent.save_state` returns: the model context's state."""
+    """What [`AssistantAgent.save_state`][flowlib.agents.AssistantAgent.save_state] returns: the
+    model context's state."""
 
     type: Literal["AssistantAgentState"] = "AssistantAgentState"
     version: str = "1.0.0"
@@ -122,7 +123,8 @@ class AssistantAgent(BaseChatAgent):
         handoffs: ``Handoff`` objects or target names; each becomes a tool
             ``transfer_to_<target>``.
         model_context: Stores the conversation; an ``UnboundedChatCompletionContext`` by
-            default. It may be preloaded; :meth:`on_reset` clears it.
+            default. It may be preloaded; [`on_reset`][flowlib.agents.AssistantAgent.on_reset]
+            clears it.
         description: What the agent does, for teams choosing speakers.
         system_message: Prepended to the context at each model call; ``None`` disables it.
         model_client_stream: Stream the model's tokens as
@@ -147,7 +149,7 @@ class AssistantAgent(BaseChatAgent):
         TypeError: If a tool or handoff has the wrong type, or ``output_content_type``
             is not a pydantic model class.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> client = ReplayChatCompletionClient(["Paris."])
@@ -596,7 +598,8 @@ class AssistantAgent(BaseChatAgent):
         return AssistantAgentState(llm_context=context_state).model_dump(mode="json")
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore a state from :meth:`save_state`; the conversation reverts to it.
+        """Restore a state from [`save_state`][flowlib.agents.AssistantAgent.save_state]; the
+        conversation reverts to it.
 
         Raises:
             StateError: If ``state`` is not an AssistantAgent state.

@@ -27,7 +27,7 @@ class BaseChatAgent(ChatAgent, ABC):
     Raises:
         ValueError: If ``name`` is not a valid identifier.
 
-    Example:
+    Examples:
         >>> from flowlib.messages import TextMessage
         >>> class Echo(BaseChatAgent):
         ...     @property
@@ -75,7 +75,8 @@ class BaseChatAgent(ChatAgent, ABC):
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        """Yield the inner messages of :meth:`on_messages`, then its Response."""
+        """Yield the inner messages of [`on_messages`][flowlib.agents.BaseChatAgent.on_messages],
+        then its Response."""
         response = await self.on_messages(messages, cancellation_token)
         for inner in response.inner_messages or ():
             yield inner
@@ -114,7 +115,8 @@ class BaseChatAgent(ChatAgent, ABC):
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like :meth:`run`, yielding the task, events and chunks, then the TaskResult.
+        """Like [`run`][flowlib.agents.BaseChatAgent.run], yielding the task, events and chunks,
+        then the TaskResult.
 
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
@@ -138,7 +140,8 @@ class BaseChatAgent(ChatAgent, ABC):
     async def _drain(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> Response:
-        """Run :meth:`on_messages_stream` to its end and return its Response.
+        """Run [`on_messages_stream`][flowlib.agents.BaseChatAgent.on_messages_stream] to its end
+        and return its Response.
 
         For agents that implement streaming and answer ``on_messages`` from it.
 

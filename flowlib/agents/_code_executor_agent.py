@@ -46,7 +46,7 @@ RETRY_PROMPT = (
 class ApprovalRequest(BaseModel):
     """Asks an ``approval_func`` whether some code may run.
 
-    Args:
+    Attributes:
         code: The code blocks about to run, each as a fenced markdown block
             (```` ```python ... ``` ````), separated by blank lines.
         context: The agent's model context: the conversation that led to the code.
@@ -59,7 +59,7 @@ class ApprovalRequest(BaseModel):
 class ApprovalResponse(BaseModel):
     """An ``approval_func``'s decision.
 
-    Args:
+    Attributes:
         approved: Whether the code may run.
         reason: Why; shown to the team (and the model) when the code is denied.
     """
@@ -72,7 +72,7 @@ ApprovalFuncType = (
     Callable[[ApprovalRequest], ApprovalResponse]
     | Callable[[ApprovalRequest], Awaitable[ApprovalResponse]]
 )
-"""A sync or async function deciding on an :class:`ApprovalRequest`."""
+"""A sync or async function deciding on an [`ApprovalRequest`][flowlib.agents.ApprovalRequest]."""
 
 
 class CodeExecutorAgent(BaseChatAgent):
@@ -81,12 +81,12 @@ class CodeExecutorAgent(BaseChatAgent):
     **Without** ``model_client`` the agent is a terminal: it runs the fenced code blocks
     (```` ```python ```` / ```` ```sh ````) of the new ``TextMessage``\\ s (only those
     from ``sources``, if given) and replies with their output. With no block to run it
-    replies :attr:`NO_CODE_BLOCKS_FOUND_MESSAGE`.
+    replies ``NO_CODE_BLOCKS_FOUND_MESSAGE``.
 
     **With** ``model_client`` it writes code for the request: the model's answer is
-    emitted as a :class:`~flowlib.messages.CodeGenerationEvent`, its code blocks run and
-    give a :class:`~flowlib.messages.CodeExecutionEvent`, and a last model call reflects
-    on the result; that reflection is the reply. An answer without code blocks is the
+    emitted as a [`CodeGenerationEvent`][flowlib.messages.CodeGenerationEvent], its code blocks run
+    and give a [`CodeExecutionEvent`][flowlib.messages.CodeExecutionEvent], and a last model call
+    reflects on the result; that reflection is the reply. An answer without code blocks is the
     reply as it is. When the code fails (non-zero exit code) and retries are left
     (``max_retries_on_error``), the failure output goes back to the model with a request
     to fix it, and the fixed code runs as retry 1, 2, ... The retry decision is only the
@@ -100,18 +100,18 @@ class CodeExecutorAgent(BaseChatAgent):
     Args:
         name: The agent's name.
         code_executor: Runs the code, e.g.
-            :class:`~flowlib.code_executors.LocalCommandLineCodeExecutor`.
+            [`LocalCommandLineCodeExecutor`][flowlib.code_executors.LocalCommandLineCodeExecutor].
         model_client: Writes and reflects on code; ``None`` for a plain terminal.
         model_context: The model's history; defaults to an unbounded one. It may be
-            preloaded; :meth:`on_reset` clears it.
+            preloaded; [`on_reset`][flowlib.agents.CodeExecutorAgent.on_reset] clears it.
         model_client_stream: Stream model tokens as ``ModelClientStreamingChunkEvent``\\ s.
         max_retries_on_error: Extra attempts after failing code (needs a model).
-        description: Defaults to :attr:`DEFAULT_TERMINAL_DESCRIPTION` without a model and
-            :attr:`DEFAULT_AGENT_DESCRIPTION` with one.
+        description: Defaults to ``DEFAULT_TERMINAL_DESCRIPTION`` without a model and
+            ``DEFAULT_AGENT_DESCRIPTION`` with one.
         system_message: The model's system message; ``None`` for none.
         sources: Only run code from messages of these senders (terminal mode only).
         supported_languages: Languages to run; defaults to
-            :attr:`DEFAULT_SUPPORTED_LANGUAGES`.
+            ``DEFAULT_SUPPORTED_LANGUAGES``.
         approval_func: ``(ApprovalRequest) -> ApprovalResponse``, sync or async, asked
             before every execution; ``None`` approves everything. A sync function runs on
             the event loop, so a slow one (``input()``) holds up other agents meanwhile.
@@ -119,7 +119,7 @@ class CodeExecutorAgent(BaseChatAgent):
     Raises:
         ValueError: If ``max_retries_on_error`` is negative, or positive without a model.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.code_executors import LocalCommandLineCodeExecutor
         >>> async def main() -> str:
@@ -236,7 +236,8 @@ class CodeExecutorAgent(BaseChatAgent):
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        """Like :meth:`on_messages`, yielding code generation and execution events first."""
+        """Like [`on_messages`][flowlib.agents.CodeExecutorAgent.on_messages], yielding code
+        generation and execution events first."""
         for message in messages:
             if isinstance(message, HandoffMessage):
                 for llm_message in message.context:
@@ -435,7 +436,7 @@ class CodeExecutorAgent(BaseChatAgent):
         }
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by :meth:`save_state`.
+        """Restore a state returned by [`save_state`][flowlib.agents.CodeExecutorAgent.save_state].
 
         Raises:
             StateError: If the state is not a CodeExecutorAgent state.

@@ -15,7 +15,7 @@ __all__ = ["FunctionAgent", "NodeFunction"]
 _Result = str | BaseChatMessage | Response | None
 NodeFunction = Callable[[Sequence[BaseChatMessage]], _Result | Awaitable[_Result]]
 """A sync or async function taking the new messages and returning a str, a chat message,
-a :class:`~flowlib.base.Response` or None."""
+a [`Response`][flowlib.base.Response] or None."""
 
 
 class FunctionAgent(BaseChatAgent):
@@ -34,7 +34,7 @@ class FunctionAgent(BaseChatAgent):
     Raises:
         TypeError: If ``func`` is not callable or cannot take one positional argument.
 
-    Example:
+    Examples:
         >>> def shout(messages):
         ...     return messages[-1].to_text().upper()
         >>> FunctionAgent(shout).name

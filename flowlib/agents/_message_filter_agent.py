@@ -17,7 +17,7 @@ __all__ = ["MessageFilterAgent", "MessageFilterConfig", "PerSourceFilter"]
 class PerSourceFilter(BaseModel):
     """Which messages of one source to keep.
 
-    Args:
+    Attributes:
         source: The ``source`` (sender name) the filter applies to.
         position: ``"first"`` or ``"last"`` to keep the first or last ``count`` messages;
             ``None`` keeps every message of the source.
@@ -39,9 +39,9 @@ class PerSourceFilter(BaseModel):
 
 
 class MessageFilterConfig(BaseModel):
-    """The per-source filters of a :class:`MessageFilterAgent`.
+    """The per-source filters of a [`MessageFilterAgent`][flowlib.agents.MessageFilterAgent].
 
-    Args:
+    Attributes:
         per_source: One filter per source to let through; sources without a filter are
             dropped.
     """
@@ -53,8 +53,8 @@ class MessageFilterAgent(BaseChatAgent):
     """(Experimental) Filters the messages of each call before the wrapped agent sees them.
 
     On every call the new messages are filtered per source: a message passes when a
-    :class:`PerSourceFilter` for its ``source`` selects it, so messages from sources
-    without a filter are dropped. Kept messages stay in their original order (a message
+    [`PerSourceFilter`][flowlib.agents.PerSourceFilter] for its ``source`` selects it, so messages
+    from sources without a filter are dropped. Kept messages stay in their original order (a message
     two filters select passes once). Reset, pause, resume, state and close go straight
     to the wrapped agent.
 
@@ -68,7 +68,7 @@ class MessageFilterAgent(BaseChatAgent):
         wrapped_agent: The agent that handles the filtered messages.
         filter: The per-source filters.
 
-    Example:
+    Examples:
         A node of a looping graph that only sees the task and the latest reply of ``B``:
 
         >>> from flowlib.agents import FunctionAgent

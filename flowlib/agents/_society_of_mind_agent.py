@@ -54,17 +54,19 @@ class SocietyOfMindAgent(BaseChatAgent):
         name: The agent's name.
         team: The inner team (any flowlib team, e.g. a ``GraphFlow``).
         model_client: Writes the final answer.
-        description: Defaults to :attr:`DEFAULT_DESCRIPTION`.
-        instruction: System prompt before the transcript; :attr:`DEFAULT_INSTRUCTION`.
+        description: Defaults to
+            [`DEFAULT_DESCRIPTION`][flowlib.agents.SocietyOfMindAgent.DEFAULT_DESCRIPTION].
+        instruction: System prompt before the transcript;
+            [`DEFAULT_INSTRUCTION`][flowlib.agents.SocietyOfMindAgent.DEFAULT_INSTRUCTION].
         response_prompt: System prompt after the transcript;
-            :attr:`DEFAULT_RESPONSE_PROMPT`.
+            [`DEFAULT_RESPONSE_PROMPT`][flowlib.agents.SocietyOfMindAgent.DEFAULT_RESPONSE_PROMPT].
         model_context: Keeps the outer conversation; defaults to an unbounded one. It may
-            be preloaded; :meth:`on_reset` clears it.
+            be preloaded; [`on_reset`][flowlib.agents.SocietyOfMindAgent.on_reset] clears it.
 
     Raises:
         TypeError: If ``team`` is not a Team.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> from flowlib.teams import DiGraphBuilder, GraphFlow
@@ -142,7 +144,8 @@ class SocietyOfMindAgent(BaseChatAgent):
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        """Like :meth:`on_messages`, yielding the inner team's events and messages first."""
+        """Like [`on_messages`][flowlib.agents.SocietyOfMindAgent.on_messages], yielding the inner
+        team's events and messages first."""
         task: list[BaseChatMessage] = list(messages)
         previous = await self._model_context.get_messages()
         if previous:
@@ -229,7 +232,7 @@ class SocietyOfMindAgent(BaseChatAgent):
         }
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by :meth:`save_state`.
+        """Restore a state returned by [`save_state`][flowlib.agents.SocietyOfMindAgent.save_state].
 
         Raises:
             StateError: If the state is not a SocietyOfMindAgent state.

@@ -40,7 +40,7 @@ _T = TypeVar("_T")
 
 
 def build_tools(agent: str, tools: Sequence[ToolInput]) -> list[Tool]:
-    """Turn ``tools`` into :class:`Tool` objects, wrapping plain functions.
+    """Turn ``tools`` into [`Tool`][flowlib.tools.Tool] objects, wrapping plain functions.
 
     Raises:
         ValueError: If two tools share a name.
@@ -72,7 +72,7 @@ def build_tools(agent: str, tools: Sequence[ToolInput]) -> list[Tool]:
 def build_handoffs(
     agent: str, handoffs: Sequence[Handoff | str], tool_names: set[str]
 ) -> dict[str, Handoff]:
-    """Turn ``handoffs`` into :class:`Handoff` objects keyed by tool name.
+    """Turn ``handoffs`` into [`Handoff`][flowlib.base.Handoff] objects keyed by tool name.
 
     Raises:
         ValueError: If two handoffs share a name, or a handoff is named like a tool.

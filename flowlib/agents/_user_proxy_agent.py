@@ -41,11 +41,12 @@ HANDOFF_PROMPT = "Handoff received from {source}. Enter your response: "
 class UserProxyAgent(BaseChatAgent):
     """Represents a human user: each turn asks ``input_func`` for the reply.
 
-    Before asking, the agent yields a :class:`~flowlib.messages.UserInputRequestedEvent`
-    whose ``request_id`` the input function can read with
-    :meth:`UserProxyAgent.InputRequestContext.request_id` (for example to match a web
-    reply to the request). The answer is returned as a ``TextMessage``; when the last
-    new message is a ``HandoffMessage`` addressed to this agent, the answer is a
+    Before asking, the agent yields a
+    [`UserInputRequestedEvent`][flowlib.messages.UserInputRequestedEvent] whose ``request_id`` the
+    input function can read with
+    [`UserProxyAgent.InputRequestContext.request_id`][flowlib.agents.UserProxyAgent.InputRequestContext.request_id]
+    (for example to match a web reply to the request). The answer is returned as a ``TextMessage``;
+    when the last new message is a ``HandoffMessage`` addressed to this agent, the answer is a
     ``HandoffMessage`` back to the agent that handed off.
 
     A running team is blocked while the agent waits, and cannot be saved meanwhile:
@@ -60,7 +61,7 @@ class UserProxyAgent(BaseChatAgent):
             loop keeps running) or an async ``(prompt, cancellation_token) -> str``.
             ``None`` reads from the console with ``input``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> agent = UserProxyAgent("user_proxy", input_func=lambda prompt: "APPROVE")
         >>> result = asyncio.run(agent.run(task="Is the poem fine?"))

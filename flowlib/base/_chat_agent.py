@@ -31,7 +31,7 @@ class Response:
 class ChatAgent(ComponentBase, ABC):
     """The interface of a chat agent: stateful, fed only the *new* messages on each call.
 
-    Agents are also task runners (:class:`~flowlib.base.TaskRunner`): ``run`` and
+    Agents are also task runners ([`TaskRunner`][flowlib.base.TaskRunner]): ``run`` and
     ``run_stream`` run one step on a task. (The protocol is not a base class, so that
     ``isinstance`` checks against agents stay cheap on the executor's paths.)
     """
@@ -103,7 +103,7 @@ class ChatAgent(ComponentBase, ABC):
 
     @abstractmethod
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore state returned by :meth:`save_state`."""
+        """Restore state returned by [`save_state`][flowlib.base.ChatAgent.save_state]."""
 
     @abstractmethod
     async def close(self) -> None:

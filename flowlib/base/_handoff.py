@@ -17,13 +17,13 @@ class Handoff(BaseModel):
     Empty fields are filled from ``target``: ``Handoff(target="user")`` is the tool
     ``transfer_to_user``, whose result (and the ``HandoffMessage`` content) is ``message``.
 
-    Args:
+    Attributes:
         target: The name of the agent (or ``"user"``) to hand off to.
         description: The tool description shown to the model.
         name: The tool name; must be a valid identifier.
         message: The content of the resulting ``HandoffMessage``.
 
-    Example:
+    Examples:
         >>> handoff = Handoff(target="user", message="Transfer to user.")
         >>> handoff.name, handoff.handoff_tool.name
         ('transfer_to_user', 'transfer_to_user')
@@ -58,8 +58,8 @@ class Handoff(BaseModel):
 
     @property
     def handoff_tool(self) -> BaseTool[Any, Any]:
-        """The tool the model calls to hand off: named :attr:`name`, described by
-        :attr:`description`, taking no arguments and returning :attr:`message`."""
+        """The tool the model calls to hand off: named ``name``, described by
+        ``description``, taking no arguments and returning ``message``."""
         message = self.message
 
         async def handoff() -> str:  # async: no worker thread for a constant

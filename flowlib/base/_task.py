@@ -47,7 +47,8 @@ class TaskRunner(Protocol):
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Run the task, yielding messages and events, then the :class:`TaskResult`."""
+        """Run the task, yielding messages and events, then the
+        [`TaskResult`][flowlib.base.TaskResult]."""
         ...
 
 

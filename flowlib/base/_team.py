@@ -17,7 +17,7 @@ __all__ = ["Team"]
 class Team(ComponentBase, ABC):
     """A group of participants that runs tasks together and keeps state between runs.
 
-    Teams are task runners (:class:`~flowlib.base.TaskRunner`).
+    Teams are task runners ([`TaskRunner`][flowlib.base.TaskRunner]).
     """
 
     component_type: ClassVar[str] = "team"
@@ -70,4 +70,4 @@ class Team(ComponentBase, ABC):
 
     @abstractmethod
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore state returned by :meth:`save_state`."""
+        """Restore state returned by [`save_state`][flowlib.base.Team.save_state]."""

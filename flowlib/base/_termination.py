@@ -2,7 +2,7 @@
 
 A condition is called with the *new* messages since its previous call (the delta), never
 with the whole history, and keeps whatever state it needs between calls. Once it has
-returned a :class:`~flowlib.messages.StopMessage` it stays fired until ``reset()``.
+returned a [`StopMessage`][flowlib.messages.StopMessage] it stays fired until ``reset()``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class TerminatedException(FlowlibError, RuntimeError):
     """A termination condition was called again after it fired, with no ``reset()`` between.
 
     AutoGen derives this class from ``BaseException``; flowlib derives it from ``Exception``
-    (through :class:`~flowlib.errors.FlowlibError`) so that task groups, exception groups
+    (through [`FlowlibError`][flowlib.errors.FlowlibError]) so that task groups, exception groups
     and ``except Exception`` handlers treat it like any other error. It is also a
     ``RuntimeError`` because AutoGen's OR condition raises ``RuntimeError`` in this case;
     ``except TerminatedException`` catches it either way.
@@ -45,18 +45,19 @@ class TerminatedException(FlowlibError, RuntimeError):
 class TerminationCondition(ComponentBase, ABC):
     """A stateful check, fed each batch of new messages, that decides when a run stops.
 
-    Subclasses implement :attr:`terminated`, :meth:`__call__` and :meth:`reset`. Combine
-    conditions with ``|`` (stop when either fires) and ``&`` (stop once both have fired).
+    Subclasses implement [`terminated`][flowlib.base.TerminationCondition.terminated], ``__call__``
+    and [`reset`][flowlib.base.TerminationCondition.reset]. Combine conditions with ``|`` (stop when
+    either fires) and ``&`` (stop once both have fired).
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import MaxMessageTermination, TextMentionTermination
 
-            from flowlib.conditions import MaxMessageTermination, TextMentionTermination
-
-            # Stop after 10 messages, or as soon as someone says "TERMINATE".
-            either = MaxMessageTermination(10) | TextMentionTermination("TERMINATE")
-            # Stop once 10 messages have passed and "TERMINATE" has been said.
-            both = MaxMessageTermination(10) & TextMentionTermination("TERMINATE")
+        # Stop after 10 messages, or as soon as someone says "TERMINATE".
+        either = MaxMessageTermination(10) | TextMentionTermination("TERMINATE")
+        # Stop once 10 messages have passed and "TERMINATE" has been said.
+        both = MaxMessageTermination(10) & TextMentionTermination("TERMINATE")
+        ```
     """
 
     component_type: ClassVar[str] = "termination"
@@ -128,9 +129,10 @@ def _join(stops: Iterable[StopMessage]) -> StopMessage:
 class AndTerminationCondition(TerminationCondition):
     """Fires once every part has fired; the parts may fire on different calls.
 
-    A part that has fired is not called again until :meth:`reset`. The stop message joins
-    the parts' contents, and their sources, with ``", "`` in the order the parts fired
-    (parts that fire on the same call are taken in the order they were given).
+    A part that has fired is not called again until
+    [`reset`][flowlib.base.AndTerminationCondition.reset]. The stop message joins the parts'
+    contents, and their sources, with ``", "`` in the order the parts fired (parts that fire on the
+    same call are taken in the order they were given).
 
     Usually built with ``a & b``.
 
@@ -139,7 +141,7 @@ class AndTerminationCondition(TerminationCondition):
 
     Raises:
         ValueError: If no condition is given.
-        TypeError: If a part is not a :class:`TerminationCondition`.
+        TypeError: If a part is not a [`TerminationCondition`][flowlib.base.TerminationCondition].
     """
 
     component_provider_override = "flowlib.base.AndTerminationCondition"
@@ -200,7 +202,7 @@ class OrTerminationCondition(TerminationCondition):
 
     Raises:
         ValueError: If no condition is given.
-        TypeError: If a part is not a :class:`TerminationCondition`.
+        TypeError: If a part is not a [`TerminationCondition`][flowlib.base.TerminationCondition].
     """
 
     component_provider_override = "flowlib.base.OrTerminationCondition"

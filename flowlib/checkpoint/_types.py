@@ -4,7 +4,7 @@ A run is stored as a chain of small records, one per recorded step. A record hol
 the step *added* (the new thread entries, the changed participants' state as a patch)
 and the executor's small bookkeeping, never the whole thread again, so the bytes
 written per turn do not grow with the run. Folding the records of a run up to a
-checkpoint (:func:`flowlib.checkpoint.fold`) gives the state to resume from.
+checkpoint (``flowlib.checkpoint.fold``) gives the state to resume from.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class CheckpointRecord(BaseModel):
     Attributes:
         run_id: The run this record belongs to.
         checkpoint_id: 1, 2, 3, ... within the run, in the order written.
-        kind: What the step was (see :data:`StepKind`).
+        kind: What the step was (see [`StepKind`][flowlib.checkpoint.StepKind]).
         turn: Agent turns run so far in the run when the record was written.
         node: The node whose turn this is (``turn`` records), else None.
         stop_reason: Why the run stopped (``stop`` records), else None.
@@ -51,7 +51,7 @@ class CheckpointRecord(BaseModel):
         bookkeeping: The executor's small state after the step (cursors, ready set,
             fired join edges, absorbed edges, turn count, ...); replaces the previous one.
         participants: For each participant whose state changed in the step, a patch
-            from its previous state (:func:`flowlib.checkpoint.diff_state`).
+            from its previous state (``flowlib.checkpoint.diff_state``).
     """
 
     run_id: str
@@ -90,7 +90,7 @@ class RunRecord(BaseModel):
         graph: The graph's nodes and edges as the signature was made from, so a refusal
             can name the nodes and edges that differ.
         state_version: The executor state version the records were written with.
-        status: See :data:`RunStatus`.
+        status: See [`RunStatus`][flowlib.checkpoint.RunStatus].
         created_at: Unix time the run was first stored.
         updated_at: Unix time of the last record.
         last_checkpoint: The newest record's ``checkpoint_id`` (0: none yet).
@@ -120,8 +120,8 @@ class CheckpointStore(Protocol):
     """Where runs are checkpointed. Every method is a coroutine; stores are safe to share
     between concurrent runs (and, for SQLite and PostgreSQL, between processes).
 
-    Errors are :class:`flowlib.errors.CheckpointError` (unknown run, a record out of
-    order, a closed store); a failed call changes nothing.
+    Errors are [`flowlib.errors.CheckpointError`][flowlib.errors.CheckpointError] (unknown run, a
+    record out of order, a closed store); a failed call changes nothing.
     """
 
     async def create_run(self, run: RunRecord) -> None:

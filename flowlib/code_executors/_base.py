@@ -19,7 +19,7 @@ __all__ = ["CodeExecutor", "CommandLineCodeResult", "extract_markdown_code_block
 class CommandLineCodeResult(CodeResult):
     """The outcome of running code blocks as scripts on a command line.
 
-    Args:
+    Attributes:
         exit_code: The exit code of the last script run; 0 means every block succeeded.
         output: What the scripts wrote to stdout and stderr, interleaved as written.
         code_file: The file the last block was written to before it ran (``None`` when no
@@ -32,10 +32,11 @@ class CommandLineCodeResult(CodeResult):
 class CodeExecutor(ABC):
     """Runs code blocks and reports their combined result.
 
-    Executors are async context managers: ``async with executor:`` calls :meth:`start`
-    and, on the way out, :meth:`stop`.
+    Executors are async context managers: ``async with executor:`` calls
+    [`start`][flowlib.code_executors.CodeExecutor.start] and, on the way out,
+    [`stop`][flowlib.code_executors.CodeExecutor.stop].
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.code_executors import CodeBlock, LocalCommandLineCodeExecutor
         >>> from flowlib.base import CancellationToken
@@ -69,7 +70,8 @@ class CodeExecutor(ABC):
 
     @abstractmethod
     async def stop(self) -> None:
-        """Release what :meth:`start` acquired and stop any code still running."""
+        """Release what [`start`][flowlib.code_executors.CodeExecutor.start] acquired and stop any
+        code still running."""
 
     @abstractmethod
     async def restart(self) -> None:
@@ -110,7 +112,7 @@ def extract_markdown_code_blocks(markdown_text: str) -> list[CodeBlock]:
     Returns:
         The blocks in order, their code without the fence lines.
 
-    Example:
+    Examples:
         >>> extract_markdown_code_blocks("Run this:\\n```python\\nprint('hi')\\n```\\n")
         [CodeBlock(code="print('hi')", language='python')]
     """

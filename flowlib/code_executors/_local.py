@@ -58,7 +58,8 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         timeout: Seconds each block may run. A block that runs longer is killed (with
             the processes it started) and reported with exit code 124 and a note.
         work_dir: Where code files are written and run; created if missing. ``None``
-            uses a new temporary directory, removed by :meth:`stop`.
+            uses a new temporary directory, removed by
+            [`stop`][flowlib.code_executors.LocalCommandLineCodeExecutor.stop].
         cleanup_temp_files: Delete each code file after it ran.
         max_output_bytes: Output kept per block. Beyond it, the first and last halves
             are kept and a note in between says how many bytes were left out; the rest
@@ -68,7 +69,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         InvalidArgumentError: If ``timeout`` or ``max_output_bytes`` is not positive
             (also a ``ValueError``).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.base import CancellationToken
         >>> from flowlib.code_executors import CodeBlock
@@ -169,7 +170,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
 
         Args:
             code_blocks: The blocks; each ``language`` must be one of
-                :attr:`SUPPORTED_LANGUAGES`.
+                [`SUPPORTED_LANGUAGES`][flowlib.code_executors.LocalCommandLineCodeExecutor.SUPPORTED_LANGUAGES].
             cancellation_token: Cancelling it kills the running block; the await raises
                 ``asyncio.CancelledError``.
 

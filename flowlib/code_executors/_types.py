@@ -10,7 +10,7 @@ __all__ = ["CodeBlock", "CodeResult"]
 class CodeBlock(BaseModel):
     """A block of code extracted from a model answer.
 
-    Args:
+    Attributes:
         code: The source code.
         language: The language tag of the block, e.g. ``"python"`` or ``"bash"``.
     """
@@ -22,7 +22,7 @@ class CodeBlock(BaseModel):
 class CodeResult(BaseModel):
     """The outcome of running code.
 
-    Args:
+    Attributes:
         exit_code: The process exit code; 0 means success.
         output: The combined output of the run.
     """

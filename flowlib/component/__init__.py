@@ -1,12 +1,13 @@
 """Declarative configuration: dump components to JSON-ready configs and build them back.
 
-``obj.dump_component()`` (or :func:`dump_component`) returns a :class:`ComponentModel`;
-``Class.load_component(config)`` (or :func:`load_component`) builds a new, equivalent
-component from it. Agents, teams, termination conditions and model clients have both
-methods; model contexts, memories, cache stores and code executors go through the
-functions. Providers resolve only through flowlib's registry, never by importing.
+``obj.dump_component()`` (or [`dump_component`][flowlib.component.dump_component]) returns a
+[`ComponentModel`][flowlib.component.ComponentModel]; ``Class.load_component(config)`` (or
+[`load_component`][flowlib.component.load_component]) builds a new, equivalent component from it.
+Agents, teams, termination conditions and model clients have both methods; model contexts, memories,
+cache stores and code executors go through the functions. Providers resolve only through flowlib's
+registry, never by importing.
 
-Example:
+Examples:
     >>> import json
     >>> from flowlib.conditions import MaxMessageTermination, TextMentionTermination
     >>> from flowlib.base import TerminationCondition

@@ -22,25 +22,27 @@ EdgeFunction: TypeAlias = "Callable[[BaseChatMessage], bool]"
 
 
 def dump_component(component: object) -> ComponentModel:
-    """Dump ``component`` (and everything nested in it) to a :class:`ComponentModel`.
+    """Dump ``component`` (and everything nested in it) to a
+    [`ComponentModel`][flowlib.component.ComponentModel].
 
     The result is a blueprint: ``model.model_dump(mode="json")`` is JSON, and
-    :func:`load_component` builds a new, equivalent component from it. Run state
-    (message history, a replay script's position, cache entries) is not included.
+    [`load_component`][flowlib.component.load_component] builds a new, equivalent component from it.
+    Run state (message history, a replay script's position, cache entries) is not included.
 
     Fields a config cannot hold are handled in one of two ways:
 
-    * **refused** (:class:`ComponentSerializationError`) when the component needs them to
+    * **refused** ([`ComponentSerializationError`][flowlib.component.ComponentSerializationError])
+    when the component needs them to
       work as built: a function wrapped as a tool (``FunctionTool``) or an agent
       (``FunctionAgent``), ``FunctionalTermination``, a ``CodeExecutorAgent``'s
       ``approval_func``, a ``UserProxyAgent``'s custom ``input_func``,
       ``output_content_type``, a client's ``response_format`` class or token provider;
     * **left out, listed in** ``unserializable`` **and warned about**
-      (:class:`ComponentSerializationWarning`) when the documents call them optional or
-      "ignored": ``selector_func``, ``candidate_func``, ``tool_call_summary_formatter``,
-      ``custom_message_types``, a ``TimeoutTermination``'s test clock, secret headers.
-      Callable edge conditions are written as markers in the graph and are restored by
-      ``load_component(..., conditions={name: func})``.
+      ([`ComponentSerializationWarning`][flowlib.component.ComponentSerializationWarning]) when the
+      documents call them optional or "ignored": ``selector_func``, ``candidate_func``,
+      ``tool_call_summary_formatter``, ``custom_message_types``, a ``TimeoutTermination``'s test
+      clock, secret headers. Callable edge conditions are written as markers in the graph and are
+      restored by ``load_component(..., conditions={name: func})``.
 
     API keys are never written: a loaded OpenAI client reads ``OPENAI_API_KEY`` (or an
     ``api_key`` you add to the config yourself).
@@ -53,7 +55,7 @@ def dump_component(component: object) -> ComponentModel:
         ComponentSerializationError: A field cannot be written (see above), or a class in
             the tree is not a registered component.
 
-    Example:
+    Examples:
         >>> from flowlib.conditions import MaxMessageTermination, TextMentionTermination
         >>> model = dump_component(MaxMessageTermination(10) | TextMentionTermination("STOP"))
         >>> model.provider
@@ -91,7 +93,8 @@ def load_component(
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
 ) -> T | Any:
-    """Build a component from a :class:`ComponentModel` or its JSON dict.
+    """Build a component from a [`ComponentModel`][flowlib.component.ComponentModel] or its JSON
+    dict.
 
     Providers are looked up in flowlib's registry only (flowlib's provider paths,
     AutoGen's, and short class names such as ``"OpenAIChatCompletionClient"``); a
@@ -125,7 +128,8 @@ def load_component(
 
 
 class ComponentLoader:
-    """Gives a class the classmethod :meth:`load_component`."""
+    """Gives a class the classmethod
+    [`load_component`][flowlib.component.ComponentLoader.load_component]."""
 
     @overload
     @classmethod
@@ -160,7 +164,7 @@ class ComponentLoader:
         ``ChatCompletionClient.load_component({"provider": "OpenAIChatCompletionClient",
         "config": {"model": "gpt-4o"}})`` builds an OpenAI client;
         ``TerminationCondition.load_component(data)`` any condition. See
-        :func:`flowlib.component.load_component` for the arguments.
+        [`flowlib.component.load_component`][flowlib.component.load_component] for the arguments.
 
         Raises:
             TypeError: The config builds something that is not an instance of this class
@@ -179,8 +183,8 @@ class ComponentBase(ComponentLoader):
     component_type: ClassVar[str]
 
     def dump_component(self) -> ComponentModel:
-        """Dump this component to a :class:`ComponentModel`; see
-        :func:`flowlib.component.dump_component`.
+        """Dump this component to a [`ComponentModel`][flowlib.component.ComponentModel]; see
+        [`flowlib.component.dump_component`][flowlib.component.dump_component].
 
         Raises:
             ComponentSerializationError: A field cannot be written.

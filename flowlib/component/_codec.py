@@ -1,4 +1,4 @@
-"""Walking a component tree: :class:`Dumper` writes configs, :class:`Loader` builds them.
+"""Walking a component tree: ``Dumper`` writes configs, ``Loader`` builds them.
 
 Both keep the path from the root (``participants[0].tools[1]``) so every error and
 warning says where it is. Adapters (one module per family) receive the dumper or the

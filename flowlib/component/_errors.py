@@ -1,6 +1,6 @@
 """The errors and the warning of declarative configuration.
 
-::
+
 
     FlowlibError
     ├── ComponentSerializationError (also ValueError)   dump: a field cannot be written
@@ -8,8 +8,8 @@
         └── UnknownProviderError                        load: the provider is not registered
 
 A callable edge condition that was not passed back to ``load_component(conditions=...)``
-raises :class:`~flowlib.errors.ConditionSerializationError` (a ``GraphError``), as
-:meth:`DiGraph.load <flowlib.graph.DiGraph.load>` does.
+raises [`ConditionSerializationError`][flowlib.errors.ConditionSerializationError] (a
+``GraphError``), as [`DiGraph.load`][flowlib.graph.DiGraph.load] does.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class UnknownProviderError(ComponentLoadError):
 
     Loading never imports the module a provider string names, so a config cannot make
     flowlib run code; register your own classes with
-    :func:`~flowlib.component.register_component`.
+    [`register_component`][flowlib.component.register_component].
 
     Attributes:
         provider: The provider string of the config.

@@ -42,7 +42,7 @@ class ComponentModel(BaseModel):
             component documents as optional, such as ``selector_func``); ``None`` when
             everything was kept. The component is loaded without them.
 
-    Example:
+    Examples:
         >>> from flowlib.conditions import MaxMessageTermination
         >>> model = MaxMessageTermination(5).dump_component()
         >>> model.provider
@@ -85,9 +85,9 @@ class ComponentModel(BaseModel):
         conditions: Mapping[str, Callable[[BaseChatMessage], bool]] | None = None,
     ) -> T | Any:
         """Build the component this model describes; see
-        :func:`flowlib.component.load_component`.
+        [`flowlib.component.load_component`][flowlib.component.load_component].
 
-        Example:
+        Examples:
             >>> from flowlib.conditions import TextMentionTermination
             >>> model = TextMentionTermination("DONE").dump_component()
             >>> model.load_component()

@@ -2,7 +2,7 @@
 
 Loading a config looks its ``provider`` up here and nowhere else: a provider string is
 never imported, so a config can only build classes that Python code registered. The
-built-in classes are registered on first use (:func:`ensure_builtins`), each under
+built-in classes are registered on first use (``ensure_builtins``), each under
 flowlib's provider path, AutoGen's provider path and its short class name.
 """
 
@@ -157,8 +157,9 @@ def register_component(
 
     * ``to_config`` / ``from_config``: plain functions, ``component -> dict`` and
       ``dict -> component``. Nested components go through
-      :func:`~flowlib.component.dump_component` / :func:`~flowlib.component.load_component`
-      (their dicts are ``model_dump(mode="json")`` of the component model).
+      [`dump_component`][flowlib.component.dump_component] /
+      [`load_component`][flowlib.component.load_component] (their dicts are
+      ``model_dump(mode="json")`` of the component model).
     * AutoGen's protocol, when neither function is given: ``cls`` defines
       ``component_config_schema`` (a pydantic model), ``_to_config(self)`` and the
       classmethod ``_from_config(config)``.
@@ -180,7 +181,7 @@ def register_component(
         ValueError: If the class or a provider string is already registered, ``cls`` is
             a local class, or no way to dump and load it was given.
 
-    Example:
+    Examples:
         >>> from flowlib.base import TerminationCondition
         >>> class NeverStop(TerminationCondition):
         ...     terminated = False

@@ -1,8 +1,8 @@
 """Configs of the teams (component type ``"team"``).
 
 Participants, the termination condition and the model clients are nested component
-models. A ``GraphFlow`` carries its graph as :meth:`DiGraph.dump` output: callable edge
-conditions appear there as ``{"kind": "callable", "name": ...}`` markers and are
+models. A ``GraphFlow`` carries its graph as [`DiGraph.dump`][flowlib.graph.DiGraph.dump] output:
+callable edge conditions appear there as ``{"kind": "callable", "name": ...}`` markers and are
 restored from ``load_component(..., conditions={name: func})``.
 """
 

@@ -1,7 +1,7 @@
 """Termination conditions that decide when a team's run stops.
 
 Combine them with ``|`` (either) and ``&`` (both); the protocol and the combinators live
-in :mod:`flowlib.base`.
+in [`flowlib.base`][flowlib.base].
 """
 
 from ._terminations import (

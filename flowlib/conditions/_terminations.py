@@ -58,8 +58,8 @@ def _names(parameter: str, owner: str, names: Sequence[str]) -> tuple[str, ...]:
 class _LatchedCondition(TerminationCondition):
     """Bookkeeping shared by the built-ins: fire once, then refuse calls until reset.
 
-    Subclasses implement :meth:`_check`; :meth:`_restart` clears their own counters and
-    :meth:`_params` returns their constructor arguments (for ``repr`` and, later, config).
+    Subclasses implement ``_check``; ``_restart`` clears their own counters and
+    ``_params`` returns their constructor arguments (for ``repr`` and, later, config).
     """
 
     def __init__(self) -> None:
@@ -111,7 +111,7 @@ class _LatchedCondition(TerminationCondition):
 
 
 class StopMessageTermination(_LatchedCondition):
-    """Stops when a :class:`~flowlib.messages.StopMessage` is among the new messages.
+    """Stops when a [`StopMessage`][flowlib.messages.StopMessage] is among the new messages.
 
     Stop reason: ``"Stop message received"``.
     """
@@ -139,18 +139,18 @@ class MaxMessageTermination(_LatchedCondition):
     Raises:
         ValueError: If ``max_messages`` is less than 1.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import MaxMessageTermination
+        from flowlib.messages import TextMessage
 
-            from flowlib.conditions import MaxMessageTermination
-            from flowlib.messages import TextMessage
-
-            stop = MaxMessageTermination(2)
-            assert await stop([TextMessage(content="Hi", source="user")]) is None
-            result = await stop([TextMessage(content="Hello", source="assistant")])
-            assert result.content == (
-                "Maximum number of messages 2 reached, current message count: 2"
-            )
+        stop = MaxMessageTermination(2)
+        assert await stop([TextMessage(content="Hi", source="user")]) is None
+        result = await stop([TextMessage(content="Hello", source="assistant")])
+        assert result.content == (
+            "Maximum number of messages 2 reached, current message count: 2"
+        )
+        ```
     """
 
     component_provider_override = "flowlib.conditions.MaxMessageTermination"
@@ -207,15 +207,15 @@ class TextMentionTermination(_LatchedCondition):
         ValueError: If ``text`` is empty, or ``sources`` is an empty list.
         TypeError: If ``sources`` is a single string instead of a list.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import TextMentionTermination
+        from flowlib.messages import TextMessage
 
-            from flowlib.conditions import TextMentionTermination
-            from flowlib.messages import TextMessage
-
-            stop = TextMentionTermination("APPROVE", sources=["critic"])
-            result = await stop([TextMessage(content="APPROVE", source="critic")])
-            assert result.content == "Text 'APPROVE' mentioned"
+        stop = TextMentionTermination("APPROVE", sources=["critic"])
+        result = await stop([TextMessage(content="APPROVE", source="critic")])
+        assert result.content == "Text 'APPROVE' mentioned"
+        ```
     """
 
     component_provider_override = "flowlib.conditions.TextMentionTermination"
@@ -335,7 +335,7 @@ def _reached(count: int, limit: int | None) -> bool:
 
 
 class HandoffTermination(_LatchedCondition):
-    """Stops when a :class:`~flowlib.messages.HandoffMessage` to ``target`` appears.
+    """Stops when a [`HandoffMessage`][flowlib.messages.HandoffMessage] to ``target`` appears.
 
     Stop reason: ``"Handoff to {target} from {source} detected."``, where ``source`` is
     the agent that handed off.
@@ -366,9 +366,9 @@ class HandoffTermination(_LatchedCondition):
 class TimeoutTermination(_LatchedCondition):
     """Stops on the first call made once a duration has passed.
 
-    The clock starts when the condition is created and restarts on :meth:`reset`. It is
-    only looked at when the condition is called, i.e. after an agent's turn: a turn in
-    progress is never interrupted.
+    The clock starts when the condition is created and restarts on
+    [`reset`][flowlib.base.TerminationCondition.reset]. It is only looked at when the condition is
+    called, i.e. after an agent's turn: a turn in progress is never interrupted.
 
     Stop reason: ``"Timeout of {timeout_seconds} seconds reached"``.
 
@@ -412,29 +412,30 @@ class TimeoutTermination(_LatchedCondition):
 
 
 class ExternalTermination(_LatchedCondition):
-    """Stops on the next call after :meth:`set`, e.g. from a UI "Stop" button.
+    """Stops on the next call after [`set`][flowlib.conditions.ExternalTermination.set], e.g. from a
+    UI "Stop" button.
 
     The agent that is speaking finishes its turn first, so the team's state stays
     consistent; to abort at once, use a ``CancellationToken`` instead.
 
     Stop reason: ``"External termination requested"``.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        import asyncio
 
-            import asyncio
+        from flowlib.conditions import ExternalTermination, TextMentionTermination
+        from flowlib.teams import RoundRobinGroupChat
 
-            from flowlib.conditions import ExternalTermination, TextMentionTermination
-            from flowlib.teams import RoundRobinGroupChat
-
-            stop_button = ExternalTermination()
-            team = RoundRobinGroupChat(
-                [primary, critic],
-                termination_condition=stop_button | TextMentionTermination("APPROVE"),
-            )
-            run = asyncio.create_task(team.run(task="Write a poem."))
-            stop_button.set()  # the team stops after the current agent's turn
-            await run
+        stop_button = ExternalTermination()
+        team = RoundRobinGroupChat(
+            [primary, critic],
+            termination_condition=stop_button | TextMentionTermination("APPROVE"),
+        )
+        run = asyncio.create_task(team.run(task="Write a poem."))
+        stop_button.set()  # the team stops after the current agent's turn
+        await run
+        ```
     """
 
     component_provider_override = "flowlib.conditions.ExternalTermination"
@@ -488,7 +489,8 @@ class SourceMatchTermination(_LatchedCondition):
 
 
 class TextMessageTermination(_LatchedCondition):
-    """Stops when a :class:`~flowlib.messages.TextMessage` arrives, optionally from one agent.
+    """Stops when a [`TextMessage`][flowlib.messages.TextMessage] arrives, optionally from one
+    agent.
 
     Handy for a single agent in a tool loop: the run ends when the agent answers in
     plain text instead of calling a tool.
@@ -523,8 +525,9 @@ class TextMessageTermination(_LatchedCondition):
 class FunctionCallTermination(_LatchedCondition):
     """Stops once a tool with the given name has been executed.
 
-    Looks at the results carried by :class:`~flowlib.messages.ToolCallExecutionEvent`;
-    a result that is an error still counts as executed.
+    Looks at the results carried by
+    [`ToolCallExecutionEvent`][flowlib.messages.ToolCallExecutionEvent]; a result that is an error
+    still counts as executed.
 
     Stop reason: ``"Function '{function_name}' was executed."``.
 
@@ -568,18 +571,18 @@ class FunctionalTermination(_LatchedCondition):
     Raises:
         TypeError: If ``func`` is not callable.
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        from flowlib.conditions import FunctionalTermination
+        from flowlib.messages import StopMessage
 
-            from flowlib.conditions import FunctionalTermination
-            from flowlib.messages import StopMessage
+        def last_is_stop(messages):
+            return bool(messages) and isinstance(messages[-1], StopMessage)
 
-            def last_is_stop(messages):
-                return bool(messages) and isinstance(messages[-1], StopMessage)
-
-            stop = FunctionalTermination(last_is_stop)
-            result = await stop([StopMessage(content="Stop", source="agent1")])
-            assert result.content == "Functional termination condition met"
+        stop = FunctionalTermination(last_is_stop)
+        result = await stop([StopMessage(content="Stop", source="agent1")])
+        assert result.content == "Functional termination condition met"
+        ```
     """
 
     component_provider_override = None

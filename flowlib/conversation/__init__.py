@@ -1,13 +1,14 @@
 """The conversation API of seed 000 (AG2's "Agents" page), over flowlib's agents and teams.
 
-``await agent.ask(...)`` starts a conversation and returns an :class:`AgentReply`;
-``await reply.ask(...)`` continues it. ``agent.run(...)`` / ``reply.run(...)`` return an
-:class:`AgentRun` to watch a turn live (``run.start()``, ``run.stream.join()``,
-``await run.result()``) and steer it (``run.enqueue(...)``). A :class:`MemoryStream`
-keeps a conversation's events for subscribers; tools ask a human with
-:func:`ask_human`, answered by the agent's ``human_input`` handler.
+``await agent.ask(...)`` starts a conversation and returns an
+[`AgentReply`][flowlib.conversation.AgentReply]; ``await reply.ask(...)`` continues it.
+``agent.run(...)`` / ``reply.run(...)`` return an [`AgentRun`][flowlib.conversation.AgentRun] to
+watch a turn live (``run.start()``, ``run.stream.join()``, ``await run.result()``) and steer it
+(``run.enqueue(...)``). A [`MemoryStream`][flowlib.conversation.MemoryStream] keeps a conversation's
+events for subscribers; tools ask a human with [`ask_human`][flowlib.conversation.ask_human],
+answered by the agent's ``human_input`` handler.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from flowlib.models import ReplayChatCompletionClient
     >>> agent = Agent("assistant", ReplayChatCompletionClient(["Hello!"]))

@@ -30,17 +30,18 @@ class Agent:
     ``Agent(name, model_client, ...)`` is backed by flowlib's ``AssistantAgent``: it
     calls tools until the model answers in text (after ``max_tool_iterations`` rounds of
     tool calls, one more model call without tools makes it answer). Wrap an agent or a
-    team you already have with :meth:`from_chat_agent` / :meth:`from_team`.
+    team you already have with [`from_chat_agent`][flowlib.conversation.Agent.from_chat_agent] /
+    [`from_team`][flowlib.conversation.Agent.from_team].
 
     Every ``ask`` / ``run`` on the agent starts a *new* conversation; the reply's
-    ``ask`` / ``run`` continue that one (see :class:`AgentReply`).
+    ``ask`` / ``run`` continue that one (see [`AgentReply`][flowlib.conversation.AgentReply]).
 
     Args:
         name: The agent's name (a Python identifier).
         model_client: The model to call.
         system_message: Sent first at each model call; ``None`` sends none.
         tools: ``@tool``-decorated functions, other flowlib tools, or plain (sync or
-            async) functions. Inside a tool, :func:`ask_human` asks the human.
+            async) functions. Inside a tool, ``ask_human`` asks the human.
         streaming: Stream the model's answer as ``ModelMessageChunk`` events.
         human_input: Answers ``HumanInputRequest`` events; a sync or async function
             taking the request and returning the answer. Without it, asking a human
@@ -53,7 +54,7 @@ class Agent:
         ValueError: As ``AssistantAgent`` does for invalid options (a bad name, tools for
             a model without function calling, ``max_tool_iterations < 1``, ...).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> client = ReplayChatCompletionClient(["Paris.", "About 2.1 million."])
@@ -117,8 +118,8 @@ class Agent:
 
         Args:
             agent: The agent; it should not be used elsewhere meanwhile.
-            human_input: As for :class:`Agent`. Tools of the agent can call
-                :func:`ask_human`.
+            human_input: As for [`Agent`][flowlib.conversation.Agent]. Tools of the agent can call
+                ``ask_human``.
 
         Raises:
             TypeError: If ``agent`` is not a flowlib ``ChatAgent``.
@@ -136,9 +137,9 @@ class Agent:
     def from_team(cls, team: Team, *, human_input: HumanInputHandler | None = None) -> Agent:
         """Talk to a flowlib team: each turn is one ``team.run(task=...)``.
 
-        As with :meth:`from_chat_agent`, turns run one at a time, each from its
-        conversation's saved team state. The reply's ``response`` is the team's last
-        message. ``UserProxyAgent(input_func=ask_human)`` inside the team asks the
+        As with [`from_chat_agent`][flowlib.conversation.Agent.from_chat_agent], turns run one at a
+        time, each from its conversation's saved team state. The reply's ``response`` is the team's
+        last message. ``UserProxyAgent(input_func=ask_human)`` inside the team asks the
         human through ``human_input``.
 
         Raises:
@@ -175,8 +176,9 @@ class Agent:
 
         Args:
             message: A string (a user ``TextMessage``), a chat message or a list of them.
-            stream: The conversation's event stream; a new :class:`MemoryStream` if
-                ``None``. Its subscribers see every event of the conversation.
+            stream: The conversation's event stream; a new
+                [`MemoryStream`][flowlib.conversation.MemoryStream] if ``None``. Its subscribers see
+                every event of the conversation.
 
         Raises:
             Exception: Whatever made the turn fail.
@@ -188,11 +190,12 @@ class Agent:
         """Open the first turn of a new conversation, to watch and drive.
 
         Args:
-            message: As for :meth:`ask`.
-            stream: As for :meth:`ask`.
+            message: As for [`ask`][flowlib.conversation.Agent.ask].
+            stream: As for [`ask`][flowlib.conversation.Agent.ask].
 
         Returns:
-            An :class:`AgentRun`; use it as ``async with agent.run(...) as run:``.
+            An [`AgentRun`][flowlib.conversation.AgentRun]; use it as
+            ``async with agent.run(...) as run:``.
         """
         return self._open_run(message, state=None, stream=stream)
 

@@ -4,11 +4,11 @@ Each conversation owns its state: a turn starts from the state the previous turn
 same conversation ended with, and ends by saving the new one. So continuing from an
 older reply continues that reply's conversation (a branch), never another one's.
 
-- :class:`AssistantBackend` (``Agent(name, model_client, ...)``) builds a fresh
+- ``AssistantBackend`` (``Agent(name, model_client, ...)``) builds a fresh
   ``AssistantAgent`` for every turn, with the enqueue hook as its model context, and
   loads the conversation's state into it. Turns of different conversations can run at
   the same time.
-- :class:`WrappedBackend` (``Agent.from_chat_agent`` / ``Agent.from_team``) has one
+- ``WrappedBackend`` (``Agent.from_chat_agent`` / ``Agent.from_team``) has one
   object, so it runs one turn at a time (a lock): load the conversation's state (or the
   object's state from before its first turn), run, save.
 """

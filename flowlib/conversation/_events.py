@@ -1,20 +1,24 @@
 """The events a conversation turn emits, and how flowlib's agent output maps onto them.
 
-The names follow seed 000 (AG2). Each event is a flowlib :class:`~flowlib.messages.BaseAgentEvent`
-(pydantic, with ``id``, ``source``, ``created_at``, ``dump()``), so it can be stored and
-rebuilt with :class:`~flowlib.messages.MessageFactory` once registered.
+The names follow seed 000 (AG2). Each event is a flowlib
+[`BaseAgentEvent`][flowlib.messages.BaseAgentEvent] (pydantic, with ``id``, ``source``,
+``created_at``, ``dump()``), so it can be stored and rebuilt with
+[`MessageFactory`][flowlib.messages.MessageFactory] once registered.
 
 Mapping of what the wrapped agent or team yields:
 
-- ``ToolCallRequestEvent`` -> one :class:`ToolCallEvent` per call;
-- ``ToolCallExecutionEvent`` -> one :class:`ToolResultEvent` per result;
-- ``ModelClientStreamingChunkEvent`` -> :class:`ModelMessageChunk`;
+- ``ToolCallRequestEvent`` -> one [`ToolCallEvent`][flowlib.conversation.ToolCallEvent] per call;
+- ``ToolCallExecutionEvent`` -> one [`ToolResultEvent`][flowlib.conversation.ToolResultEvent] per
+result;
+- ``ModelClientStreamingChunkEvent`` ->
+[`ModelMessageChunk`][flowlib.conversation.ModelMessageChunk];
 - every other flowlib event or chat message (the user's ``TextMessage``, the agent's
   final message, ``ThoughtEvent``, a team's participant messages, ...) -> itself.
 
-The conversation layer adds :class:`HumanInputRequest` / :class:`HumanInputResponse`
-(from :func:`~flowlib.conversation.ask_human`) and closes every successful turn with a
-:class:`ReplyEvent`.
+The conversation layer adds [`HumanInputRequest`][flowlib.conversation.HumanInputRequest] /
+[`HumanInputResponse`][flowlib.conversation.HumanInputResponse] (from
+[`ask_human`][flowlib.conversation.ask_human]) and closes every successful turn with a
+[`ReplyEvent`][flowlib.conversation.ReplyEvent].
 """
 
 from __future__ import annotations
@@ -48,8 +52,9 @@ Event = BaseAgentEvent | BaseChatMessage
 class ToolCallEvent(BaseAgentEvent):
     """The model asked to call a tool.
 
-    Args:
-        call_id: The id pairing the call with its :class:`ToolResultEvent`.
+    Attributes:
+        call_id: The id pairing the call with its
+            [`ToolResultEvent`][flowlib.conversation.ToolResultEvent].
         name: The tool's name.
         arguments: The arguments, as the JSON text the model produced.
     """
@@ -67,8 +72,8 @@ class ToolCallEvent(BaseAgentEvent):
 class ToolResultEvent(BaseAgentEvent):
     """A tool call finished.
 
-    Args:
-        call_id: The id of the :class:`ToolCallEvent` it answers.
+    Attributes:
+        call_id: The id of the [`ToolCallEvent`][flowlib.conversation.ToolCallEvent] it answers.
         name: The tool's name.
         content: The result as text (what the model sees).
         is_error: Whether the tool failed (``content`` then says why).
@@ -88,7 +93,7 @@ class ToolResultEvent(BaseAgentEvent):
 class ModelMessageChunk(BaseAgentEvent):
     """A piece of the model's answer, streamed while it is generated (``streaming=True``).
 
-    Args:
+    Attributes:
         content: The text chunk.
         message_id: The id of the complete message the chunks add up to, when known.
     """
@@ -107,9 +112,10 @@ class HumanInputRequest(BaseAgentEvent):
 
     The agent's ``human_input`` handler receives this event and returns the answer.
 
-    Args:
+    Attributes:
         prompt: The question.
-        request_id: Identifies the request; the :class:`HumanInputResponse` repeats it.
+        request_id: Identifies the request; the
+            [`HumanInputResponse`][flowlib.conversation.HumanInputResponse] repeats it.
     """
 
     prompt: str
@@ -122,9 +128,9 @@ class HumanInputRequest(BaseAgentEvent):
 
 
 class HumanInputResponse(BaseAgentEvent):
-    """The human's answer to a :class:`HumanInputRequest`.
+    """The human's answer to a [`HumanInputRequest`][flowlib.conversation.HumanInputRequest].
 
-    Args:
+    Attributes:
         request_id: The id of the request answered.
         content: The answer.
     """
@@ -141,7 +147,7 @@ class HumanInputResponse(BaseAgentEvent):
 class ReplyEvent(BaseAgentEvent):
     """The turn's final reply; always the last event of a successful turn.
 
-    Args:
+    Attributes:
         content: The reply's text (``AgentReply.body``).
         message_id: The id of the final chat message (``AgentReply.response.id``).
     """
@@ -164,7 +170,7 @@ CONVERSATION_EVENT_TYPES: tuple[type[BaseAgentEvent], ...] = (
     ToolResultEvent,
 )
 """The event classes this module defines; register them with a
-:class:`~flowlib.messages.MessageFactory` to rebuild stored events."""
+[`MessageFactory`][flowlib.messages.MessageFactory] to rebuild stored events."""
 
 
 def to_events(item: Event) -> list[Event]:

@@ -25,11 +25,12 @@ def _current_turn(function: str) -> Turn:
 async def ask_human(prompt: str, cancellation_token: CancellationToken | None = None) -> str:
     """Ask the human of the running turn and return the answer.
 
-    Emits a :class:`HumanInputRequest`, which the agent's ``human_input`` handler
-    answers, then a :class:`HumanInputResponse`. Use it in async tools, for example to
-    get confirmation before a sensitive action. Its signature also fits
-    ``UserProxyAgent(input_func=ask_human)``, so a user proxy inside a wrapped team asks
-    through the conversation's handler.
+    Emits a [`HumanInputRequest`][flowlib.conversation.HumanInputRequest], which the agent's
+    ``human_input`` handler answers, then a
+    [`HumanInputResponse`][flowlib.conversation.HumanInputResponse]. Use it in async tools, for
+    example to get confirmation before a sensitive action. Its signature also fits
+    ``UserProxyAgent(input_func=ask_human)``, so a user proxy inside a wrapped team asks through the
+    conversation's handler.
 
     Args:
         prompt: The question.
@@ -41,7 +42,7 @@ async def ask_human(prompt: str, cancellation_token: CancellationToken | None = 
             fails with it).
         ConversationError: If no turn is running.
 
-    Example:
+    Examples:
         >>> from flowlib.tools import tool
         >>> @tool
         ... async def delete_file(path: str) -> str:
@@ -54,7 +55,8 @@ async def ask_human(prompt: str, cancellation_token: CancellationToken | None = 
 
 
 def ask_human_sync(prompt: str) -> str:
-    """:func:`ask_human` for sync tools, which flowlib runs in a worker thread.
+    """[`ask_human`][flowlib.conversation.ask_human] for sync tools, which flowlib runs in a worker
+    thread.
 
     Blocks the calling thread until the handler answers.
 

@@ -14,9 +14,10 @@ __all__ = ["InboxContext"]
 
 
 class InboxContext(ChatCompletionContext):
-    """Wraps the agent's model context; :meth:`get_messages` (which ``AssistantAgent``
-    calls right before each model call) first moves the messages enqueued since the
-    last call into the history, as user messages, and emits each one as an event.
+    """Wraps the agent's model context;
+    [`get_messages`][flowlib.model_context.ChatCompletionContext.get_messages] (which
+    ``AssistantAgent`` calls right before each model call) first moves the messages enqueued since
+    the last call into the history, as user messages, and emits each one as an event.
 
     So a message enqueued while the turn runs is seen by its next model call, and it
     stays in the conversation's history like any other user message.

@@ -18,13 +18,14 @@ __all__ = ["AgentReply"]
 
 
 class AgentReply:
-    """The final result of one turn; :meth:`ask` / :meth:`run` continue its conversation.
+    """The final result of one turn; [`ask`][flowlib.conversation.AgentReply.ask] /
+    [`run`][flowlib.conversation.AgentReply.run] continue its conversation.
 
     A reply remembers the conversation's state as this turn left it (the model context
     of the agent, or the team's and its participants' state). Continuing a reply starts
     the next turn from that state, with the conversation's history; continuing an older
     reply again branches the conversation from that point. Every branch keeps
-    publishing to the conversation's :attr:`stream`.
+    publishing to the conversation's [`stream`][flowlib.conversation.AgentReply.stream].
 
     Attributes are read-only; build replies with ``Agent.ask`` / ``Agent.run``.
     """
@@ -55,19 +56,22 @@ class AgentReply:
 
     @property
     def body(self) -> str:
-        """The text of :attr:`response` (``response.to_text()``)."""
+        """The text of [`response`][flowlib.conversation.AgentReply.response]
+        (``response.to_text()``)."""
         return self._response.to_text()
 
     @property
     def task_result(self) -> TaskResult:
         """The turn as flowlib's ``TaskResult``: the input messages, the agent's (or
         team's) events and messages in flowlib's own types. Chunks, human-input events
-        and messages enqueued mid-turn are only in :attr:`events`."""
+        and messages enqueued mid-turn are only in
+        [`events`][flowlib.conversation.AgentReply.events]."""
         return self._task_result
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """Every event the turn emitted, the closing :class:`ReplyEvent` included."""
+        """Every event the turn emitted, the closing [`ReplyEvent`][flowlib.conversation.ReplyEvent]
+        included."""
         return self._events
 
     @property

@@ -26,21 +26,24 @@ class AgentRun:
 
     The turn does not advance on its own:
 
-    - :meth:`start` drives it in a background task owned by the ``async with`` block and
-      returns at once; read :attr:`stream` (``run.stream.join()``) meanwhile;
-    - or skip ``start()`` and ``await`` :meth:`result` to drive it inline; cancelling
+    - [`start`][flowlib.conversation.AgentRun.start] drives it in a background task owned by the
+    ``async with`` block and
+      returns at once; read [`stream`][flowlib.conversation.AgentRun.stream] (``run.stream.join()``)
+      meanwhile;
+    - or skip ``start()`` and ``await`` [`result`][flowlib.conversation.AgentRun.result] to drive it
+    inline; cancelling
       that await (``asyncio.wait_for(run.result(), timeout=5)``) cancels the turn.
 
-    ``await run.result()`` returns the same :class:`AgentReply` every time, or re-raises
-    the same exception object every time. Leaving the block without awaiting it cancels
-    a turn that is still running and waits until it has stopped; a turn nothing drove
+    ``await run.result()`` returns the same [`AgentReply`][flowlib.conversation.AgentReply] every
+    time, or re-raises the same exception object every time. Leaving the block without awaiting it
+    cancels a turn that is still running and waits until it has stopped; a turn nothing drove
     before the block ended never runs (its enqueued messages go to the next turn on the
     stream). A failure of a turn whose result is never awaited is not raised by the
     block. ``result()`` also works without the block (it drives the turn inline).
 
-    :meth:`enqueue` feeds the turn while it runs (see there).
+    [`enqueue`][flowlib.conversation.AgentRun.enqueue] feeds the turn while it runs (see there).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.conversation import Agent
         >>> from flowlib.models import ReplayChatCompletionClient
@@ -140,7 +143,7 @@ class AgentRun:
         """Return the turn's reply, driving the turn inline if it was not started.
 
         Returns:
-            The same :class:`AgentReply` on every call.
+            The same [`AgentReply`][flowlib.conversation.AgentReply] on every call.
 
         Raises:
             TurnCancelledError: If the turn was cancelled, or its block ended before

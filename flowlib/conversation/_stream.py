@@ -1,4 +1,5 @@
-"""Event streams: a conversation's :class:`MemoryStream` and a turn's :class:`RunStream`."""
+"""Event streams: a conversation's [`MemoryStream`][flowlib.conversation.MemoryStream] and a turn's
+[`RunStream`][flowlib.conversation.RunStream]."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ class MemoryStream:
     The stream also holds the conversation's inbox: messages enqueued on a run after its
     turn finished wait here for the next turn on this stream.
 
-    Example:
+    Examples:
         >>> stream = MemoryStream()
         >>> seen = []
         >>> unsubscribe = stream.subscribe(lambda event: seen.append(event.to_text()))
@@ -59,7 +60,7 @@ class MemoryStream:
 
         Args:
             callback: A sync or async function of one event. Past events are in
-                :attr:`events`.
+                [`events`][flowlib.conversation.MemoryStream.events].
 
         Returns:
             A function that unsubscribes ``callback``.
@@ -99,8 +100,9 @@ class MemoryStream:
 class RunStream:
     """The events of one turn (``run.stream``), buffered from the turn's start.
 
-    Every :meth:`join` iterator starts at the turn's first event, so a late or second
-    reader still sees them all. The conversation's whole log is :attr:`memory`.
+    Every [`join`][flowlib.conversation.RunStream.join] iterator starts at the turn's first event,
+    so a late or second reader still sees them all. The conversation's whole log is
+    [`memory`][flowlib.conversation.RunStream.memory].
     """
 
     def __init__(self, memory: MemoryStream) -> None:
@@ -111,7 +113,8 @@ class RunStream:
 
     @property
     def memory(self) -> MemoryStream:
-        """The conversation's :class:`MemoryStream` this turn publishes to."""
+        """The conversation's [`MemoryStream`][flowlib.conversation.MemoryStream] this turn
+        publishes to."""
         return self._memory
 
     @property
@@ -168,7 +171,7 @@ class RunStream:
 
 
 class EventIterator(AsyncIterator[Event]):
-    """An iterator from :meth:`RunStream.join`; see there."""
+    """An iterator from [`RunStream.join`][flowlib.conversation.RunStream.join]; see there."""
 
     def __init__(self, stream: RunStream, max_events: int | None) -> None:
         self._stream = stream

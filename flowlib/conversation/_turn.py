@@ -18,7 +18,8 @@ from ._stream import MemoryStream, RunStream
 __all__ = ["CURRENT_TURN", "HumanInputHandler", "Turn"]
 
 HumanInputHandler = Callable[[HumanInputRequest], str | Awaitable[str]]
-"""Answers a :class:`HumanInputRequest`: a sync or async function returning the text.
+"""Answers a [`HumanInputRequest`][flowlib.conversation.HumanInputRequest]: a sync or async function
+returning the text.
 
 A sync handler is called on the event loop, so it should not block; for a blocking
 prompt use an async handler, e.g. ``await asyncio.to_thread(input, request.prompt)``.
@@ -71,7 +72,8 @@ class Turn:
             raise self.fatal
 
     async def ask_human(self, prompt: str) -> str:
-        """Emit a :class:`HumanInputRequest`, get the handler's answer, emit the response.
+        """Emit a [`HumanInputRequest`][flowlib.conversation.HumanInputRequest], get the handler's
+        answer, emit the response.
 
         Raises:
             HumanInputRequiredError: If the agent has no ``human_input`` handler; the
@@ -106,7 +108,7 @@ class Turn:
         return answer
 
     def ask_human_from_thread(self, prompt: str) -> str:
-        """Run :meth:`ask_human` on the turn's loop from a worker thread and wait for it.
+        """Run ``ask_human`` on the turn's loop from a worker thread and wait for it.
 
         The request is owned by the turn: it is cancelled when the turn ends.
         """

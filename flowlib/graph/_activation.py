@@ -83,7 +83,7 @@ class ActivationTracker:
         return fired, sorted(self._absorbed)
 
     def load(self, fired: list[int], absorbed: list[int]) -> None:
-        """Restore what :meth:`dump` returned."""
+        """Restore what ``dump`` returned."""
         self.reset()
         for edge_index in fired:
             group = self._plan.edges[edge_index].group

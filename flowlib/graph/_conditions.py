@@ -4,8 +4,8 @@ An edge condition decides, from the source node's final chat message, whether th
 fires. Besides ``None`` (always), a string (substring of ``to_model_text()``) and a plain
 callable, a condition can be one of the small objects here: they are plain data, so a
 graph that uses them dumps to JSON and loads back whole, and the renderer can label
-them. New kinds register themselves by subclassing :class:`EdgeCondition` with a unique
-``kind``.
+them. New kinds register themselves by subclassing [`EdgeCondition`][flowlib.graph.EdgeCondition]
+with a unique ``kind``.
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ class CallableCondition(EdgeCondition):
     """Placeholder a dump writes for a callable condition, which JSON cannot hold.
 
     Loading it back needs the callable: pass ``conditions={name: func}`` to
-    :meth:`DiGraph.load`. Checking a placeholder raises, so it never silently passes.
+    [`DiGraph.load`][flowlib.graph.DiGraph.load]. Checking a placeholder raises, so it never
+    silently passes.
     """
 
     kind: Literal["callable"] = "callable"
@@ -195,7 +196,8 @@ ConditionData = Any
 
 
 def as_condition(data: Any) -> EdgeCondition:
-    """Turn a nested condition (object, substring or dict) into an :class:`EdgeCondition`."""
+    """Turn a nested condition (object, substring or dict) into an
+    [`EdgeCondition`][flowlib.graph.EdgeCondition]."""
     if isinstance(data, EdgeCondition):
         return data
     if isinstance(data, str):

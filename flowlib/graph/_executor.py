@@ -17,7 +17,7 @@ Semantics (see docs/graph-semantics.md for the reasoning):
   starts, running turns finish, and the ready set is kept so ``run()`` with no task
   resumes. Cancellation: running turns are cancelled and put back in front of the ready
   set, then ``CancelledError`` propagates. A node error: the same, and the error is raised
-  as :class:`~flowlib.errors.NodeExecutionError`.
+  as [`NodeExecutionError`][flowlib.errors.NodeExecutionError].
 
 When only one node can run and nothing else is running, its turn is driven inline (no
 task, no queue): nothing else can become ready until it completes, so this is the same
@@ -91,7 +91,8 @@ class _Wake:
 
 
 class GraphExecutor:
-    """Runs an :class:`ExecutionPlan` over participants and keeps the run state.
+    """Runs an [`ExecutionPlan`][flowlib.graph.ExecutionPlan] over participants and keeps the run
+    state.
 
     Args:
         plan: The compiled graph.
@@ -687,7 +688,8 @@ class GraphExecutor:
         )
 
     def load_state(self, state: GraphManagerState) -> None:
-        """Restore :meth:`save_state` output into this (stopped) executor.
+        """Restore [`save_state`][flowlib.graph.GraphExecutor.save_state] output into this (stopped)
+        executor.
 
         Raises:
             StateError: If the state's version or node names do not fit this graph.

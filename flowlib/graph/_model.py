@@ -1,4 +1,5 @@
-"""The graph IR: :class:`DiGraph`, :class:`DiGraphNode` and :class:`DiGraphEdge`.
+"""The graph IR: [`DiGraph`][flowlib.graph.DiGraph], [`DiGraphNode`][flowlib.graph.DiGraphNode] and
+[`DiGraphEdge`][flowlib.graph.DiGraphEdge].
 
 Every team compiles to this one pydantic model. It is plain data: it dumps to JSON and
 loads back (callable conditions are marked in the dump, never dropped silently), it can
@@ -42,11 +43,11 @@ ConditionFunction = Callable[[BaseChatMessage], bool]
 class DiGraphEdge(BaseModel):
     """A directed edge to ``target``, with an optional condition.
 
-    Args:
+    Attributes:
         target: The name of the node the edge leads to.
         condition: ``None`` (always fires), a string (fires when it is a substring of the
             source's final message ``to_model_text()``), a condition object from
-            :mod:`flowlib.graph` (serialisable) or a callable taking the message and
+            [`flowlib.graph`][flowlib.graph] (serialisable) or a callable taking the message and
             returning ``bool`` (moved to ``condition_function``; not serialisable).
         activation_group: Groups the incoming edges of the target. Empty means the
             default group: edges from inside the target's loop (its strongly connected
@@ -108,7 +109,7 @@ class DiGraphEdge(BaseModel):
 class DiGraphNode(BaseModel):
     """A node: a named participant, its outgoing edges and how it is activated.
 
-    Args:
+    Attributes:
         name: Unique node name; equals the participant's name.
         edges: Outgoing edges, in the order they were added.
         activation: Default activation condition of the node's incoming edge groups.
@@ -124,12 +125,12 @@ class DiGraphNode(BaseModel):
 class DiGraph(BaseModel):
     """A directed graph of nodes and conditional edges: the IR every team compiles to.
 
-    Args:
+    Attributes:
         nodes: Nodes by name, in insertion order (which fixes start and tie order).
         default_start_node: The entry point; when unset, the entry points are the nodes
             without incoming edges.
 
-    Example:
+    Examples:
         >>> g = DiGraph(nodes={
         ...     "a": DiGraphNode(name="a", edges=[DiGraphEdge(target="b")]),
         ...     "b": DiGraphNode(name="b"),
@@ -171,7 +172,7 @@ class DiGraph(BaseModel):
         return [name for name in self.nodes if name not in targets]
 
     def get_start_nodes(self) -> set[str]:
-        """The entry points (see :meth:`entry_nodes`) as a set."""
+        """The entry points (see [`entry_nodes`][flowlib.graph.DiGraph.entry_nodes]) as a set."""
         return set(self.entry_nodes())
 
     def get_leaf_nodes(self) -> set[str]:
@@ -202,7 +203,8 @@ class DiGraph(BaseModel):
         allow_unconditional_cycles: bool | None = None,
         allow_unreachable: bool | None = None,
     ) -> None:
-        """Check the structure; see :func:`flowlib.graph.validate_graph` for the rules.
+        """Check the structure; see [`flowlib.graph.validate_graph`][flowlib.graph.validate_graph]
+        for the rules.
 
         Raises:
             GraphError: A subclass naming the offending nodes or edges and the fix.
@@ -250,7 +252,7 @@ class DiGraph(BaseModel):
         *,
         conditions: Mapping[str, ConditionFunction] | None = None,
     ) -> DiGraph:
-        """Rebuild a graph from :meth:`dump` output.
+        """Rebuild a graph from [`dump`][flowlib.graph.DiGraph.dump] output.
 
         Args:
             data: The dumped graph.

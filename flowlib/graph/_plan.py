@@ -1,4 +1,4 @@
-"""Compile a validated :class:`DiGraph` into the executor's index-based plan.
+"""Compile a validated [`DiGraph`][flowlib.graph.DiGraph] into the executor's index-based plan.
 
 The IR is convenient to build, dump and draw; the plan is what the executor walks on its
 hot path: nodes and groups are integers, out-edges are lists, and each edge's condition

@@ -3,9 +3,10 @@
 A team whose next speaker is chosen at run time (the selector, Magentic-One's
 orchestrator) compiles to a graph with a router at its hub: edges from the router to
 every participant and back. On its turn the router sees the new messages, like any node,
-and returns a :class:`Routing`: the targets to activate, events to stream, messages to
-publish, or a reason to stop. The executor fires exactly the router's edges to the chosen
-targets; edge conditions on a router's edges are only labels (:class:`Selected`).
+and returns a [`Routing`][flowlib.graph.Routing]: the targets to activate, events to stream,
+messages to publish, or a reason to stop. The executor fires exactly the router's edges to the
+chosen targets; edge conditions on a router's edges are only labels
+([`Selected`][flowlib.graph.Selected]).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ class Routing:
 class Selected(EdgeCondition):
     """Label of a router's edge: fires when the router selects ``target``.
 
-    The executor decides router edges from the :class:`Routing` itself; this condition
-    makes the edge conditional in the IR (so a router hub is a valid loop), readable in
+    The executor decides router edges from the [`Routing`][flowlib.graph.Routing] itself; this
+    condition makes the edge conditional in the IR (so a router hub is a valid loop), readable in
     dumps and drawings.
     """
 
@@ -62,9 +63,10 @@ class Selected(EdgeCondition):
 class Router(ABC):
     """Base class of router nodes.
 
-    Subclasses implement :meth:`route` (or :meth:`route_stream` to stream events while
-    deciding) and keep whatever history they need: like agents, routers receive only the
-    messages that are new since their previous turn.
+    Subclasses implement [`route`][flowlib.graph.Router.route] (or
+    [`route_stream`][flowlib.graph.Router.route_stream] to stream events while deciding) and keep
+    whatever history they need: like agents, routers receive only the messages that are new since
+    their previous turn.
 
     Args:
         name: The node name.
@@ -96,9 +98,9 @@ class Router(ABC):
     async def route_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Routing, None]:
-        """Stream events while deciding; the last item is the :class:`Routing`.
+        """Stream events while deciding; the last item is the [`Routing`][flowlib.graph.Routing].
 
-        The default calls :meth:`route`.
+        The default calls [`route`][flowlib.graph.Router.route].
         """
         yield await self.route(messages, cancellation_token)
 
@@ -110,4 +112,4 @@ class Router(ABC):
         return {}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
-        """Restore :meth:`save_state` output."""
+        """Restore [`save_state`][flowlib.graph.Router.save_state] output."""

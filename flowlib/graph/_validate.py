@@ -9,7 +9,7 @@ what is reachable, and ``find_cycle`` shows one loop without a conditional edge.
 :func:`validate_graph` runs every rule on that analysis and returns it, so the
 executor's plan is compiled from the same pass.
 
-Rules, each a :class:`~flowlib.errors.GraphError` subclass whose message names the
+Rules, each a [`GraphError`][flowlib.errors.GraphError] subclass whose message names the
 offending nodes or edges and says how to fix it:
 
 - the graph has nodes; each node's key equals its ``name``;
@@ -328,6 +328,9 @@ def validate_graph(
     team: str = "the team",
 ) -> GraphAnalysis:
     """Validate ``graph`` and return its analysis.
+
+    Both ``allow_*`` arguments default to what the graph's ``pattern`` needs: a round-robin
+    ring may loop without a conditional edge, and a swarm may start at any participant.
 
     Args:
         graph: The graph to check.

@@ -18,7 +18,7 @@ __all__ = ["Memory", "MemoryQueryResult", "UpdateContextResult"]
 class MemoryQueryResult(BaseModel):
     """What a memory query found.
 
-    Args:
+    Attributes:
         results: The memory items, most relevant (or, for a list memory, oldest) first.
     """
 
@@ -26,9 +26,10 @@ class MemoryQueryResult(BaseModel):
 
 
 class UpdateContextResult(BaseModel):
-    """What :meth:`Memory.update_context` added to a model context.
+    """What [`Memory.update_context`][flowlib.memory.Memory.update_context] added to a model
+    context.
 
-    Args:
+    Attributes:
         memories: The memory items that were added.
     """
 
@@ -38,8 +39,8 @@ class UpdateContextResult(BaseModel):
 class Memory(ABC):
     """A store of memory items that can enrich a model context.
 
-    Before each inference an agent calls :meth:`update_context` on each of its memories
-    and reports the items added in a ``MemoryQueryEvent``.
+    Before each inference an agent calls [`update_context`][flowlib.memory.Memory.update_context] on
+    each of its memories and reports the items added in a ``MemoryQueryEvent``.
     """
 
     component_type: ClassVar[str] = "memory"

@@ -17,8 +17,9 @@ __all__ = ["ListMemory"]
 class ListMemory(Memory):
     """Keeps memory items in order and recalls all of them, whatever the query.
 
-    :meth:`update_context` appends one ``SystemMessage`` listing every item to the model
-    context::
+    [`update_context`][flowlib.memory.ListMemory.update_context] appends one ``SystemMessage``
+    listing every item to the model
+    context:
 
         \\nRelevant memory content (in chronological order):\\n1. <item>\\n2. <item>\\n
 
@@ -28,7 +29,7 @@ class ListMemory(Memory):
         name: An identifier for this memory; defaults to ``"default_list_memory"``.
         memory_contents: Items to start with (copied).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.model_context import UnboundedChatCompletionContext
         >>> memory = ListMemory()

@@ -30,12 +30,13 @@ class MemoryMimeType(str, Enum):
 class MemoryContent(BaseModel):
     """One item stored in (or retrieved from) a memory.
 
-    Args:
-        content: The item: text, bytes, a JSON-like dict or an :class:`Image`.
-        mime_type: What the content is; a :class:`MemoryMimeType` or any MIME string.
+    Attributes:
+        content: The item: text, bytes, a JSON-like dict or an [`Image`][flowlib.messages.Image].
+        mime_type: What the content is; a [`MemoryMimeType`][flowlib.memory.MemoryMimeType] or any
+            MIME string.
         metadata: Free-form data about the item (source, score, ...).
 
-    Example:
+    Examples:
         >>> item = MemoryContent(content="User likes pizza.", mime_type="text/plain")
         >>> item.mime_type == MemoryMimeType.TEXT
         True

@@ -1,10 +1,14 @@
 """Model contexts: the message history an agent keeps and the view of it the model sees.
 
-:class:`UnboundedChatCompletionContext` sends everything (the default),
-:class:`BufferedChatCompletionContext` the last N messages,
-:class:`TokenLimitedChatCompletionContext` what fits a token budget and
-:class:`HeadAndTailChatCompletionContext` the first and last messages. Subclass
-:class:`ChatCompletionContext` for another view.
+[`UnboundedChatCompletionContext`][flowlib.model_context.UnboundedChatCompletionContext] sends
+everything (the default),
+[`BufferedChatCompletionContext`][flowlib.model_context.BufferedChatCompletionContext] the last N
+messages,
+[`TokenLimitedChatCompletionContext`][flowlib.model_context.TokenLimitedChatCompletionContext] what
+fits a token budget and
+[`HeadAndTailChatCompletionContext`][flowlib.model_context.HeadAndTailChatCompletionContext] the
+first and last messages. Subclass
+[`ChatCompletionContext`][flowlib.model_context.ChatCompletionContext] for another view.
 """
 
 from ._base import ChatCompletionContext, ChatCompletionContextState

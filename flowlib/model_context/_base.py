@@ -22,7 +22,8 @@ from ..models import (
 __all__ = ["CONTEXT_STATE_VERSION", "ChatCompletionContext", "ChatCompletionContextState"]
 
 CONTEXT_STATE_VERSION = 1
-"""The format version written by :meth:`ChatCompletionContext.save_state`."""
+"""The format version written by
+[`ChatCompletionContext.save_state`][flowlib.model_context.ChatCompletionContext.save_state]."""
 
 _LLM_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage)
 
@@ -30,7 +31,7 @@ _LLM_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, FunctionExec
 class ChatCompletionContextState(BaseModel):
     """The saved state of a model context: its whole history, not the view.
 
-    Args:
+    Attributes:
         messages: Every message held, oldest first.
         version: Format version; loading another version is refused.
     """
@@ -43,14 +44,16 @@ class ChatCompletionContextState(BaseModel):
 class ChatCompletionContext(ABC):
     """Stores an agent's LLM messages and decides which of them the model sees.
 
-    Subclasses implement :meth:`get_messages` (the view); storage, :meth:`clear` and
-    state handling are shared. The history may be preloaded with ``initial_messages``;
-    :meth:`clear` (what an agent's reset calls) drops them too.
+    Subclasses implement [`get_messages`][flowlib.model_context.ChatCompletionContext.get_messages]
+    (the view); storage, [`clear`][flowlib.model_context.ChatCompletionContext.clear] and state
+    handling are shared. The history may be preloaded with ``initial_messages``;
+    [`clear`][flowlib.model_context.ChatCompletionContext.clear] (what an agent's reset calls) drops
+    them too.
 
     Args:
         initial_messages: Messages to start the history with.
 
-    Example:
+    Examples:
         A view that drops the reasoning of earlier answers (for reasoning models):
 
         >>> import asyncio
@@ -101,7 +104,8 @@ class ChatCompletionContext(ABC):
         return ChatCompletionContextState(messages=list(self._messages)).model_dump(mode="json")
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Replace the history with one saved by :meth:`save_state`.
+        """Replace the history with one saved by
+        [`save_state`][flowlib.model_context.ChatCompletionContext.save_state].
 
         A state without ``type``/``version`` (AutoGen's ``{"messages": [...]}``) is read as
         version 1.

@@ -24,7 +24,7 @@ class BufferedChatCompletionContext(ChatCompletionContext):
     Raises:
         ValueError: If ``buffer_size`` is less than 1.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import UserMessage
         >>> context = BufferedChatCompletionContext(buffer_size=2)

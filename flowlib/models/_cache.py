@@ -36,13 +36,14 @@ __all__ = [
 T = TypeVar("T")
 
 CHAT_CACHE_VALUE_TYPE = CreateResult | list[str | CreateResult]
-"""What :class:`ChatCompletionCache` stores: a result, or a stream's chunks then its result."""
+"""What [`ChatCompletionCache`][flowlib.models.ChatCompletionCache] stores: a result, or a stream's
+chunks then its result."""
 
 
 class CacheStore(ABC, Generic[T]):
     """A key-value store for cached values.
 
-    Example:
+    Examples:
         >>> store: CacheStore[int] = InMemoryStore()
         >>> store.set("answer", 42)
         >>> store.get("answer"), store.get("missing", 0)
@@ -90,9 +91,9 @@ class SQLiteStore(CacheStore[T]):
 
     Raises:
         ValueError: ``path`` is ``":memory:"`` (which would forget everything at once;
-            use :class:`InMemoryStore`) or ``table`` is not an identifier.
+            use [`InMemoryStore`][flowlib.models.InMemoryStore]) or ``table`` is not an identifier.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "cache.db")
         >>> SQLiteStore(path, value_type=int).set("answer", 42)
@@ -166,16 +167,19 @@ class ChatCompletionCache(ChatCompletionClient):
     """A caching wrapper: a repeated identical request is answered from the store.
 
     A hit returns the stored result with ``cached=True`` without calling the wrapped
-    client; :meth:`create_stream` replays the stored chunks. Hits count in
-    :meth:`total_usage` but not in :meth:`actual_usage`. Results of :meth:`create` and of
-    :meth:`create_stream` share one key, so either can serve the other.
+    client; [`create_stream`][flowlib.models.ChatCompletionCache.create_stream] replays the stored
+    chunks. Hits count in [`total_usage`][flowlib.models.ChatCompletionCache.total_usage] but not in
+    [`actual_usage`][flowlib.models.ChatCompletionCache.actual_usage]. Results of
+    [`create`][flowlib.models.ChatCompletionCache.create] and of
+    [`create_stream`][flowlib.models.ChatCompletionCache.create_stream] share one key, so either can
+    serve the other.
 
     Args:
         client: The model client to wrap.
-        store: Where results are kept; an :class:`InMemoryStore` by default. Use
-            :class:`SQLiteStore` to keep them across runs.
+        store: Where results are kept; an [`InMemoryStore`][flowlib.models.InMemoryStore] by
+            default. Use [`SQLiteStore`][flowlib.models.SQLiteStore] to keep them across runs.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient, UserMessage
         >>> cache = ChatCompletionCache(ReplayChatCompletionClient(["Paris."]))
@@ -247,7 +251,8 @@ class ChatCompletionCache(ChatCompletionClient):
     ) -> CreateResult:
         """Return the cached result of this request, or ask the wrapped client and store it.
 
-        Arguments are those of :meth:`ChatCompletionClient.create`.
+        Arguments are those of
+        [`ChatCompletionClient.create`][flowlib.models.ChatCompletionClient.create].
 
         Raises:
             asyncio.CancelledError: ``cancellation_token`` is already cancelled.

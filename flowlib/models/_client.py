@@ -23,7 +23,7 @@ __all__ = [
 
 
 class ModelCapabilities(TypedDict, total=False):
-    """Deprecated summary of a model's abilities; use :class:`ModelInfo`."""
+    """Deprecated summary of a model's abilities; use [`ModelInfo`][flowlib.models.ModelInfo]."""
 
     vision: Required[bool]
     function_calling: Required[bool]
@@ -37,7 +37,7 @@ class ModelInfo(TypedDict, total=False):
         vision: Accepts images.
         function_calling: Can call tools.
         json_output: Supports JSON mode (not the same as structured output).
-        family: A :class:`ModelFamily` constant or any string.
+        family: A [`ModelFamily`][flowlib.models.ModelFamily] constant or any string.
         structured_output: Supports structured output against a JSON schema.
         multiple_system_messages: Accepts several, non-consecutive system messages.
     """
@@ -204,8 +204,8 @@ class ChatCompletionClient(ComponentBase, ABC):
     """A chat-completion model: what agents call to think.
 
     Implementations: ``OpenAIChatCompletionClient`` (any OpenAI-compatible server),
-    :class:`ReplayChatCompletionClient` (scripted, for tests and offline demos) and
-    ``ChatCompletionCache`` (a caching wrapper).
+    [`ReplayChatCompletionClient`][flowlib.models.ReplayChatCompletionClient] (scripted, for tests
+    and offline demos) and ``ChatCompletionCache`` (a caching wrapper).
     """
 
     component_type: ClassVar[str] = "model"
@@ -244,7 +244,8 @@ class ChatCompletionClient(ComponentBase, ABC):
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
-        """Like :meth:`create`, yielding text chunks, then the :class:`CreateResult`."""
+        """Like [`create`][flowlib.models.ChatCompletionClient.create], yielding text chunks, then
+        the [`CreateResult`][flowlib.models.CreateResult]."""
 
     @abstractmethod
     async def close(self) -> None:
@@ -277,7 +278,7 @@ class ChatCompletionClient(ComponentBase, ABC):
 
     @property
     def capabilities(self) -> ModelCapabilities:
-        """Deprecated: use :attr:`model_info`."""
+        """Deprecated: use [`model_info`][flowlib.models.ChatCompletionClient.model_info]."""
         warnings.warn(
             "capabilities is deprecated; use model_info instead.",
             DeprecationWarning,

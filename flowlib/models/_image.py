@@ -68,7 +68,7 @@ class Image:
     ``Image`` values compare equal when their bytes and MIME type are equal, can be used
     as pydantic fields (they serialise to ``{"data": <base64>, "mime_type": ...}`` in JSON
     mode and validate back from that form), and render as Chat Completions content parts
-    with :meth:`to_openai_format`.
+    with [`to_openai_format`][flowlib.models.Image.to_openai_format].
 
     Args:
         image: The encoded image bytes, or a PIL image (which is encoded as PNG; this
@@ -80,7 +80,7 @@ class Image:
         ValueError: The MIME type was not given and cannot be detected from the bytes.
         TypeError: ``image`` is neither bytes nor a PIL image.
 
-    Example:
+    Examples:
         >>> png = Image(b"\\x89PNG\\r\\n\\x1a\\n" + bytes(16))
         >>> png.mime_type
         'image/png'

@@ -66,7 +66,8 @@ KNOWN_MODELS: dict[str, tuple[ModelInfo, int]] = {
     "gpt-3.5-turbo": (_info(ModelFamily.GPT_35, **_TEXT_ONLY_LEGACY), 16_385),
     "gpt-35-turbo": (_info(ModelFamily.GPT_35, **_TEXT_ONLY_LEGACY), 16_385),
 }
-"""Known OpenAI model names with their :class:`ModelInfo` and context window."""
+"""Known OpenAI model names with their [`ModelInfo`][flowlib.models.ModelInfo] and context
+window."""
 
 
 def _resolve(model: str) -> str | None:
@@ -81,7 +82,8 @@ def _resolve(model: str) -> str | None:
 
 
 def lookup_model_info(model: str) -> ModelInfo | None:
-    """Return the built-in :class:`ModelInfo` of an OpenAI model name, or None if unknown.
+    """Return the built-in [`ModelInfo`][flowlib.models.ModelInfo] of an OpenAI model name, or None
+    if unknown.
 
     Args:
         model: A model name such as ``"gpt-4o"`` or ``"gpt-4o-2024-08-06"``.

@@ -2,8 +2,8 @@
 
 Streaming, retries, timeouts and HTTP come from ``openai.AsyncOpenAI``; this module maps
 flowlib's messages, tools and options to the Chat Completions request and the response
-back to a :class:`CreateResult`. The SDK is imported when a client is built, not when
-:mod:`flowlib.models` is imported, as it takes a noticeable time to load.
+back to a [`CreateResult`][flowlib.models.CreateResult]. The SDK is imported when a client is built,
+not when [`flowlib.models`][flowlib.models] is imported, as it takes a noticeable time to load.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
 
 async def _linked(awaitable: Awaitable[_T], token: CancellationToken | None) -> _T:
     """Await ``awaitable``; if ``token`` is cancelled first, cancel it (and so abort the
-    HTTP request it is making) and raise :class:`asyncio.CancelledError`."""
+    HTTP request it is making) and raise ``asyncio.CancelledError``."""
     if token is None:
         return await awaitable
     if token.is_cancelled():
@@ -397,8 +397,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
             cancellation_token: Cancelling it aborts the HTTP request.
 
         Returns:
-            The result: text, or a list of :class:`FunctionCall` with finish reason
-            ``"function_calls"``; reasoning text the server sent (or text that came
+            The result: text, or a list of [`FunctionCall`][flowlib.models.FunctionCall] with finish
+            reason ``"function_calls"``; reasoning text the server sent (or text that came
             with tool calls) is in ``thought``.
 
         Raises:
@@ -453,12 +453,14 @@ class _BaseOpenAIClient(ChatCompletionClient):
         extra_create_args: Mapping[str, Any] | None = None,
         cancellation_token: CancellationToken | None = None,
     ) -> AsyncGenerator[str | CreateResult, None]:
-        """Stream one completion: text chunks as they arrive, then the :class:`CreateResult`.
+        """Stream one completion: text chunks as they arrive, then the
+        [`CreateResult`][flowlib.models.CreateResult].
 
-        Tool-call deltas are assembled into complete :class:`FunctionCall` objects. Usage
-        is requested with ``stream_options={"include_usage": True}`` (unless
+        Tool-call deltas are assembled into complete [`FunctionCall`][flowlib.models.FunctionCall]
+        objects. Usage is requested with ``stream_options={"include_usage": True}`` (unless
         ``stream_options`` is given as a create arg); a server that sends none gives a
-        usage of 0/0. Arguments and errors are those of :meth:`create`.
+        usage of 0/0. Arguments and errors are those of
+        [`create`][flowlib.models.ChatCompletionClient.create].
         """
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
         request.kwargs["stream"] = True
@@ -594,8 +596,9 @@ class _BaseOpenAIClient(ChatCompletionClient):
         return self._actual
 
     def total_usage(self) -> RequestUsage:
-        """Tokens of every completed request so far (the same as :meth:`actual_usage`;
-        the difference appears with :class:`ChatCompletionCache`)."""
+        """Tokens of every completed request so far (the same as
+        [`actual_usage`][flowlib.models.ChatCompletionClient.actual_usage]; the difference appears
+        with [`ChatCompletionCache`][flowlib.models.ChatCompletionCache])."""
         return self._total
 
     def count_tokens(
@@ -611,7 +614,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
     def remaining_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
-        """The model's context window minus :meth:`count_tokens` (never below 0).
+        """The model's context window minus
+        [`count_tokens`][flowlib.models.ChatCompletionClient.count_tokens] (never below 0).
 
         Raises:
             ValueError: The context window of the model is unknown; pass
@@ -652,8 +656,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
 
     Built on ``openai.AsyncOpenAI``: retries, timeouts and streaming come from the SDK.
     Known OpenAI model names (``gpt-4o``, ``gpt-4.1-mini``, ``o3``, dated variants, ...)
-    have built-in :class:`ModelInfo`; any other model (vLLM, Ollama, llama.cpp server,
-    Gemini's OpenAI endpoint, ...) needs ``base_url`` and ``model_info``.
+    have built-in [`ModelInfo`][flowlib.models.ModelInfo]; any other model (vLLM, Ollama, llama.cpp
+    server, Gemini's OpenAI endpoint, ...) needs ``base_url`` and ``model_info``.
 
     Args:
         model: The model name sent with each request.
@@ -668,9 +672,10 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncOpenAI`` to use instead of building one from the
             options above (which must then be left out). The wrapper takes it over:
-            :meth:`close` closes it.
+            [`close`][flowlib.models.ChatCompletionClient.close] closes it.
         context_window: The model's context window in tokens, for
-            :meth:`remaining_tokens`; known for OpenAI models.
+            [`remaining_tokens`][flowlib.models.ChatCompletionClient.remaining_tokens]; known for
+            OpenAI models.
         include_name_in_message: Send each message's ``source`` as the ``name`` field
             (some compatible servers reject it).
         **create_args: Default request options: ``temperature``, ``top_p``, ``seed``,
@@ -685,7 +690,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             unknown create argument, or no API key (and no ``base_url``).
         TypeError: ``client`` given together with connection options.
 
-    Example:
+    Examples:
         >>> client = OpenAIChatCompletionClient(
         ...     "llama3.2",
         ...     base_url="http://localhost:11434/v1",
@@ -754,31 +759,35 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
 class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
     """A chat-completion client for Azure OpenAI deployments, on ``openai.AsyncAzureOpenAI``.
 
-    Behaves like :class:`OpenAIChatCompletionClient`; only the connection differs.
+    Behaves like [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient]; only the
+    connection differs.
 
     Args:
         model: The underlying model (e.g. ``gpt-4o``): it selects the built-in
-            :class:`ModelInfo` and is sent as the request's ``model``.
+            [`ModelInfo`][flowlib.models.ModelInfo] and is sent as the request's ``model``.
         azure_endpoint: The resource endpoint, ``https://<name>.openai.azure.com/``.
         api_version: The Azure OpenAI API version, e.g. ``2024-10-21``.
         azure_deployment: The deployment name; defaults to ``model``.
         api_key: The key; defaults to the ``AZURE_OPENAI_API_KEY`` environment variable.
         azure_ad_token_provider: A callable returning Entra ID tokens, instead of a key.
-        model_info: As for :class:`OpenAIChatCompletionClient`.
+        model_info: As for
+            [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient].
         timeout: Seconds before a request times out; the SDK default when None.
         max_retries: How often the SDK retries.
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncAzureOpenAI`` to use instead (taken over).
-        context_window: The context window in tokens, for :meth:`remaining_tokens`.
+        context_window: The context window in tokens, for
+            [`remaining_tokens`][flowlib.models.ChatCompletionClient.remaining_tokens].
         include_name_in_message: Send ``source`` as the message ``name``.
         **create_args: Default request options, as for
-            :class:`OpenAIChatCompletionClient`.
+            [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient].
 
     Raises:
-        ValueError: As for :class:`OpenAIChatCompletionClient`, or neither a key nor a
-            token provider is available.
+        ValueError: As for
+            [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient], or neither a
+            key nor a token provider is available.
 
-    Example:
+    Examples:
         >>> client = AzureOpenAIChatCompletionClient(
         ...     model="gpt-4o",
         ...     azure_deployment="gpt-4o",

@@ -75,8 +75,8 @@ def wire_messages(
 ) -> list[dict[str, Any]]:
     """Render LLM messages as Chat Completions messages.
 
-    A :class:`FunctionExecutionResultMessage` becomes one ``tool`` message per result. An
-    assistant message's ``thought`` is never sent.
+    A [`FunctionExecutionResultMessage`][flowlib.models.FunctionExecutionResultMessage] becomes one
+    ``tool`` message per result. An assistant message's ``thought`` is never sent.
 
     Args:
         messages: The conversation.
@@ -121,7 +121,7 @@ def wire_messages(
 
 
 def has_images(messages: Iterable[LLMMessage]) -> bool:
-    """Whether any user message carries an :class:`Image`."""
+    """Whether any user message carries an [`Image`][flowlib.models.Image]."""
     return any(
         isinstance(message, UserMessage)
         and not isinstance(message.content, str)
@@ -134,7 +134,8 @@ def has_images(messages: Iterable[LLMMessage]) -> bool:
 
 
 def tool_schema(tool: ToolLike) -> ToolSchema:
-    """Return the schema of a :class:`Tool` or a :class:`ToolSchema` dict."""
+    """Return the schema of a [`Tool`][flowlib.tools.Tool] or a
+    [`ToolSchema`][flowlib.tools.ToolSchema] dict."""
     if isinstance(tool, Tool):
         return tool.schema
     if isinstance(tool, dict) and "name" in tool:

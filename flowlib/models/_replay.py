@@ -201,10 +201,11 @@ class ReplayExhaustedError(ValueError):
 
 class ReplayChatCompletionClient(ChatCompletionClient):
     """Plays scripted responses in order: strings become ``stop`` completions, and
-    :class:`CreateResult` objects (tool calls included) are returned as given.
+    [`CreateResult`][flowlib.models.CreateResult] objects (tool calls included) are returned as
+    given.
 
-    Every request is recorded in :attr:`requests` (the messages the model was sent) and
-    :attr:`create_calls` (all the arguments of each call, as in AutoGen), so tests can
+    Every request is recorded in `requests` (the messages the model was sent) and
+    `create_calls` (all the arguments of each call, as in AutoGen), so tests can
     assert what each model call saw. Usage counts whitespace-separated words.
 
     The client is cheap on long conversations: a request that extends an earlier one (as
@@ -220,7 +221,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     Raises:
         ValueError: If ``model_info`` is incomplete.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import UserMessage
         >>> client = ReplayChatCompletionClient(["Hello!", "Bye."])
@@ -363,8 +364,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Yield the next scripted response in word-sized chunks, then the result.
 
-        A scripted :class:`CreateResult` with text content is chunked the same way; one
-        with tool calls is yielded whole.
+        A scripted [`CreateResult`][flowlib.models.CreateResult] with text content is chunked the
+        same way; one with tool calls is yielded whole.
         """
         await self._wait(cancellation_token)
         args = {
@@ -405,7 +406,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def remaining_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
-        """A nominal 10,000-token window minus :meth:`count_tokens`."""
+        """A nominal 10,000-token window minus
+        [`count_tokens`][flowlib.models.ReplayChatCompletionClient.count_tokens]."""
         return max(0, 10_000 - self.count_tokens(messages, tools=tools))
 
     @property

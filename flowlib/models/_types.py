@@ -52,7 +52,7 @@ _LOGPROB_FIELDS = ("logprob", "bytes")
 class FunctionCall(BaseModel):
     """A tool call the model asked for.
 
-    Args:
+    Attributes:
         id: The call id chosen by the model; tool results refer to it.
         arguments: The call arguments as a JSON object in a string.
         name: The name of the function to call.
@@ -76,11 +76,11 @@ class FunctionCall(BaseModel):
 class FunctionExecutionResult(BaseModel):
     """The output of one function call.
 
-    Args:
+    Attributes:
         content: The stringified return value (``'None'`` for a function returning None).
         name: The name of the function that was called.
-        call_id: The id of the :class:`FunctionCall` this answers; may be empty for models
-            that do not use call ids.
+        call_id: The id of the [`FunctionCall`][flowlib.models.FunctionCall] this answers; may be
+            empty for models that do not use call ids.
         is_error: Whether the call raised.
     """
 
@@ -93,7 +93,7 @@ class FunctionExecutionResult(BaseModel):
 class RequestUsage(BaseModel):
     """Tokens a model call used.
 
-    Args:
+    Attributes:
         prompt_tokens: Tokens of the prompt.
         completion_tokens: Tokens of the completion.
     """
@@ -126,7 +126,7 @@ class SystemMessage(BaseModel):
     OpenAI now calls this role "developer"; its API still accepts "system" and converts
     it, so ``SystemMessage`` serves for developer messages too.
 
-    Args:
+    Attributes:
         content: The instructions.
     """
 
@@ -137,8 +137,8 @@ class SystemMessage(BaseModel):
 class UserMessage(BaseModel):
     """Input from an end user, or any other data given to the model.
 
-    Args:
-        content: Text, or a list of text and :class:`Image` parts.
+    Attributes:
+        content: Text, or a list of text and [`Image`][flowlib.models.Image] parts.
         source: The name of the agent or user the input comes from.
     """
 
@@ -150,7 +150,7 @@ class UserMessage(BaseModel):
 class AssistantMessage(BaseModel):
     """A message sampled from the model.
 
-    Args:
+    Attributes:
         content: The text answer, or the tool calls the model made.
         source: The name of the agent the model spoke for.
         thought: Reasoning text, or text that came along with tool calls.
@@ -165,7 +165,7 @@ class AssistantMessage(BaseModel):
 class FunctionExecutionResultMessage(BaseModel):
     """The results of the tool calls of one assistant message.
 
-    Args:
+    Attributes:
         content: One result per call.
     """
 
@@ -186,7 +186,7 @@ FinishReasons = Literal["stop", "length", "function_calls", "content_filter", "u
 class TopLogprob(BaseModel):
     """One of the most likely tokens at a position, with its log probability.
 
-    Args:
+    Attributes:
         logprob: The log probability.
         bytes: The UTF-8 bytes of the token, if the provider reports them.
     """
@@ -207,7 +207,7 @@ class TopLogprob(BaseModel):
 class ChatCompletionTokenLogprob(BaseModel):
     """A generated token with its log probability and the top alternatives.
 
-    Args:
+    Attributes:
         token: The token.
         logprob: Its log probability.
         top_logprobs: The most likely tokens at this position.
@@ -223,7 +223,7 @@ class ChatCompletionTokenLogprob(BaseModel):
 class CreateResult(BaseModel):
     """The output of one model completion.
 
-    Args:
+    Attributes:
         finish_reason: Why the model stopped.
         content: The text answer, or the tool calls the model made.
         usage: Tokens used by the call.

@@ -7,7 +7,7 @@ conditional edges (dashed, labelled), activation groups and joins (``[all]``,
 finished run it overlays the path taken: visited nodes and fired edges in blue with their
 step numbers, the rest grey. DOT and Mermaid text are deterministic.
 
-Example:
+Examples:
     >>> from flowlib.teams import DiGraphBuilder
     >>> def draft(messages): return "a draft"
     >>> def review(messages): return "APPROVE"

@@ -207,13 +207,13 @@ def to_dot(
     """Draw a graph or a team as Graphviz DOT text.
 
     The text is deterministic (graph insertion order, no memory addresses), so it can be
-    compared exactly; feed it to ``dot -Tsvg`` or use :func:`to_svg`.
+    compared exactly; feed it to ``dot -Tsvg`` or use [`to_svg`][flowlib.render.to_svg].
 
     Args:
-        obj: A :class:`~flowlib.graph.DiGraph` or a team (anything with ``.graph``);
+        obj: A [`DiGraph`][flowlib.graph.DiGraph] or a team (anything with ``.graph``);
             nested teams are drawn as clusters holding their own graph.
-        trace: A run to overlay: a :class:`~flowlib.graph.RunTrace`, a
-            :class:`~flowlib.base.TaskResult` (the path is rebuilt from its messages) or
+        trace: A run to overlay: a [`RunTrace`][flowlib.graph.RunTrace], a
+            [`TaskResult`][flowlib.base.TaskResult] (the path is rebuilt from its messages) or
             ``True`` for the team's own last run (nested teams with their own last run).
         title: The heading; defaults to the team's name and class (none for a bare graph).
             The team pattern and the run summary are added below it.
@@ -225,7 +225,7 @@ def to_dot(
         TypeError: If ``obj`` is not drawable or ``trace`` has the wrong type.
         ValueError: If the trace was recorded on another graph.
 
-    Example:
+    Examples:
         >>> from flowlib.graph import DiGraph, DiGraphEdge, DiGraphNode
         >>> graph = DiGraph(nodes={
         ...     "a": DiGraphNode(name="a", edges=[DiGraphEdge(target="b", condition="OK")]),

@@ -190,12 +190,12 @@ def to_mermaid(
 ) -> str:
     """Draw a graph or a team as a Mermaid flowchart.
 
-    Same content and conventions as :func:`to_dot`; the title goes in the front matter
-    (its lines joined by `` — ``). The text is deterministic.
+    Same content and conventions as [`to_dot`][flowlib.render.to_dot]; the title goes in the front
+    matter (its lines joined by `` — ``). The text is deterministic.
 
     Args:
-        obj: A :class:`~flowlib.graph.DiGraph` or a team.
-        trace: A run to overlay (see :func:`to_dot`).
+        obj: A [`DiGraph`][flowlib.graph.DiGraph] or a team.
+        trace: A run to overlay (see [`to_dot`][flowlib.render.to_dot]).
         title: The heading; defaults to the team's name and class.
 
     Returns:
@@ -205,7 +205,7 @@ def to_mermaid(
         TypeError: If ``obj`` is not drawable or ``trace`` has the wrong type.
         ValueError: If the trace was recorded on another graph.
 
-    Example:
+    Examples:
         >>> from flowlib.graph import DiGraph, DiGraphEdge, DiGraphNode
         >>> graph = DiGraph(nodes={
         ...     "a": DiGraphNode(name="a", edges=[DiGraphEdge(target="b", condition="OK")]),

@@ -1,4 +1,5 @@
-"""Images through Graphviz (SVG, PNG) and :func:`render`, which writes any format to a file.
+"""Images through Graphviz (SVG, PNG) and [`render`][flowlib.render.render], which writes any format
+to a file.
 
 The ``graphviz`` package and the ``dot`` program are only needed here, and are looked up
 when an image is asked for, with an error that says how to install them.
@@ -79,8 +80,8 @@ def to_svg(
     """Draw a graph or a team as SVG, laid out by Graphviz ``dot``.
 
     Args:
-        obj: A :class:`~flowlib.graph.DiGraph` or a team.
-        trace: A run to overlay (see :func:`to_dot`).
+        obj: A [`DiGraph`][flowlib.graph.DiGraph] or a team.
+        trace: A run to overlay (see [`to_dot`][flowlib.render.to_dot]).
         title: The heading; defaults to the team's name and class.
 
     Returns:
@@ -117,11 +118,11 @@ def render(
     """Draw a graph or a team into a file.
 
     Args:
-        obj: A :class:`~flowlib.graph.DiGraph` or a team.
+        obj: A [`DiGraph`][flowlib.graph.DiGraph] or a team.
         path: The file to write (parent folders must exist).
         format: ``svg``, ``png``, ``dot`` (or ``gv``), ``mermaid`` (or ``mmd``); by
             default taken from the file's suffix.
-        trace: A run to overlay (see :func:`to_dot`).
+        trace: A run to overlay (see [`to_dot`][flowlib.render.to_dot]).
         title: The heading; defaults to the team's name and class.
 
     Returns:
@@ -132,7 +133,7 @@ def render(
         GraphvizNotFoundError: For SVG or PNG when Graphviz is not installed.
         RenderError: If Graphviz fails.
 
-    Example:
+    Examples:
         >>> import tempfile, pathlib
         >>> from flowlib.graph import DiGraph, DiGraphNode
         >>> graph = DiGraph(nodes={"a": DiGraphNode(name="a")})

@@ -1,7 +1,7 @@
 """The run overlay: which nodes ran and which edges fired, at which steps.
 
-A drawing can be given a :class:`~flowlib.graph.RunTrace` (exact), ``True`` (the team's
-own last ``trace``) or a :class:`~flowlib.base.TaskResult`. A ``TaskResult`` holds only
+A drawing can be given a [`RunTrace`][flowlib.graph.RunTrace] (exact), ``True`` (the team's
+own last ``trace``) or a [`TaskResult`][flowlib.base.TaskResult]. A ``TaskResult`` holds only
 messages, so the path is rebuilt from them: every chat message from a node is one of its
 turns (consecutive messages from inside a nested team are one turn of that team), and the
 edges whose conditions match a turn's message fired. When the team's own trace took the
@@ -45,7 +45,7 @@ def _edge_ends(graph: DiGraph) -> list[tuple[str, str]]:
 
 
 def path_from_trace(graph: DiGraph, trace: RunTrace) -> RunPath:
-    """Turn a :class:`RunTrace` of ``graph`` into an overlay.
+    """Turn a [`RunTrace`][flowlib.graph.RunTrace] of ``graph`` into an overlay.
 
     Raises:
         ValueError: If the trace was recorded on a graph with other nodes or edges.

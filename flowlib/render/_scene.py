@@ -1,6 +1,6 @@
 """What a drawing shows, independent of the output format.
 
-:func:`build_scene` reads a graph (or a team, with its nested teams) and an optional run
+``build_scene`` reads a graph (or a team, with its nested teams) and an optional run
 overlay and decides everything the DOT and Mermaid writers then only spell out: node
 kinds and entry points, edge labels (condition, activation group, steps), back edges,
 what is highlighted or greyed, and the title. Order is always the graph's insertion
@@ -22,7 +22,8 @@ __all__ = ["Scene", "SceneEdge", "SceneNode", "SupportsGraph", "build_scene", "g
 
 @runtime_checkable
 class SupportsGraph(Protocol):
-    """Anything drawable besides a :class:`DiGraph`: an object with a ``graph`` (a team)."""
+    """Anything drawable besides a [`DiGraph`][flowlib.graph.DiGraph]: an object with a ``graph`` (a
+    team)."""
 
     @property
     def graph(self) -> DiGraph:
@@ -350,7 +351,7 @@ def build_scene(
 
     Args:
         obj: A graph or a team.
-        trace: The run overlay (see :func:`flowlib.render.to_dot`).
+        trace: The run overlay (see [`flowlib.render.to_dot`][flowlib.render.to_dot]).
         title: Replaces the heading (the team's name and class).
 
     Raises:

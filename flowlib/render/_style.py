@@ -83,7 +83,7 @@ MAX_STEPS_SHOWN = 8
 
 
 def format_steps(steps: Sequence[str]) -> str:
-    """``#1, #4, #7``; long lists are cut after :data:`MAX_STEPS_SHOWN` numbers."""
+    """``#1, #4, #7``; long lists are cut after ``MAX_STEPS_SHOWN`` numbers."""
     shown = ", ".join(f"#{step}" for step in steps[:MAX_STEPS_SHOWN])
     extra = len(steps) - MAX_STEPS_SHOWN
     return shown + (f", … (+{extra})" if extra > 0 else "")

@@ -1,4 +1,4 @@
-"""The fluent :class:`DiGraphBuilder`."""
+"""The fluent [`DiGraphBuilder`][flowlib.teams.DiGraphBuilder]."""
 
 from __future__ import annotations
 
@@ -31,12 +31,13 @@ def _check_activation(value: object, argument: str, *, optional: bool = False) -
 
 
 class DiGraphBuilder:
-    """Build a :class:`~flowlib.graph.DiGraph` step by step; every method chains.
+    """Build a [`DiGraph`][flowlib.graph.DiGraph] step by step; every method chains.
 
     Nodes are agents, nested teams or plain functions (wrapped in
-    :class:`~flowlib.agents.FunctionAgent`). :meth:`build` validates the graph.
+    [`FunctionAgent`][flowlib.agents.FunctionAgent]). [`build`][flowlib.teams.DiGraphBuilder.build]
+    validates the graph.
 
-    Example:
+    Examples:
         >>> from flowlib.agents import FunctionAgent
         >>> def a(messages): return "draft"
         >>> def b(messages): return "APPROVE"
@@ -148,7 +149,7 @@ class DiGraphBuilder:
             condition: ``None`` (always), a substring of the source's final message text,
                 a condition object (serialisable) or a callable on the message.
             activation_group: The target's activation group for this edge (default: the
-                loop-aware default group, see :class:`~flowlib.graph.DiGraphEdge`).
+                loop-aware default group, see [`DiGraphEdge`][flowlib.graph.DiGraphEdge]).
             activation_condition: ``"all"`` or ``"any"`` for the group; ``None`` uses the
                 target node's activation.
             label: What a drawing shows on the edge instead of the condition.
@@ -220,7 +221,7 @@ class DiGraphBuilder:
         """Return the validated graph.
 
         Raises:
-            GraphError: A subclass naming what is wrong (see :mod:`flowlib.errors`).
+            GraphError: A subclass naming what is wrong (see [`flowlib.errors`][flowlib.errors]).
         """
         # Nodes are shared with the built graph rather than copied (copying every node
         # dominates the cost of building a large graph); a node is copied only if the

@@ -15,7 +15,7 @@ __all__ = ["GraphFlow"]
 
 
 class GraphFlow(BaseGroupChat):
-    """A team that follows a :class:`~flowlib.graph.DiGraph`: sequences, fan-out, joins,
+    """A team that follows a [`DiGraph`][flowlib.graph.DiGraph]: sequences, fan-out, joins,
     conditional branches and loops with exits.
 
     Nodes start eagerly as soon as their activation is satisfied; independent nodes run
@@ -24,7 +24,7 @@ class GraphFlow(BaseGroupChat):
     Args:
         participants: The agents, nested teams and function nodes of the graph
             (``DiGraphBuilder.get_participants()``). Plain functions are wrapped in
-            :class:`~flowlib.agents.FunctionAgent`.
+            [`FunctionAgent`][flowlib.agents.FunctionAgent].
         graph: The graph (``DiGraphBuilder.build()``).
         name: Defaults to ``"GraphFlow"``.
         description: Defaults to ``"A team of agents"``.
@@ -39,7 +39,7 @@ class GraphFlow(BaseGroupChat):
             without exit), participants that do not match the graph's nodes, or a loop
             with neither a termination condition nor ``max_turns``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.teams import DiGraphBuilder
         >>> def draft(messages): return "a draft"

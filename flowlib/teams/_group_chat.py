@@ -1,7 +1,7 @@
 """What every team shares: a compiled graph run by the one executor.
 
-A team subclass decides only how its participants become a :class:`DiGraph`; running,
-streaming, stopping, resetting, pausing and saving state live here, once.
+A team subclass decides only how its participants become a [`DiGraph`][flowlib.teams.DiGraph];
+running, streaming, stopping, resetting, pausing and saving state live here, once.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ class BaseGroupChat(Team, ABC):
         allow_unreachable: Accept nodes no edge leads to from the entry (teams whose new
             tasks can start at any node, such as Swarm).
 
-    Subclasses may override :meth:`_route_task` (choose the next speakers from a new
-    task) and :meth:`_describe_dead_end` (explain a node that matched none of its edges).
+    Subclasses may override ``_route_task`` (choose the next speakers from a new
+    task) and ``_describe_dead_end`` (explain a node that matched none of its edges).
 
     Raises:
         ValueError: If there are no participants or ``max_turns`` is below 1.
@@ -235,7 +235,8 @@ class BaseGroupChat(Team, ABC):
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like :meth:`run`, yielding messages and events as they happen, then the result.
+        """Like [`run`][flowlib.teams.BaseGroupChat.run], yielding messages and events as they
+        happen, then the result.
 
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
@@ -308,8 +309,9 @@ class BaseGroupChat(Team, ABC):
     async def save_state(self) -> Mapping[str, Any]:
         """Return the team's state: every participant's state by name, plus the executor's.
 
-        The result is JSON-serialisable and versioned; :meth:`load_state` on a freshly
-        built team with the same participants and graph resumes exactly here.
+        The result is JSON-serialisable and versioned;
+        [`load_state`][flowlib.teams.BaseGroupChat.load_state] on a freshly built team with the same
+        participants and graph resumes exactly here.
         """
         agent_states: dict[str, Any] = {}
         for participant in self._participants:
@@ -318,7 +320,7 @@ class BaseGroupChat(Team, ABC):
         return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by :meth:`save_state`.
+        """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
 
         Raises:
             StateError: If the state's version, participants or graph do not fit this team.

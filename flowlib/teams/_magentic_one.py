@@ -18,7 +18,7 @@ orchestrator works in two loops, as in the Magentic-One paper:
   task ledger and starts the inner loop again with the count at zero.
 
 A ledger that is not a JSON object, lacks keys or names an unknown speaker is asked for
-again (the model is told what was wrong); after :data:`LEDGER_ATTEMPTS` attempts the run
+again (the model is told what was wrong); after ``LEDGER_ATTEMPTS`` attempts the run
 fails with a ``ValueError`` that says why. A turn commits nothing until all of its model
 calls succeed, so ``run()`` with no task retries a failed turn cleanly.
 """
@@ -219,7 +219,7 @@ def _names(names: Sequence[str]) -> str:
 class OrchestratorError(NodeExecutionError, ValueError):
     """The orchestrator could not go on: an unusable progress ledger, or no task.
 
-    It is both a :class:`~flowlib.errors.NodeExecutionError` (``node`` is the
+    It is both a [`NodeExecutionError`][flowlib.errors.NodeExecutionError] (``node`` is the
     orchestrator; the team keeps its state and ``run()`` with no task retries the turn)
     and a ``ValueError``, as documented for ``MagenticOneGroupChat``.
     """
@@ -338,7 +338,7 @@ def parse_progress_ledger(text: str, names: Sequence[str]) -> ProgressLedger:
             them), has a non-boolean flag, or names an unknown next speaker while the
             request is not satisfied.
 
-    Example:
+    Examples:
         >>> ledger = parse_progress_ledger(
         ...     '{"is_request_satisfied": {"reason": "done", "answer": true}, '
         ...     '"is_in_loop": {"reason": "", "answer": false}, '
@@ -430,8 +430,8 @@ def _add(total: RequestUsage | None, usage: RequestUsage) -> RequestUsage:
 
 
 class MagenticOneOrchestrator(Router):
-    """The router at the hub of a :class:`MagenticOneGroupChat`: plans, tracks progress,
-    chooses the next speaker and writes the final answer.
+    """The router at the hub of a [`MagenticOneGroupChat`][flowlib.teams.MagenticOneGroupChat]:
+    plans, tracks progress, chooses the next speaker and writes the final answer.
 
     Args:
         name: The node name (and the ``source`` of its messages).
@@ -440,7 +440,7 @@ class MagenticOneOrchestrator(Router):
         max_stalls: Stalls tolerated before re-planning (at least 1).
         final_answer_prompt: The prompt that turns the transcript into the final answer;
             ``{task}`` in it is replaced by the task.
-        message_factory: Rebuilds saved messages on :meth:`load_state`.
+        message_factory: Rebuilds saved messages on [`load_state`][flowlib.graph.Router.load_state].
         max_attempts: Requests per progress ledger before failing.
     """
 
@@ -743,7 +743,7 @@ class MagenticOneOrchestrator(Router):
         ).model_dump(mode="json")
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`save_state` output.
+        """Restore [`save_state`][flowlib.graph.Router.save_state] output.
 
         Raises:
             StateError: If ``state`` is not an orchestrator state of this version.
@@ -817,11 +817,11 @@ class MagenticOneGroupChat(BaseGroupChat):
         ValueError: No participants, a nested team, duplicate names, a participant named
             ``MagenticOneOrchestrator``, ``max_stalls`` below 1, a ``runtime``, or neither
             a termination condition nor ``max_turns``. At run time (as
-            :class:`OrchestratorError`, also a ``ValueError``): the progress ledger lacks
+            ``OrchestratorError``, also a ``ValueError``): the progress ledger lacks
             keys or names an invalid next speaker after the retries, or ``run()`` was
             called with no task and none is under way.
 
-    Example:
+    Examples:
         >>> import asyncio, json
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> from flowlib.testing import ScriptedAgent
@@ -934,7 +934,8 @@ class MagenticOneGroupChat(BaseGroupChat):
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like :meth:`run`, yielding messages and events as they happen, then the result.
+        """Like [`run`][flowlib.teams.MagenticOneGroupChat.run], yielding messages and events as
+        they happen, then the result.
 
         Raises:
             ValueError: If there is no task and none is under way.

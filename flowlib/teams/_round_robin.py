@@ -35,7 +35,7 @@ class RoundRobinGroupChat(BaseGroupChat):
     Raises:
         ValueError: No participants or duplicate names.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.testing import ScriptedAgent
         >>> team = RoundRobinGroupChat(

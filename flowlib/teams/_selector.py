@@ -1,7 +1,7 @@
 """SelectorGroupChat: a router at the hub of the graph picks the next speaker.
 
 The team compiles to a hub: a router node (the selector) with an edge to every
-participant (condition :class:`~flowlib.graph.Selected`) and an unconditional edge from
+participant (condition [`Selected`][flowlib.graph.Selected]) and an unconditional edge from
 every participant back to it. Each router turn sees the messages published since its
 previous turn and decides one target: ``selector_func`` if it answers, else the only
 candidate, else the selector model (retried with feedback, then a fallback).
@@ -137,11 +137,11 @@ async def _call(func: Callable[[Thread], Any], thread: Thread) -> Any:
 
 
 class SelectorRouter(Router):
-    """The selector: the router node of a :class:`SelectorGroupChat`.
+    """The selector: the router node of a [`SelectorGroupChat`][flowlib.teams.SelectorGroupChat].
 
     It keeps the conversation (every chat message it is shown) and the previous speaker,
-    and on each turn routes to exactly one participant. See :class:`SelectorGroupChat`
-    for the selection rules.
+    and on each turn routes to exactly one participant. See
+    [`SelectorGroupChat`][flowlib.teams.SelectorGroupChat] for the selection rules.
 
     Args:
         name: The node name.
@@ -230,7 +230,8 @@ class SelectorRouter(Router):
     async def route_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Routing, None]:
-        """Like :meth:`route`, streaming the selector model's chunks when enabled.
+        """Like [`route`][flowlib.graph.Router.route], streaming the selector model's chunks when
+        enabled.
 
         Raises:
             ValueError: If ``selector_func`` returns an unknown name, or
@@ -380,7 +381,7 @@ class SelectorRouter(Router):
         ).model_dump(mode="json")
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`save_state` output.
+        """Restore [`save_state`][flowlib.graph.Router.save_state] output.
 
         Raises:
             StateError: If ``state`` is not a selector's state or names unknown speakers.
@@ -447,7 +448,7 @@ class SelectorGroupChat(BaseGroupChat):
         termination_condition: Stops the run when it fires.
         max_turns: At most this many participant turns per run.
         runtime: Only ``None`` (flowlib has no separate runtime).
-        selector_prompt: The prompt template (see :data:`DEFAULT_SELECTOR_PROMPT`).
+        selector_prompt: The prompt template (see ``DEFAULT_SELECTOR_PROMPT``).
         allow_repeated_speaker: Whether the previous speaker may be selected again.
         max_selector_attempts: Model attempts before the fallback.
         selector_func: Chooses the next speaker, or returns None to ask the model.
@@ -463,7 +464,7 @@ class SelectorGroupChat(BaseGroupChat):
             like the selector, an invalid ``selector_prompt``, ``max_selector_attempts``
             below 1, or a ``runtime``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.models import ReplayChatCompletionClient
         >>> from flowlib.testing import ScriptedAgent

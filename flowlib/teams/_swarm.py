@@ -85,7 +85,7 @@ class Swarm(BaseGroupChat):
         ValueError: No participants, a nested team, duplicate names, or neither a
             termination condition nor ``max_turns``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.messages import HandoffMessage
         >>> from flowlib.testing import ScriptedAgent
@@ -161,7 +161,8 @@ class Swarm(BaseGroupChat):
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like :meth:`BaseGroupChat.run_stream`; checks the task's handoff first.
+        """Like [`BaseGroupChat.run_stream`][flowlib.teams.BaseGroupChat.run_stream]; checks the
+        task's handoff first.
 
         Raises:
             ValueError: If the task hands off to someone who is not a participant, or if
@@ -204,7 +205,7 @@ class Swarm(BaseGroupChat):
 
     def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
         """A ``HandoffMessage`` in the task gives the turn to its target (checked by
-        :meth:`_check_task` before the run starts)."""
+        ``_check_task`` before the run starts)."""
         handoffs = _task_handoffs(task)
         if not handoffs:
             return None

@@ -1,15 +1,20 @@
 """Property testing as a feature: fake agents, a reference run checker, graph strategies.
 
-- Fake agents that never call a model: :class:`ScriptedAgent` (replies from a script),
-  :class:`EchoAgent`, and :class:`GatedAgent` with a :class:`TurnRecorder` to observe
-  concurrency by events instead of by time.
-- :func:`check_run` / :func:`check_trace`: replay a team's trace against the activation
-  rules, independently of the executor; a :class:`RunTimeline` makes the check exact.
-- :mod:`flowlib.testing.strategies` (needs ``hypothesis``): strategies that generate valid
+- Fake agents that never call a model: [`ScriptedAgent`][flowlib.testing.ScriptedAgent] (replies
+from a script),
+  [`EchoAgent`][flowlib.testing.EchoAgent], and [`GatedAgent`][flowlib.testing.GatedAgent] with a
+  [`TurnRecorder`][flowlib.testing.TurnRecorder] to observe concurrency by events instead of by
+  time.
+- [`check_run`][flowlib.testing.check_run] / [`check_trace`][flowlib.testing.check_trace]: replay a
+team's trace against the activation
+  rules, independently of the executor; a [`RunTimeline`][flowlib.testing.RunTimeline] makes the
+  check exact.
+- [`flowlib.testing.strategies`][flowlib.testing.strategies] (needs ``hypothesis``): strategies that
+generate valid
   graph specs (chains, fan-outs, joins, loops, random DAGs with back edges) and invalid
   ones with the error each must raise.
 
-Example:
+Examples:
     >>> import asyncio
     >>> from flowlib.teams import DiGraphBuilder, GraphFlow
     >>> writer = ScriptedAgent("writer", ["draft", "final draft"])

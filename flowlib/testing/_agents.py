@@ -34,15 +34,18 @@ _STATE_TYPE = "ScriptedAgentState"
 
 
 class ScriptExhaustedError(RuntimeError):
-    """A :class:`ScriptedAgent` was asked for more turns than it was scripted for.
+    """A [`ScriptedAgent`][flowlib.testing.ScriptedAgent] was asked for more turns than it was
+    scripted for.
 
-    A team run wraps it in :class:`~flowlib.errors.NodeExecutionError` (its ``__cause__``).
+    A team run wraps it in [`NodeExecutionError`][flowlib.errors.NodeExecutionError] (its
+    ``__cause__``).
     """
 
 
 @dataclass(frozen=True)
 class TurnEvent:
-    """One entry of a :class:`TurnRecorder`: an agent's turn started, ended or was cancelled.
+    """One entry of a [`TurnRecorder`][flowlib.testing.TurnRecorder]: an agent's turn started, ended
+    or was cancelled.
 
     Attributes:
         kind: ``"start"``, ``"end"`` or ``"cancel"``.
@@ -61,7 +64,7 @@ class TurnRecorder:
     Pass one recorder to several fake agents (``recorder=``); afterwards ask which turns
     overlapped, in what order agents started, and how many ran at once.
 
-    Example:
+    Examples:
         >>> recorder = TurnRecorder()
         >>> recorder.start("a", 0); recorder.start("b", 0); recorder.end("a", 0)
         >>> recorder.overlapped("a", "b"), recorder.max_concurrent, recorder.running
@@ -125,14 +128,16 @@ class ScriptedAgent(BaseChatAgent):
         outputs: The reply texts, one per turn; or a function
             ``(turn_index, new_messages) -> str`` that computes each reply.
         then: The reply for every turn after the scripted ones. ``None`` (the default)
-            makes a turn past the end of the script raise :class:`ScriptExhaustedError`,
-            so a test notices a node that runs more often than expected.
+            makes a turn past the end of the script raise
+            [`ScriptExhaustedError`][flowlib.testing.ScriptExhaustedError], so a test notices a node
+            that runs more often than expected.
         delay: Seconds to ``asyncio.sleep`` before replying (0: reply without awaiting).
         yields: How many times a turn gives control back to the event loop
             (``asyncio.sleep(0)``) before replying: one count for every turn, or one per
             turn (0 past the end). Varies the order in which concurrent turns finish,
             deterministically and without wall-clock time.
-        recorder: A shared :class:`TurnRecorder` to log turn starts and ends in.
+        recorder: A shared [`TurnRecorder`][flowlib.testing.TurnRecorder] to log turn starts and
+            ends in.
         description: The agent's description.
 
     Attributes:
@@ -140,7 +145,7 @@ class ScriptedAgent(BaseChatAgent):
         replies: The texts it replied, one per completed turn.
         resets: How many times ``on_reset`` was called.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> agent = ScriptedAgent("writer", ["draft", "final"])
         >>> asyncio.run(agent.run(task="go")).messages[-1].to_text()
@@ -267,7 +272,7 @@ class ScriptedAgent(BaseChatAgent):
         return {"type": _STATE_TYPE, "version": 1, "position": self._position}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore the position :meth:`save_state` returned.
+        """Restore the position [`save_state`][flowlib.testing.ScriptedAgent.save_state] returned.
 
         Raises:
             StateError: If ``state`` is not a scripted agent's state.
@@ -292,11 +297,12 @@ class EchoAgent(ScriptedAgent):
     Args:
         name: The agent's name.
         delay: Seconds to wait before replying.
-        yields: Event-loop yields before replying (see :class:`ScriptedAgent`).
-        recorder: A shared :class:`TurnRecorder`.
+        yields: Event-loop yields before replying (see
+            [`ScriptedAgent`][flowlib.testing.ScriptedAgent]).
+        recorder: A shared [`TurnRecorder`][flowlib.testing.TurnRecorder].
         description: The agent's description.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> asyncio.run(EchoAgent("parrot").run(task="hello")).messages[-1].to_text()
         'hello'
@@ -319,18 +325,19 @@ class EchoAgent(ScriptedAgent):
 class GatedAgent(ScriptedAgent):
     """A scripted agent whose turns wait at a gate until the test lets them through.
 
-    Each turn sets :attr:`started`, then waits for one :meth:`release` (or for
-    :meth:`open`), then replies and sets :attr:`finished`. Tests use it to prove by events,
-    not by timing, that nodes run concurrently or that one waits for another.
+    Each turn sets ``started``, then waits for one [`release`][flowlib.testing.GatedAgent.release]
+    (or for [`open`][flowlib.testing.GatedAgent.open]), then replies and sets ``finished``. Tests
+    use it to prove by events, not by timing, that nodes run concurrently or that one waits for
+    another.
 
     Args:
         name: The agent's name.
-        outputs: As for :class:`ScriptedAgent`.
-        then: As for :class:`ScriptedAgent`.
-        recorder: A shared :class:`TurnRecorder`.
+        outputs: As for [`ScriptedAgent`][flowlib.testing.ScriptedAgent].
+        then: As for [`ScriptedAgent`][flowlib.testing.ScriptedAgent].
+        recorder: A shared [`TurnRecorder`][flowlib.testing.TurnRecorder].
         description: The agent's description.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> async def demo():
         ...     agent = GatedAgent("slow", ["done"])

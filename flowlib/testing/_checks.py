@@ -1,6 +1,6 @@
 """A reference checker for runs: replay a team's trace against the activation rules.
 
-The executor keeps its bookkeeping in :mod:`flowlib.graph._activation`; this module
+The executor keeps its bookkeeping in ``flowlib.graph._activation``; this module
 re-derives what a run was allowed to do from the graph alone and compares it with what
 the run did (``team.trace``). It shares no code with the executor, so a bug in one is not
 hidden by the same bug in the other.
@@ -19,8 +19,8 @@ The rules it checks (see ``docs/graph-semantics.md``):
   matched none of its edges, and a join left waiting, are named in the stop reason.
 
 ``trace.fired`` alone does not say *when* each edge fired relative to the starts of
-other nodes; a :class:`RunTimeline` attached to the team records that interleaving, and
-with it the checker is exact. Without one it checks what the trace alone implies.
+other nodes; a [`RunTimeline`][flowlib.testing.RunTimeline] attached to the team records that
+interleaving, and with it the checker is exact. Without one it checks what the trace alone implies.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class RunTimeline:
         events: ``("start", step)`` and ``("fire", position in trace.fired)``, in the order
             they happened.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.teams import DiGraphBuilder, GraphFlow
         >>> from flowlib.testing import ScriptedAgent
@@ -99,7 +99,7 @@ class RunTimeline:
         """Start recording the runs of ``team`` (anything with a ``trace``: a RunTrace).
 
         Raises:
-            TypeError: If ``team.trace`` is not a :class:`~flowlib.graph.RunTrace`.
+            TypeError: If ``team.trace`` is not a [`RunTrace`][flowlib.graph.RunTrace].
         """
         trace = getattr(team, "trace", None)
         if not isinstance(trace, RunTrace):
@@ -170,8 +170,8 @@ def check_trace(
     Args:
         graph: The team's graph (``team.graph``).
         trace: The run's trace (``team.trace``), after the run.
-        timeline: A :class:`RunTimeline` attached before the run; makes the check exact.
-            With it, the step of each firing is derived from the timeline (the source's
+        timeline: A [`RunTimeline`][flowlib.testing.RunTimeline] attached before the run; makes the
+            check exact. With it, the step of each firing is derived from the timeline (the source's
             latest start before the firing), not read from ``trace.fired``.
         replies: The text each step replied, by step (None where unknown); enables the
             checks of conditions, absorption and the stop reason.
@@ -421,11 +421,11 @@ def check_run(
     fresh: bool = True,
     check_steps: bool = True,
 ) -> None:
-    """Check the most recent run of a graph team (e.g. :class:`~flowlib.teams.GraphFlow`).
+    """Check the most recent run of a graph team (e.g. [`GraphFlow`][flowlib.teams.GraphFlow]).
 
-    Like :func:`check_trace` on ``team.graph`` and ``team.trace``, with the replies taken
-    from the team's :class:`~flowlib.testing.ScriptedAgent` participants (their latest
-    replies, one per start in the trace).
+    Like [`check_trace`][flowlib.testing.check_trace] on ``team.graph`` and ``team.trace``, with the
+    replies taken from the team's [`ScriptedAgent`][flowlib.testing.ScriptedAgent] participants
+    (their latest replies, one per start in the trace).
 
     Raises:
         TraceCheckError: Naming the first rule the run broke.

@@ -1,8 +1,9 @@
 """Hypothesis strategies for graphs: valid specs of every shape, and invalid ones.
 
-A strategy here generates a :class:`GraphSpec`: plain, printable data (node names, edges,
-each node's scripted replies) that builds the real thing on demand, so when hypothesis
-shrinks a failure it prints a graph you can read and paste into a test::
+A strategy here generates a [`GraphSpec`][flowlib.testing.strategies.GraphSpec]: plain, printable
+data (node names, edges, each node's scripted replies) that builds the real thing on demand, so when
+hypothesis
+shrinks a failure it prints a graph you can read and paste into a test:
 
     from hypothesis import given
     from flowlib.testing import check_run, RunTimeline
@@ -13,15 +14,21 @@ shrinks a failure it prints a graph you can read and paste into a test::
         team = spec.team()          # a GraphFlow of ScriptedAgents
         ...
 
-Valid shapes: :func:`chains`, :func:`fan_outs`, :func:`joins`, :func:`loops_with_exit`,
-:func:`dags`, :func:`dags_with_back_edges`, and :func:`valid_graphs` for any of them.
-Every valid spec's agents are scripted so that its run ends by itself: loops say their
-exit keyword after a few rounds, and :meth:`GraphSpec.run_bound` is a proven upper bound
-on the number of turns (teams built by :meth:`GraphSpec.team` use it as ``max_turns``).
+Valid shapes: [`chains`][flowlib.testing.strategies.chains],
+[`fan_outs`][flowlib.testing.strategies.fan_outs], [`joins`][flowlib.testing.strategies.joins],
+[`loops_with_exit`][flowlib.testing.strategies.loops_with_exit],
+[`dags`][flowlib.testing.strategies.dags],
+[`dags_with_back_edges`][flowlib.testing.strategies.dags_with_back_edges], and
+[`valid_graphs`][flowlib.testing.strategies.valid_graphs] for any of them. Every valid spec's agents
+are scripted so that its run ends by itself: loops say their exit keyword after a few rounds, and
+[`GraphSpec.run_bound`][flowlib.testing.strategies.GraphSpec.run_bound] is a proven upper bound on
+the number of turns (teams built by [`GraphSpec.team`][flowlib.testing.strategies.GraphSpec.team]
+use it as ``max_turns``).
 
-:func:`invalid_graphs` generates :class:`InvalidGraphCase` values: a spec with one
-defect, the :class:`~flowlib.errors.GraphError` subclass it must raise, and the node
-names the error message must show.
+[`invalid_graphs`][flowlib.testing.strategies.invalid_graphs] generates
+[`InvalidGraphCase`][flowlib.testing.strategies.InvalidGraphCase] values: a spec with one defect,
+the [`GraphError`][flowlib.errors.GraphError] subclass it must raise, and the node names the error
+message must show.
 
 Keywords in replies and conditions are upper case or in angle brackets (``"REVISE"``,
 ``"<k3>"``) and node names are lower case, so a name never matches a condition by
@@ -111,7 +118,7 @@ class TextCheck:
     """A named, printable callable condition: true when ``text`` is in the message text.
 
     It stands for user-written callables (which cannot be serialised): a graph using it
-    dumps a placeholder named :attr:`__name__`, and loads back with
+    dumps a placeholder named ``__name__``, and loads back with
     ``DiGraph.load(data, conditions=spec.conditions())``.
 
     Args:
@@ -143,7 +150,7 @@ class NodeSpec:
             spec promises the node runs at most ``len(outputs)`` times).
         activation: The node's default activation condition.
         yields: Per turn, how often the agent yields to the event loop before replying
-            (see :class:`~flowlib.testing.ScriptedAgent`); varies concurrent orders.
+            (see [`ScriptedAgent`][flowlib.testing.ScriptedAgent]); varies concurrent orders.
     """
 
     name: str
@@ -156,7 +163,8 @@ class NodeSpec:
         return _compact_repr(self)
 
     def agent(self) -> ScriptedAgent:
-        """A fresh :class:`ScriptedAgent` playing this node's script."""
+        """A fresh [`ScriptedAgent`][flowlib.testing.strategies.ScriptedAgent] playing this node's
+        script."""
         return ScriptedAgent(self.name, self.outputs, then=self.then, yields=self.yields)
 
     def max_turns(self) -> int | None:
@@ -166,7 +174,7 @@ class NodeSpec:
 
 @dataclass(frozen=True, repr=False)
 class EdgeSpec:
-    """One edge, as :meth:`DiGraphBuilder.add_edge` takes it."""
+    """One edge, as [`DiGraphBuilder.add_edge`][flowlib.teams.DiGraphBuilder.add_edge] takes it."""
 
     source: str
     target: str
@@ -304,10 +312,12 @@ class GraphSpec:
         return [node.agent() for node in self.nodes]
 
     def builder(self, agents: Sequence[ChatAgent] | None = None) -> DiGraphBuilder:
-        """A :class:`DiGraphBuilder` with the nodes, edges and entry point added.
+        """A [`DiGraphBuilder`][flowlib.testing.strategies.DiGraphBuilder] with the nodes, edges and
+        entry point added.
 
         Args:
-            agents: The participants, one per node (default: :meth:`agents`).
+            agents: The participants, one per node (default:
+                [`agents`][flowlib.testing.strategies.GraphSpec.agents]).
 
         Raises:
             GraphError: What the builder raises while adding (duplicate nodes, unknown
@@ -330,7 +340,8 @@ class GraphSpec:
         return builder
 
     def build(self) -> DiGraph:
-        """Build and validate the graph IR through :class:`DiGraphBuilder`.
+        """Build and validate the graph IR through
+        [`DiGraphBuilder`][flowlib.testing.strategies.DiGraphBuilder].
 
         Raises:
             GraphError: If the spec is invalid.
@@ -366,11 +377,12 @@ class GraphSpec:
         termination_condition: TerminationCondition | None = None,
         participants: Sequence[ChatAgent] | None = None,
     ) -> GraphFlow:
-        """A :class:`~flowlib.teams.GraphFlow` of fresh scripted agents.
+        """A [`GraphFlow`][flowlib.teams.GraphFlow] of fresh scripted agents.
 
         Args:
-            max_turns: Default: :meth:`run_bound` (or :data:`DEFAULT_MAX_TURNS`) if the
-                graph loops, else ``None``.
+            max_turns: Default: [`run_bound`][flowlib.testing.strategies.GraphSpec.run_bound] (or
+                [`DEFAULT_MAX_TURNS`][flowlib.testing.strategies.DEFAULT_MAX_TURNS]) if the graph
+                loops, else ``None``.
             termination_condition: Passed to the team.
             participants: Use these instead of fresh agents (they need not match the
                 graph, to test mismatches); the graph is built with fresh agents.
@@ -399,7 +411,7 @@ class InvalidGraphCase:
 
     Args:
         spec: The defective spec.
-        error: The exact :class:`~flowlib.errors.GraphError` subclass expected.
+        error: The exact [`GraphError`][flowlib.errors.GraphError] subclass expected.
         names: Node names the error message must show in backticks.
         stage: What raises: ``"build"`` (the builder), ``"team"`` (the team
             constructor) or ``"load"`` (``DiGraph.load`` of the dumped graph).
@@ -422,7 +434,7 @@ class InvalidGraphCase:
         return _compact_repr(self)
 
     def trigger(self) -> object:
-        """Do what must raise :attr:`error`; return the result if it does not."""
+        """Do what must raise ``error``; return the result if it does not."""
         if self.stage == "build":
             return self.spec.build()
         if self.stage == "load":
@@ -504,7 +516,8 @@ def node_names(min_size: int = 1, max_size: int = 6) -> st.SearchStrategy[list[s
 
 def conditions(keyword: str) -> st.SearchStrategy[Condition]:
     """Every condition form that fires exactly when ``keyword`` is in the reply: the
-    string itself, ``Contains``, ``Regex`` and a callable (:class:`TextCheck`)."""
+    string itself, ``Contains``, ``Regex`` and a callable
+    ([`TextCheck`][flowlib.testing.strategies.TextCheck])."""
     return st.sampled_from(
         [keyword, Contains(text=keyword), Regex(pattern=re.escape(keyword)), TextCheck(keyword)]
     )
@@ -743,7 +756,7 @@ def dags_with_back_edges(
 
     Each back edge ``u -> v`` fires on its own keyword, which only ``u``'s scripted
     replies contain (never its ``then`` reply), so every loop ends and
-    :meth:`GraphSpec.run_bound` bounds the run.
+    [`GraphSpec.run_bound`][flowlib.testing.strategies.GraphSpec.run_bound] bounds the run.
     """
     base = draw(dags(max_nodes=max_nodes, single_source=True))
     names = list(base.names)
@@ -794,7 +807,7 @@ def interleaved(
     """The specs of ``specs``, each node yielding to the event loop 0..``max_yields`` times
     per turn, so concurrent branches finish in varied (but reproducible) orders.
 
-    Example:
+    Examples:
         >>> from hypothesis import given
         >>> @given(interleaved(valid_graphs()))
         ... def test_runs(spec): ...
@@ -995,7 +1008,7 @@ def invalid_graphs(
 ) -> st.SearchStrategy[InvalidGraphCase]:
     """Specs with exactly one defect, each paired with the error it must raise.
 
-    Covers every build-time error of :mod:`flowlib.errors`: empty graph, duplicate node
+    Covers every build-time error of [`flowlib.errors`][flowlib.errors]: empty graph, duplicate node
     (in the builder and among participants), edge to or from an unknown node, unknown
     entry point, no start node, unreachable nodes, a cycle without a conditional edge,
     conflicting activation conditions in one group, participants that differ from the

@@ -1,6 +1,6 @@
 """``BaseTool``: a tool described by a pydantic model of its arguments.
 
-Subclass it for custom tools; :class:`~flowlib.tools.FunctionTool` subclasses it to wrap
+Subclass it for custom tools; [`FunctionTool`][flowlib.tools.FunctionTool] subclasses it to wrap
 plain functions. The schema sent to the model is derived from the argument model once, at
 construction, so a tool that cannot be described (for example a strict tool with optional
 arguments) fails when it is built rather than at its first model call.
@@ -28,12 +28,13 @@ _REF_PREFIX = "#/$defs/"
 
 
 class BaseTool(ABC, Generic[ArgsT, ReturnT]):
-    """A tool whose arguments are a pydantic model; subclass it and implement :meth:`run`.
+    """A tool whose arguments are a pydantic model; subclass it and implement
+    [`run`][flowlib.tools.BaseTool.run].
 
     Args:
         args_type: The pydantic model of the arguments; its JSON schema becomes the
             tool's ``parameters``.
-        return_type: The type :meth:`run` returns (informational).
+        return_type: The type [`run`][flowlib.tools.BaseTool.run] returns (informational).
         name: The name the model calls the tool by.
         description: What the tool does, for the model.
         strict: Ask the model to follow the schema exactly (OpenAI structured outputs).
@@ -43,7 +44,7 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
         ValueError: If ``strict`` is set and an argument (or a field of a nested object)
             has a default.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from pydantic import BaseModel
         >>> class AddArgs(BaseModel):
@@ -107,7 +108,7 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
         return self._args_type
 
     def return_type(self) -> type[Any]:
-        """The type :meth:`run` returns."""
+        """The type [`run`][flowlib.tools.BaseTool.run] returns."""
         return self._return_type
 
     def state_type(self) -> type[BaseModel] | None:
@@ -134,7 +135,8 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
         cancellation_token: CancellationToken,
         call_id: str | None = None,
     ) -> Any:
-        """Validate ``args`` against :meth:`args_type`, then :meth:`run` the tool.
+        """Validate ``args`` against [`args_type`][flowlib.tools.BaseTool.args_type], then
+        [`run`][flowlib.tools.BaseTool.run] the tool.
 
         Args:
             args: The arguments as the model sent them (a decoded JSON object).
@@ -142,7 +144,8 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
             call_id: The id of the model's function call, if any (for tracing).
 
         Returns:
-            The raw return value; render it with :meth:`return_value_as_string`.
+            The raw return value; render it with
+            [`return_value_as_string`][flowlib.tools.BaseTool.return_value_as_string].
 
         Raises:
             pydantic.ValidationError: (a ``ValueError``) naming the tool and each bad
@@ -156,7 +159,8 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
         return {}
 
     async def load_state_json(self, state: Mapping[str, Any]) -> None:
-        """Restore state saved by :meth:`save_state_json`; stateless tools ignore it."""
+        """Restore state saved by [`save_state_json`][flowlib.tools.BaseTool.save_state_json];
+        stateless tools ignore it."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r})"

@@ -1,7 +1,7 @@
 """``FunctionTool``: a plain sync or async Python function as a tool, plus the ``tool``
 decorator and ``as_tool`` (what agents use to accept bare functions in ``tools=``).
 
-The argument model is built from the signature with :func:`pydantic.create_model`. Each
+The argument model is built from the signature with ``pydantic.create_model``. Each
 argument's description is, by priority: a string in ``Annotated[T, "..."]``, the
 ``description`` of a ``pydantic.Field`` in ``Annotated``, the entry for the argument in
 the docstring (Google ``Args:``, NumPy ``Parameters`` or reST ``:param x:``), else the
@@ -44,8 +44,8 @@ class _Argument:
 class FunctionTool(BaseTool[BaseModel, Any]):
     """Wrap a sync or async function as a tool; its schema comes from the signature.
 
-    Parameters typed :class:`~flowlib.CancellationToken` are not shown to the model: the
-    run's token is passed to them. A sync function runs in a worker thread so it does
+    Parameters typed [`CancellationToken`][flowlib.base.CancellationToken] are not shown to the
+    model: the run's token is passed to them. A sync function runs in a worker thread so it does
     not block the event loop (cancelling the token stops waiting for it; the thread
     itself finishes in the background). An async function runs as a task cancelled with
     the token.
@@ -63,7 +63,7 @@ class FunctionTool(BaseTool[BaseModel, Any]):
             ``name``, has a hint that cannot be resolved, or ``strict`` is set while an
             argument has a default.
 
-    Example:
+    Examples:
         >>> async def web_search_func(query: str) -> str:
         ...     \"\"\"Find information on the web\"\"\"
         ...     return "AutoGen is a programming framework for building multi-agent apps."
@@ -150,15 +150,16 @@ def tool(
     description: str | None = None,
     strict: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Turn a function into a :class:`FunctionTool`: ``@tool`` or ``@tool(name=...)``.
+    """Turn a function into a [`FunctionTool`][flowlib.tools.FunctionTool]: ``@tool`` or
+    ``@tool(name=...)``.
 
     Args:
         func: The function (when used bare, as ``@tool``).
         name: The tool's name; defaults to the function's name.
         description: Defaults to the docstring's summary (its first paragraph).
-        strict: See :class:`FunctionTool`.
+        strict: See [`FunctionTool`][flowlib.tools.FunctionTool].
 
-    Example:
+    Examples:
         >>> @tool
         ... def add(a: int, b: int = 0) -> int:
         ...     \"\"\"Add two numbers.\"\"\"

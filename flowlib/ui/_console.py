@@ -42,21 +42,23 @@ _RULE = "-" * 10
 
 
 class UserInputManager:
-    """Holds a user proxy's input prompt back until :func:`Console` has shown the request.
+    """Holds a user proxy's input prompt back until [`Console`][flowlib.ui.Console] has shown the
+    request.
 
     In a team, messages travel to the console through the team's stream while the
-    :class:`~flowlib.agents.UserProxyAgent` goes on to call its input function, so the
+    [`UserProxyAgent`][flowlib.agents.UserProxyAgent] goes on to call its input function, so the
     prompt can appear before the messages that led to it. Give the agent the callback
-    from :meth:`get_wrapped_callback` and give ``Console`` the manager: the callback waits
-    until ``Console`` has printed everything before the agent's
-    :class:`~flowlib.messages.UserInputRequestedEvent`, then asks the real input function.
+    from [`get_wrapped_callback`][flowlib.ui.UserInputManager.get_wrapped_callback] and give
+    ``Console`` the manager: the callback waits until ``Console`` has printed everything before the
+    agent's [`UserInputRequestedEvent`][flowlib.messages.UserInputRequestedEvent], then asks the
+    real input function.
 
     Args:
         callback: The input function to wrap: a blocking ``(prompt) -> str`` such as
             ``input`` (run in a worker thread) or an async
             ``(prompt, cancellation_token) -> str``.
 
-    Example:
+    Examples:
         >>> from flowlib.agents import UserProxyAgent
         >>> manager = UserInputManager(input)
         >>> user = UserProxyAgent("user", input_func=manager.get_wrapped_callback())
@@ -72,7 +74,7 @@ class UserInputManager:
         """Return an async input function for a ``UserProxyAgent``.
 
         It must be called from inside the agent's input request (it reads
-        :meth:`UserProxyAgent.InputRequestContext.request_id`).
+        [`UserProxyAgent.InputRequestContext.request_id`][flowlib.agents.UserProxyAgent.InputRequestContext.request_id]).
 
         Returns:
             ``async (prompt, cancellation_token) -> str``.
@@ -120,7 +122,7 @@ async def Console(
     printed again, only the line is ended. ``UserInputRequestedEvent`` is not printed: it
     is passed on to ``user_input_manager``. With ``output_stats``, each message that used a
     model is followed by ``[Prompt tokens: N, Completion tokens: M]`` and each final
-    ``TaskResult`` / ``Response`` by a summary block::
+    ``TaskResult`` / ``Response`` by a summary block:
 
         ---------- Summary ----------
         Number of messages: 5                    (agent Response: Number of inner messages)
@@ -145,7 +147,7 @@ async def Console(
     Raises:
         ValueError: The stream ended without a ``TaskResult`` or ``Response``.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.teams import RoundRobinGroupChat
         >>> from flowlib.testing import ScriptedAgent
