@@ -10,7 +10,8 @@ bash scripts/bootstrap.sh
 .venv/bin/mypy --strict flowlib
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 status=0
-.venv/bin/python -m pytest "$@" || status=$?
+# Plain `pytest` skips tests marked slow; the full command runs them too.
+.venv/bin/python -m pytest -m "slow or not slow" "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; that is a failure for flowlib" >&2
   exit 1

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from ..errors import FlowlibError
+from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError
 from ..models._image import Image
 from ._schema import Tool, ToolSchema
 
@@ -313,8 +313,8 @@ def as_workbenches(
     """Normalise ``AssistantAgent(workbench=...)``: one workbench, several, or ``None``.
 
     Raises:
-        TypeError: If an item is not a :class:`Workbench`.
-        ValueError: If both ``tools`` and ``workbench`` are given.
+        ArgumentTypeError: If an item is not a `Workbench`.
+        InvalidArgumentError: If both `tools` and `workbench` are given.
     """
     if workbench is None:
         return []
@@ -325,13 +325,15 @@ def as_workbenches(
         items = [workbench]
     for item in items:
         if not isinstance(item, Workbench):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"Agent `{agent}`: workbench takes a Workbench (StaticWorkbench, "
-                f"McpWorkbench, ...) or a list of them, not {type(item).__name__}."
+                f"McpWorkbench, ...) or a list of them, not {type(item).__name__}.",
+                argument="workbench",
             )
     if tools:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Agent `{agent}`: pass tools either as `tools=[...]` or through `workbench=`, "
-            "not both; put the tools in a StaticWorkbench to combine them with others."
+            "not both; put the tools in a StaticWorkbench to combine them with others.",
+            argument="workbench",
         )
     return [item for item in items if isinstance(item, Workbench)]

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from flowlib.agents import AssistantAgent
 from flowlib.base import CancellationToken, Handoff, Response
-from flowlib.errors import StateError
+from flowlib.errors import ArgumentTypeError, StateError
 from flowlib.memory import ListMemory, MemoryContent
 from flowlib.messages import (
     HandoffMessage,
@@ -864,9 +864,9 @@ def test_tools_on_a_model_without_function_calling_raise(option: str) -> None:
     AssistantAgent("a", client)  # no tools: fine
 
 
-def test_workbench_is_not_supported_yet() -> None:
-    with pytest.raises(ValueError, match="workbench is not supported yet"):
-        AssistantAgent("a", ReplayChatCompletionClient([]), workbench=object())
+def test_workbench_of_the_wrong_type_is_a_named_type_error() -> None:
+    with pytest.raises(ArgumentTypeError, match="workbench takes a Workbench"):
+        AssistantAgent("a", ReplayChatCompletionClient([]), workbench=object())  # type: ignore[arg-type]
 
 
 def test_wrong_types_raise_type_errors() -> None:
