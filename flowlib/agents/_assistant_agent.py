@@ -115,7 +115,7 @@ class AssistantAgent(BaseChatAgent):
         model_client: The model to call.
         tools: Tools, or plain sync / async functions (wrapped in ``FunctionTool``:
             named after the function, described by its docstring).
-        workbench: A :class:`~flowlib.tools.Workbench` (``StaticWorkbench``,
+        workbench: A [`Workbench`][flowlib.tools.Workbench] (``StaticWorkbench``,
             ``McpWorkbench``, ...) or a list of them, instead of ``tools``: their tools are
             listed at the start of every turn and each call goes to the workbench that
             listed the tool. The agent does not start or stop them (a workbench that needs

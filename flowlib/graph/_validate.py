@@ -1,12 +1,12 @@
-"""Build-time validation of a :class:`DiGraph`, with networkx doing the graph analysis.
+"""Build-time validation of a `DiGraph`, with networkx doing the graph analysis.
 
 One pass, linear in nodes + edges, no Python recursion and no process-wide side effects.
-:func:`analyse` indexes the graph once (names, edge targets, the effective activation
+`analyse()` indexes the graph once (names, edge targets, the effective activation
 group of every edge) and hands the structure to networkx on a ``networkx.DiGraph`` view
 of the IR (node numbers, insertion order): a topological sort recognises a DAG, strongly
 connected components find the loops, a breadth-first search from the start nodes finds
 what is reachable, and ``find_cycle`` shows one loop without a conditional edge.
-:func:`validate_graph` runs every rule on that analysis and returns it, so the
+`validate_graph()` runs every rule on that analysis and returns it, so the
 executor's plan is compiled from the same pass.
 
 Rules, each a [`GraphError`][flowlib.errors.GraphError] subclass whose message names the
@@ -19,7 +19,7 @@ offending nodes or edges and says how to fix it:
   one offending cycle is shown as ``a -> b -> a``;
 - the edges of one activation group agree on ``all``/``any``;
 - a team whose graph loops has a termination condition or ``max_turns``
-  (:func:`check_loop_bounded`, applied when ``has_termination`` is given).
+  (`check_loop_bounded()`, applied when ``has_termination`` is given).
 """
 
 from __future__ import annotations
@@ -298,7 +298,7 @@ def check_loop_bounded(
     ``max_turns``: a loop whose exit never matches would run forever.
 
     Args:
-        analysis: The graph's analysis (from :func:`validate_graph` or :func:`analyse`).
+        analysis: The graph's analysis (from `validate_graph()` or `analyse()`).
         has_termination: Whether the team has a termination condition.
         max_turns: The team's turn limit, if any.
         team: The team's name, for the message.
@@ -340,13 +340,10 @@ def validate_graph(
             start a run at any node, such as a swarm resumed by a handoff task).
         has_termination: For a team's graph: whether the team has a termination
             condition. When given, a looping graph must be bounded by it or by
-            ``max_turns`` (:func:`check_loop_bounded`), except a round-robin ring, which
+            ``max_turns`` (`check_loop_bounded()`), except a round-robin ring, which
             may be built without a bound and is checked when it runs.
         max_turns: The team's turn limit (with ``has_termination``).
         team: The team's name, for the unbounded-loop message.
-
-        The first two default to what the graph's ``pattern`` needs: a round-robin ring
-        may loop without a conditional edge, and a swarm may start at any participant.
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.

@@ -133,8 +133,8 @@ class ChatCompletionContext(ABC):
     def _rollback_point(self) -> _RollbackPoint:
         """Mark the history as it stands, in O(1): the list and its length.
 
-        The history only grows by appending (:meth:`add_message`) and is only replaced
-        whole (:meth:`clear`, :meth:`load_state`), so the list object and its length are
+        The history only grows by appending (`add_message()`) and is only replaced
+        whole (`clear()`, `load_state()`), so the list object and its length are
         enough to restore it, without copying or serialising it.
         """
         messages = self._messages
@@ -142,7 +142,7 @@ class ChatCompletionContext(ABC):
 
     def _roll_back(self, point: _RollbackPoint) -> None:
         """Restore the history to ``point``: drop what was appended since, or bring back
-        the list that :meth:`clear`/:meth:`load_state` replaced."""
+        the list that `clear()`/`load_state()` replaced."""
         messages = point.messages
         intact = len(messages) >= point.length and (
             point.length == 0 or messages[point.length - 1] is point.last

@@ -217,7 +217,7 @@ _OPTION_ARGS = {
 
 def _can_post_directly(client: Any) -> bool:
     """Whether requests can go through the SDK client's ``post`` (see
-    :func:`_post_chat_completion`): an ``AsyncOpenAI`` (or Azure) client of an SDK whose
+    `_post_chat_completion()`): an ``AsyncOpenAI`` (or Azure) client of an SDK whose
     request options take the ``security`` key ``chat.completions.create`` sets."""
     try:
         from openai import AsyncOpenAI, RequestOptions

@@ -1,8 +1,8 @@
 """Workbenches: a set of tools listed and called together, possibly from another process.
 
-A :class:`Workbench` lists its tools (:meth:`~Workbench.list_tools`) and runs one by name
-(:meth:`~Workbench.call_tool`), returning a :class:`ToolResult` instead of raising when the
-tool fails. :class:`StaticWorkbench` holds plain tools; ``flowlib.tools.mcp.McpWorkbench``
+A `Workbench` lists its tools (`list_tools()`) and runs one by name
+(`call_tool()`), returning a `ToolResult` instead of raising when the
+tool fails. `StaticWorkbench` holds plain tools; ``flowlib.tools.mcp.McpWorkbench``
 serves the tools of an MCP server. ``AssistantAgent(workbench=...)`` lists the tools of
 its workbenches before every model call and routes each call to the workbench that listed
 the tool.
@@ -53,11 +53,11 @@ class ImageResultContent(BaseModel):
 
 
 ResultContent = Annotated[TextResultContent | ImageResultContent, Field(discriminator="type")]
-"""One part of a :class:`ToolResult`."""
+"""One part of a `ToolResult`."""
 
 
 class ToolResult(BaseModel):
-    """What :meth:`Workbench.call_tool` returns: the tool's name, its result parts, and
+    """What `Workbench.call_tool()` returns: the tool's name, its result parts, and
     whether the call failed (a failed call's parts say why)."""
 
     type: Literal["ToolResult"] = "ToolResult"
@@ -78,7 +78,7 @@ class ToolResult(BaseModel):
 
 
 class WorkbenchToolError(FlowlibError, RuntimeError):
-    """A workbench reported a failed tool call (its :class:`ToolResult` has
+    """A workbench reported a failed tool call (its `ToolResult` has
     ``is_error=True``); the message is the result's text."""
 
 
@@ -87,7 +87,7 @@ class Workbench(ABC):
     connection (an MCP server, ...).
 
     Use it as an async context manager (``async with workbench:``) or call
-    :meth:`start` and :meth:`stop`. Workbenches that need no resources may be used
+    `start()` and `stop()`. Workbenches that need no resources may be used
     without starting them.
     """
 
@@ -118,7 +118,7 @@ class Workbench(ABC):
         """Acquire what the tools need (a connection, a process); nothing by default."""
 
     async def stop(self) -> None:  # noqa: B027
-        """Release what :meth:`start` acquired; nothing by default."""
+        """Release what `start()` acquired; nothing by default."""
 
     async def reset(self) -> None:  # noqa: B027
         """Bring the tools back to their initial state; nothing by default."""
@@ -128,7 +128,7 @@ class Workbench(ABC):
         return {}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027
-        """Restore a state from :meth:`save_state`; ignored by default."""
+        """Restore a state from `save_state()`; ignored by default."""
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -154,7 +154,7 @@ class StaticWorkbench(Workbench):
         ValueError: If two tools share a name.
         TypeError: If an item is not a tool.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.tools import FunctionTool
         >>> def add(a: int, b: int) -> int:
@@ -234,7 +234,7 @@ class StaticWorkbench(Workbench):
         return {"type": "StaticWorkbenchState", "tools": states}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore tool states saved by :meth:`save_state` (unknown tools are skipped)."""
+        """Restore tool states saved by `save_state()` (unknown tools are skipped)."""
         tools = state.get("tools", {})
         if not isinstance(tools, Mapping):
             return
