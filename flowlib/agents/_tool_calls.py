@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .._cancellation import CancellationToken
+from .._telemetry import tool_call
 from ..base import Handoff
 from ..models import (
     AssistantMessage,
@@ -144,13 +145,20 @@ async def _run_one(
         return error(
             f"the arguments of `{call.name}` must be a JSON object, not {type(arguments).__name__}."
         )
-    try:
-        value = await tool.run_json(arguments, token, call_id=call.id)
-        content = tool.return_value_as_string(value)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        return error(str(exc) or type(exc).__name__)
+    # Telemetry (flowlib/_telemetry.py): an execute_tool span and a ToolCallEvent log.
+    with tool_call(
+        name=call.name, call_id=call.id, description=tool.description, arguments=arguments
+    ) as traced:
+        try:
+            value = await tool.run_json(arguments, token, call_id=call.id)
+            content = tool.return_value_as_string(value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failed = error(str(exc) or type(exc).__name__)
+            traced.done(failed.content, is_error=True)
+            return failed
+        traced.done(content)
     return FunctionExecutionResult(content=content, name=call.name, call_id=call.id, is_error=False)
 
 

@@ -33,6 +33,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._telemetry import trace_node_turn
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
 from ..errors import NodeExecutionError, StateError
@@ -260,7 +261,13 @@ class GraphExecutor:
 
     # --- one turn -----------------------------------------------------------------------
 
-    async def _turn(
+    def _turn(
+        self, node: int, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | _Output, None]:
+        # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
+        return trace_node_turn(self, node, self._turn_body(node, messages, token))
+
+    async def _turn_body(
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | _Output, None]:
         participant = self._participants[node]

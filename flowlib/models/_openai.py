@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .._cancellation import CancellationToken
+from .._telemetry import traced_create, traced_create_stream
 from ..errors import FlowlibError
 from ._client import (
     ChatCompletionClient,
@@ -272,6 +273,8 @@ class _Request:
 class _BaseOpenAIClient(ChatCompletionClient):
     """The shared implementation behind the OpenAI and Azure OpenAI clients."""
 
+    _otel_system = "openai"  # gen_ai.system of its spans
+
     def __init__(
         self,
         client: AsyncOpenAI,
@@ -374,6 +377,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
 
     # -- calls --------------------------------------------------------------------------
 
+    @traced_create
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -443,6 +447,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._record_usage(usage)
         return result
 
+    @traced_create_stream
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],
@@ -800,6 +805,8 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         >>> import asyncio
         >>> asyncio.run(client.close())
     """
+
+    _otel_system = "az.ai.openai"  # gen_ai.system of its spans
 
     def __init__(
         self,

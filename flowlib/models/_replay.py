@@ -11,6 +11,7 @@ from typing import Any, overload
 from pydantic import BaseModel
 
 from .._cancellation import CancellationToken
+from .._telemetry import traced_create, traced_create_stream
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
 from ._types import CreateResult, LLMMessage, RequestUsage
 
@@ -230,6 +231,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         ('Hello!', 'stop')
     """
 
+    _otel_system = "replay"  # gen_ai.system of its spans (a scripted model)
+
     def __init__(
         self,
         chat_completions: Sequence[str | CreateResult],
@@ -328,6 +331,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 cancellation_token.link_future(sleeper)
             await sleeper
 
+    @traced_create
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -352,6 +356,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         }
         return self._next(messages, args, cancellation_token)
 
+    @traced_create_stream
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],

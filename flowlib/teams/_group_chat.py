@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
+from .._telemetry import trace_team_run
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
@@ -249,10 +250,13 @@ class BaseGroupChat(Team, ABC):
         )
         # Closed at once when the caller stops reading, so the team is free again.
         async with aclosing(
-            self._executor.run_stream(
-                messages,
-                cancellation_token=cancellation_token,
-                output_task_messages=output_task_messages,
+            trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
+                self,
+                self._executor.run_stream(
+                    messages,
+                    cancellation_token=cancellation_token,
+                    output_task_messages=output_task_messages,
+                ),
             )
         ) as stream:
             async for item in stream:
