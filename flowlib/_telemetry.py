@@ -207,7 +207,7 @@ def trace_node_turn(
     name = executor._plan.names[node]
     kind = _KIND_NAMES.get(executor._kind[node], "agent")
     step = executor._turn_step[node] + 1  # as the drawings number steps, from 1
-    group = _activation_group(executor, node)
+    group = _activation_group(executor, node) or "entry"
     if debug:
         trace_logger.debug("Turn %d: %s `%s` starts (group %s).", step, kind, name, group)
     parent = otel_context.get_current()
@@ -217,7 +217,7 @@ def trace_node_turn(
             "flowlib.node.name": name,
             "flowlib.node.kind": kind,
             "flowlib.turn.index": step,
-            "flowlib.activation.group": group if group is not None else "entry",
+            "flowlib.activation.group": group,
         }
         if kind == "agent":
             attributes["gen_ai.agent.name"] = name
