@@ -53,6 +53,7 @@ __all__ = [
     "ModelClientStreamingChunkEvent",
     "MultiModalMessage",
     "SelectSpeakerEvent",
+    "SelectorEvent",
     "StopMessage",
     "StructuredContentType",
     "StructuredMessage",
@@ -522,6 +523,23 @@ class SelectSpeakerEvent(BaseAgentEvent):
         return str(self.content)
 
 
+class SelectorEvent(BaseAgentEvent):
+    """An event of a ``SelectorGroupChat``: the selector model's full answer, streamed after
+    its chunks when the selector streams (``model_client_streaming=True``).
+
+    Attributes:
+        content: The content of the event.
+    """
+
+    content: str
+    """The content of the event."""
+    type: Literal["SelectorEvent"] = "SelectorEvent"
+
+    def to_text(self) -> str:
+        """Return the content."""
+        return self.content
+
+
 class CodeGenerationEvent(BaseAgentEvent):
     """A model generated code.
 
@@ -581,6 +599,7 @@ AgentEvent = Annotated[
     | ModelClientStreamingChunkEvent
     | ThoughtEvent
     | SelectSpeakerEvent
+    | SelectorEvent
     | CodeGenerationEvent
     | CodeExecutionEvent,
     Field(discriminator="type"),
@@ -600,6 +619,7 @@ _BUILTIN_MESSAGE_TYPES: tuple[type[BaseChatMessage | BaseAgentEvent], ...] = (
     ModelClientStreamingChunkEvent,
     ThoughtEvent,
     SelectSpeakerEvent,
+    SelectorEvent,
     CodeGenerationEvent,
     CodeExecutionEvent,
 )

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from ..base import CancellationToken, Response, TaskResult, Team
+from ..base._task import task_messages
 from ..errors import StateError
 from ..messages import (
     BaseAgentEvent,
@@ -33,7 +34,9 @@ class SocietyOfMindAgent(BaseChatAgent):
     Each call:
 
     1. runs ``team`` with the new messages as its task, streaming the team's events and
-       messages as this agent's inner messages. When the model context already holds
+       messages (a consumer of ``on_messages_stream``/``run_stream`` sees them; the
+       ``Response`` does not carry them, as in AutoGen: they are the inner team's, not
+       this agent's answer to the outer world). When the model context already holds
        earlier messages (preloaded, or from earlier calls), they go first, as the
        ``context`` of a ``HandoffMessage(content="relevant previous messages",
        target="")`` from this agent, so the freshly reset team knows the conversation;
@@ -78,8 +81,8 @@ class SocietyOfMindAgent(BaseChatAgent):
         >>> model = ReplayChatCompletionClient(["A very short story."])
         >>> agent = SocietyOfMindAgent("society_of_mind", team=inner, model_client=model)
         >>> result = asyncio.run(agent.run(task="Write a story."))
-        >>> [m.to_text() for m in result.messages]
-        ['Write a story.', 'Once upon a time, the end.', 'APPROVE', 'A very short story.']
+        >>> [m.to_text() for m in result.messages]  # the task and the final response
+        ['Write a story.', 'A very short story.']
     """
 
     DEFAULT_INSTRUCTION = (
@@ -195,7 +198,34 @@ class SocietyOfMindAgent(BaseChatAgent):
             )
         finally:
             await self._team.reset()
-        yield Response(chat_message=reply, inner_messages=inner)
+        # As AutoGen's: the inner team's messages were streamed, but the Response (what an
+        # outer team's termination condition and run() see) holds only the answer.
+        yield Response(chat_message=reply, inner_messages=[])
+
+    async def run(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run one step on ``task``; return the task and the final response, as AutoGen's
+        ``SocietyOfMindAgent.run()`` does (the inner team's messages are not included; use
+        [`run_stream`][flowlib.agents.BaseChatAgent.run_stream] to see them).
+
+        Args:
+            task: A string, a chat message or a list of them.
+            cancellation_token: Cancels the step; the await raises ``CancelledError``.
+            output_task_messages: Whether the task messages start ``TaskResult.messages``.
+        """
+        incoming = task_messages(task)
+        response = await self.on_messages(incoming, cancellation_token or CancellationToken())
+        kept: list[BaseAgentEvent | BaseChatMessage] = (
+            list(incoming) if output_task_messages else []
+        )
+        kept.extend(response.inner_messages or ())
+        kept.append(response.chat_message)
+        return TaskResult(messages=kept, stop_reason=None)
 
     async def _request(self, transcript: list[UserMessage]) -> list[LLMMessage]:
         """Build the final model request (see the class docstring)."""

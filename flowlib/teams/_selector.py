@@ -26,6 +26,7 @@ from ..messages import (
     BaseChatMessage,
     MessageFactory,
     ModelClientStreamingChunkEvent,
+    SelectorEvent,
 )
 from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
 from ..models import (
@@ -320,6 +321,7 @@ class SelectorRouter(Router):
                     raise RuntimeError(
                         "The selector model's stream ended without a final CreateResult."
                     )
+                yield SelectorEvent(content=str(result.content), source=self.name)  # AutoGen's
             else:
                 result = await self._model_client.create(
                     request, cancellation_token=cancellation_token
