@@ -57,3 +57,19 @@ def test_docstrings_have_no_rest_roles() -> None:
         if REST_ROLE.search(line)
     ]
     assert not found, "use [`Name`][flowlib.pkg.Name] or `Name`:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("page", "example"),
+    [
+        ("mcp.md", "mcp_tools.py"),
+        ("agents_as_tools.md", "agents_as_tools.py"),
+        ("observability.md", "telemetry_console.py"),
+        ("observability.md", "event_logging.py"),
+    ],
+)
+def test_feature_pages_are_in_the_nav_and_name_a_runnable_example(page: str, example: str) -> None:
+    """Each page points at an example that tests/test_examples.py runs."""
+    assert f": {page}" in (ROOT / "mkdocs.yml").read_text(), f"{page} is not in the nav"
+    assert f"examples/{example}" in (ROOT / "docs" / page).read_text()
+    assert (ROOT / "examples" / example).is_file()

@@ -7,6 +7,7 @@ serves its tools to an agent (``AssistantAgent(workbench=McpWorkbench(params))``
 Servers are reached by [`StdioServerParams`][flowlib.tools.mcp.StdioServerParams] (a
 subprocess), [`SseServerParams`][flowlib.tools.mcp.SseServerParams] or
 [`StreamableHttpServerParams`][flowlib.tools.mcp.StreamableHttpServerParams] (HTTP).
+See the [MCP tools](../mcp.md) page.
 """
 
 from ._adapter import McpToolAdapter, mcp_server_tools
