@@ -10,6 +10,7 @@ __all__ = ["eco_specs"]
 
 def eco_specs() -> list[ComponentSpec]:
     """The specs of the classes that implement ``_to_config`` / ``_from_config``."""
+    from ..messages import StructuredMessageFactory
     from ..models._cache_stores import DiskCacheStore, RedisStore
     from ._agent_tool import AgentTool, TeamTool
     from .mcp import McpWorkbench
@@ -24,6 +25,11 @@ def eco_specs() -> list[ComponentSpec]:
             ("autogen_ext.cache_store.diskcache.DiskCacheStore",),
         ),
         (RedisStore, "flowlib.models.RedisStore", ("autogen_ext.cache_store.redis.RedisStore",)),
+        (
+            StructuredMessageFactory,
+            "flowlib.messages.StructuredMessageFactory",
+            ("autogen_agentchat.messages.StructuredMessageFactory",),
+        ),
     ]
     return [
         _protocol_spec(cls, provider=provider, aliases=(*aliases, cls.__name__))
