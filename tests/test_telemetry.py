@@ -271,3 +271,27 @@ async def test_model_calls_follow_the_genai_conventions_on_the_openai_sdk(
     assert (first["gen_ai.usage.input_tokens"], first["gen_ai.usage.output_tokens"]) == (11, 4)
     assert (second["gen_ai.usage.input_tokens"], second["gen_ai.usage.output_tokens"]) == (20, 1)
     assert tree.parent_name(tree.one("execute_tool add")) == "node_turn agent"
+
+
+async def test_a_team_run_by_a_tool_nests_under_the_tool_call(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from flowlib.tools import TeamTool
+
+    x = AssistantAgent("x", model_client=ReplayChatCompletionClient(["x1"]))
+    review = RoundRobinGroupChat([x], max_turns=1, name="review")
+    boss = AssistantAgent(
+        "boss",
+        model_client=ReplayChatCompletionClient([_call("review", '{"task": "go"}'), "done"]),
+        tools=[TeamTool(review, "review", "Reviews.")],
+        reflect_on_tool_use=True,
+    )
+    await RoundRobinGroupChat([boss], max_turns=1, name="outer").run(task="start")
+
+    tree = Tree(exporter.get_finished_spans())
+    tool = tree.one("execute_tool review")
+    assert tree.parent_name(tool) == "node_turn boss"
+    inner = tree.one("run_team review")
+    assert tree.parent(inner) is tool
+    assert tree.children(inner) == ["node_turn x"]
+    assert tree.children(tree.one("node_turn x")) == ["chat replay"]
