@@ -25,12 +25,14 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
+import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 from opentelemetry.trace import (
     NoOpTracerProvider,
     ProxyTracerProvider,
@@ -83,10 +85,21 @@ _in_team_run: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
+# ``trace.get_tracer_provider()`` looks the environment up on every call while no provider
+# is set (about 2 us): too slow for a check per turn. Unless the provider comes from the
+# environment, read the API's global directly (None until ``set_tracer_provider``).
+_FAST_CHECK = hasattr(trace, "_TRACER_PROVIDER") and OTEL_PYTHON_TRACER_PROVIDER not in os.environ
+
+
 def tracer() -> Tracer | None:
     """flowlib's tracer, or None when no OpenTelemetry SDK provider is set."""
     global _provider, _tracer
-    provider = trace.get_tracer_provider()
+    if _FAST_CHECK:
+        provider: object = trace._TRACER_PROVIDER
+        if provider is None:
+            return None
+    else:
+        provider = trace.get_tracer_provider()
     if provider is not _provider:
         _provider = provider
         if isinstance(provider, (ProxyTracerProvider, NoOpTracerProvider)):
@@ -94,6 +107,7 @@ def tracer() -> Tracer | None:
         else:
             from . import __version__
 
+            assert isinstance(provider, trace.TracerProvider)
             _tracer = provider.get_tracer(INSTRUMENTATION_NAME, __version__)
     return _tracer
 
