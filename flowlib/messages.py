@@ -633,6 +633,11 @@ class MessageFactory:
             _type_name(message_type): message_type for message_type in _BUILTIN_MESSAGE_TYPES
         }
 
+    @property
+    def custom_types(self) -> list[type[BaseChatMessage | BaseAgentEvent]]:
+        """The registered classes beyond the built-in messages and events."""
+        return [t for t in self._types.values() if t not in _BUILTIN_MESSAGE_TYPES]
+
     def is_registered(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> bool:
         """Tell whether ``message_type`` is registered.
 

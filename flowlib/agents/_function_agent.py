@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from ..base import CancellationToken, Response
+from ..component import load_error, refuse_field
+from ..component._registry import register_builtin
 from ..messages import BaseChatMessage, TextMessage
 from ._base_chat_agent import BaseChatAgent
 
@@ -69,6 +74,23 @@ class FunctionAgent(BaseChatAgent):
         """The wrapped function."""
         return self._func
 
+    # -- the component protocol: a function is code, never config --------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = BaseModel
+
+    def _to_config(self) -> BaseModel:
+        refuse_field(
+            "func",
+            f"FunctionAgent `{self.name}` runs the Python function "
+            f"{getattr(self._func, '__qualname__', self._func)!r}, which a declarative config "
+            "cannot hold (flowlib never loads code from one). Build this node in code, or use "
+            "an agent that serialises (e.g. AssistantAgent).",
+        )
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        raise load_error("a FunctionAgent runs Python code and cannot be loaded from a config.")
+
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
         """Any chat message: the function decides."""
@@ -112,3 +134,11 @@ class FunctionAgent(BaseChatAgent):
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
         """A function node keeps no state."""
+
+
+register_builtin(
+    FunctionAgent,
+    "flowlib.agents.FunctionAgent",
+    aliases=("autogen_agentchat.agents.FunctionAgent", "FunctionAgent"),
+    loadable=False,
+)

@@ -11,7 +11,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
 from ..component._base import ComponentBase
+from ..component._fields import dump_fields, load_fields
+from ..component._model import ComponentModel
+from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
 
@@ -126,6 +132,15 @@ def _join(stops: Iterable[StopMessage]) -> StopMessage:
     )
 
 
+class CombinedConfig(BaseModel):
+    """The config of [`AndTerminationCondition`][flowlib.base.AndTerminationCondition] and
+    [`OrTerminationCondition`][flowlib.base.OrTerminationCondition]."""
+
+    model_config = {"extra": "forbid"}
+
+    conditions: list[ComponentModel]
+
+
 class AndTerminationCondition(TerminationCondition):
     """Fires once every part has fired; the parts may fire on different calls.
 
@@ -145,6 +160,7 @@ class AndTerminationCondition(TerminationCondition):
     """
 
     component_provider_override = "flowlib.base.AndTerminationCondition"
+    component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
 
     def __init__(self, *conditions: TerminationCondition) -> None:
         self._conditions = _check_parts("AndTerminationCondition", conditions)
@@ -187,6 +203,13 @@ class AndTerminationCondition(TerminationCondition):
     def __repr__(self) -> str:
         return f"AndTerminationCondition({', '.join(map(repr, self._conditions))})"
 
+    def _to_config(self) -> CombinedConfig:
+        return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
+
+    @classmethod
+    def _from_config(cls, config: CombinedConfig) -> Self:
+        return cls(*load_fields(config.conditions, "conditions", TerminationCondition))
+
 
 class OrTerminationCondition(TerminationCondition):
     """Fires as soon as any part fires.
@@ -206,6 +229,7 @@ class OrTerminationCondition(TerminationCondition):
     """
 
     component_provider_override = "flowlib.base.OrTerminationCondition"
+    component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
 
     def __init__(self, *conditions: TerminationCondition) -> None:
         self._conditions = _check_parts("OrTerminationCondition", conditions)
@@ -244,3 +268,18 @@ class OrTerminationCondition(TerminationCondition):
 
     def __repr__(self) -> str:
         return f"OrTerminationCondition({', '.join(map(repr, self._conditions))})"
+
+    def _to_config(self) -> CombinedConfig:
+        return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
+
+    @classmethod
+    def _from_config(cls, config: CombinedConfig) -> Self:
+        return cls(*load_fields(config.conditions, "conditions", TerminationCondition))
+
+
+for _combined in (AndTerminationCondition, OrTerminationCondition):
+    register_builtin(
+        _combined,
+        f"flowlib.base.{_combined.__name__}",
+        aliases=(f"autogen_agentchat.base.{_combined.__name__}", _combined.__name__),
+    )

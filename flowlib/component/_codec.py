@@ -1,8 +1,11 @@
 """Walking a component tree: ``Dumper`` writes configs, ``Loader`` builds them.
 
 Both keep the path from the root (``participants[0].tools[1]``) so every error and
-warning says where it is. Adapters (one module per family) receive the dumper or the
-loader and call back into it for nested components.
+warning says where it is. Each class writes and builds itself (``_to_config``,
+``_from_config``); while a dump or a load runs, the active ``Dumper`` / ``Loader`` sits in
+a context variable, so the field helpers of [`flowlib.component`][flowlib.component]
+(``dump_field``, ``load_field``, ``skip_field``, ...) called from those methods nest under
+the right path.
 """
 
 from __future__ import annotations
@@ -12,13 +15,13 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FlowlibError
-from ..messages import BaseChatMessage
 from ._errors import (
     ComponentLoadError,
     ComponentSerializationError,
@@ -26,9 +29,25 @@ from ._errors import (
     UnknownProviderError,
 )
 from ._model import ComponentModel
-from ._registry import ComponentSpec, known_providers, spec_for_class, spec_for_provider
+from ._registry import (
+    ComponentSpec,
+    known_providers,
+    registered_ancestor,
+    spec_for_class,
+    spec_for_provider,
+)
 
-__all__ = ["FORMAT_VERSION", "RESTORED_PREFIX", "Dumper", "Loader"]
+if TYPE_CHECKING:
+    from ..messages import BaseChatMessage
+
+__all__ = [
+    "ACTIVE_DUMPER",
+    "ACTIVE_LOADER",
+    "FORMAT_VERSION",
+    "RESTORED_PREFIX",
+    "Dumper",
+    "Loader",
+]
 
 FORMAT_VERSION = 1
 """The ``version`` written in every component model."""
@@ -39,7 +58,12 @@ RESTORED_PREFIX = "graph."
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
-EdgeFunction = Callable[[BaseChatMessage], bool]
+EdgeFunction = Callable[["BaseChatMessage"], bool]
+
+ACTIVE_DUMPER: ContextVar[Dumper | None] = ContextVar("flowlib_component_dumper", default=None)
+"""The dump in progress in this context, if any."""
+ACTIVE_LOADER: ContextVar[Loader | None] = ContextVar("flowlib_component_loader", default=None)
+"""The load in progress in this context, if any."""
 
 
 def _join(parts: Sequence[str]) -> str:
@@ -142,13 +166,15 @@ class Dumper:
     def _dump(self, component: object, segment: str) -> ComponentModel:
         cls = type(component)
         self._frames.append(_Frame(segment))
+        token = ACTIVE_DUMPER.set(self)
         try:
             spec = self._spec(cls)
             if spec.shared_state:
                 self._check_shared(component, spec)
-            config = dict(spec.to_config(component, self))
+            config = self._config(component, spec)
             unserializable = list(self._frames[-1].unserializable)
         finally:
+            ACTIVE_DUMPER.reset(token)
             self._frames.pop()
         return ComponentModel(
             provider=spec.provider,
@@ -160,6 +186,20 @@ class Dumper:
             config=config,
             unserializable=unserializable or None,
         )
+
+    def _config(self, component: Any, spec: ComponentSpec) -> dict[str, Any]:
+        if spec.to_config is not None:
+            value = self.json_value(dict(spec.to_config(component)), "")
+            return dict(value)
+        config = component._to_config()  # the component protocol: private by AutoGen's design
+        if not isinstance(config, BaseModel):
+            self.refuse(
+                "",
+                f"`{type(component).__qualname__}._to_config()` returned "
+                f"{type(config).__name__}, not a pydantic model.",
+            )
+        data: dict[str, Any] = config.model_dump(mode="json", exclude_none=True)
+        return data
 
     def _spec(self, cls: type) -> ComponentSpec:
         try:
@@ -187,12 +227,12 @@ class Dumper:
 
     @staticmethod
     def _unregistered(cls: type) -> str:
-        registered = [base for base in cls.__mro__[1:] if spec_for_class(base) is not None]
+        ancestor = registered_ancestor(cls)
         hint = (
-            f" It subclasses the registered `{registered[0].__name__}`, but a subclass may "
+            f" It subclasses the registered `{ancestor.__name__}`, but a subclass may "
             f"behave differently, so it is not dumped as one: register it with "
-            f"`register_component({cls.__name__}, provider='...', like={registered[0].__name__})`."
-            if registered
+            f"`register_component({cls.__name__}, provider='...', like={ancestor.__name__})`."
+            if ancestor is not None
             else f" Register it with `flowlib.component.register_component({cls.__name__}, "
             "...)`, or give it AutoGen's component_config_schema / _to_config / _from_config."
         )
@@ -289,19 +329,16 @@ class Loader:
         expected: type | tuple[type, ...] | None,
     ) -> Any:
         self._segments.append(segment)
+        token = ACTIVE_LOADER.set(self)
         try:
             model = self._model(data)
             spec = spec_for_provider(model.provider)
             if spec is None:
                 raise UnknownProviderError(model.provider, known_providers(), path=self.path())
-            if not spec.loadable:
-                # Refusing specs explain themselves.
-                spec.from_config(spec.cls, model.config, self)
-                raise self.error(f"`{model.provider}` cannot be loaded.")  # pragma: no cover
             if model.provider == spec.provider:
                 self._check_versions(model, spec)
             self._warn_missing(model)
-            component = spec.from_config(spec.cls, model.config, self)
+            component = self._build(spec, model.config)
             if expected is not None and not isinstance(component, expected):
                 raise self.error(
                     f"`{model.provider}` builds a {type(component).__name__}, but this field "
@@ -309,7 +346,18 @@ class Loader:
                 )
             return component
         finally:
+            ACTIVE_LOADER.reset(token)
             self._segments.pop()
+
+    def _build(self, spec: ComponentSpec, config: Mapping[str, Any]) -> Any:
+        target = spec.cls
+        if spec.from_config is not None:
+            from_config = spec.from_config
+            return self.build(target.__name__, lambda: from_config(config))
+        schema: type[BaseModel] = target.component_config_schema  # type: ignore[attr-defined]
+        validated = self.validate(schema, config) if spec.loadable else config
+        from_config_method = target._from_config  # type: ignore[attr-defined]
+        return self.build(target.__name__, lambda: from_config_method(validated))
 
     def _model(self, data: ComponentModel | Mapping[str, Any]) -> ComponentModel:
         if isinstance(data, ComponentModel):

@@ -14,11 +14,14 @@ import inspect
 import json
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from ..component import json_field, load_error, refuse_field, skip_field
+from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ._client import (
     ChatCompletionClient,
@@ -29,6 +32,15 @@ from ._client import (
     validate_model_info,
 )
 from ._known_models import lookup_context_window, lookup_model_info
+from ._openai_config import (
+    DEFAULT_BASE_URL,
+    SECRET_HEADERS,
+    AzureOpenAIClientConfig,
+    OpenAIClientConfig,
+    create_args_of,
+    is_masked,
+    model_info_of,
+)
 from ._openai_mapping import (
     count_tokens,
     finish_reason,
@@ -291,6 +303,37 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = _can_post_directly(client)
+
+    def _common_config(self) -> dict[str, Any]:
+        """The config fields both OpenAI clients share (the component protocol)."""
+        sdk = self._client
+        config: dict[str, Any] = {"model": self._model, "model_info": dict(self._model_info)}
+        if isinstance(sdk.timeout, (int, float)):
+            config["timeout"] = float(sdk.timeout)
+        config["max_retries"] = sdk.max_retries
+        headers: dict[str, str] = {}
+        # The SDK keeps the caller's own headers private (its public default_headers adds
+        # its own); reading them is allow-listed in tests/test_layers.py.
+        for name, value in dict(getattr(sdk, "_custom_headers", None) or {}).items():
+            if name.lower() in SECRET_HEADERS:
+                skip_field(f"default_headers.{name}", "it holds a credential; add it back by hand.")
+            else:
+                headers[name] = value
+        if headers:
+            config["default_headers"] = headers
+        if self._context_window is not None:
+            config["context_window"] = self._context_window
+        config["include_name_in_message"] = self._include_name
+        for name, value in self._create_args.items():
+            if isinstance(value, type):
+                refuse_field(
+                    name,
+                    f"`{name}` is the Python class {value.__qualname__}, which a config cannot "
+                    "hold; pass it per call (json_output=...) or use the agent's "
+                    "output_content_type in code.",
+                )
+            config[name] = json_field(value, name)
+        return config
 
     @property
     def model(self) -> str:
@@ -755,6 +798,35 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             include_name_in_message=include_name_in_message,
         )
 
+    # -- the component protocol ------------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = OpenAIClientConfig
+
+    def _to_config(self) -> OpenAIClientConfig:
+        config = self._common_config()
+        base_url = str(self._client.base_url).rstrip("/")
+        if base_url != DEFAULT_BASE_URL:
+            config["base_url"] = base_url
+        if self._client.organization:
+            config["organization"] = self._client.organization
+        return OpenAIClientConfig.model_validate(config)
+
+    @classmethod
+    def _from_config(cls, config: OpenAIClientConfig) -> Self:
+        return cls(
+            config.model,
+            api_key=None if is_masked(config.api_key) else config.api_key,
+            base_url=config.base_url,
+            model_info=model_info_of(config),
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            organization=config.organization,
+            default_headers=config.default_headers,
+            context_window=config.context_window,
+            include_name_in_message=config.include_name_in_message,
+            **create_args_of(config),
+        )
+
 
 class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
     """A chat-completion client for Azure OpenAI deployments, on ``openai.AsyncAzureOpenAI``.
@@ -853,3 +925,70 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             context_window=context_window,
             include_name_in_message=include_name_in_message,
         )
+
+    # -- the component protocol ------------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = AzureOpenAIClientConfig
+
+    def _to_config(self) -> AzureOpenAIClientConfig:
+        # AsyncAzureOpenAI has no public accessors for these; allow-listed in
+        # tests/test_layers.py.
+        sdk = self._client
+        if getattr(sdk, "_azure_ad_token_provider", None) is not None:
+            refuse_field(
+                "azure_ad_token_provider",
+                "an Entra ID token provider is a Python callable, which a config cannot hold; "
+                "use AZURE_OPENAI_API_KEY, or build this client in code.",
+            )
+        config = self._common_config()
+        endpoint = getattr(sdk, "_azure_endpoint", None)
+        if endpoint is not None:
+            config["azure_endpoint"] = str(endpoint)
+        config["api_version"] = getattr(sdk, "_api_version", None)
+        deployment = getattr(sdk, "_azure_deployment", None)
+        if deployment:
+            config["azure_deployment"] = deployment
+        return AzureOpenAIClientConfig.model_validate(config)
+
+    @classmethod
+    def _from_config(cls, config: AzureOpenAIClientConfig) -> Self:
+        if config.azure_ad_token_provider is not None:
+            raise load_error(
+                "an `azure_ad_token_provider` cannot be loaded from a config (it would be "
+                "code); set AZURE_OPENAI_API_KEY or build the client in code.",
+                "azure_ad_token_provider",
+            )
+        return cls(
+            model=config.model,
+            azure_endpoint=config.azure_endpoint,
+            api_version=config.api_version,
+            azure_deployment=config.azure_deployment,
+            api_key=None if is_masked(config.api_key) else config.api_key,
+            model_info=model_info_of(config),
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            default_headers=config.default_headers,
+            context_window=config.context_window,
+            include_name_in_message=config.include_name_in_message,
+            **create_args_of(config),
+        )
+
+
+register_builtin(
+    OpenAIChatCompletionClient,
+    "flowlib.models.OpenAIChatCompletionClient",
+    aliases=(
+        "autogen_ext.models.openai.OpenAIChatCompletionClient",
+        "openai_chat_completion_client",
+        "OpenAIChatCompletionClient",
+    ),
+)
+register_builtin(
+    AzureOpenAIChatCompletionClient,
+    "flowlib.models.AzureOpenAIChatCompletionClient",
+    aliases=(
+        "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
+        "azure_openai_chat_completion_client",
+        "AzureOpenAIChatCompletionClient",
+    ),
+)

@@ -6,11 +6,13 @@ import asyncio
 import re
 from array import array
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, ClassVar, cast, overload
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from ..component._registry import register_builtin
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
 from ._types import CreateResult, LLMMessage, RequestUsage
 
@@ -197,6 +199,17 @@ class _CreateCalls(Sequence[dict[str, Any]]):
 
 class ReplayExhaustedError(ValueError):
     """The replay client was asked for more responses than it was scripted with."""
+
+
+class ReplayConfig(BaseModel):
+    """The config of [`ReplayChatCompletionClient`][flowlib.models.ReplayChatCompletionClient]:
+    its script (a config is a blueprint: the position in the script is not kept)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    chat_completions: list[str | CreateResult]
+    model_info: dict[str, Any] | None = None
+    latency: float | None = None
 
 
 class ReplayChatCompletionClient(ChatCompletionClient):
@@ -414,3 +427,27 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def model_info(self) -> ModelInfo:
         """What the fake model claims to support."""
         return self._model_info
+
+    # -- the component protocol ------------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = ReplayConfig
+
+    def _to_config(self) -> ReplayConfig:
+        return ReplayConfig(
+            chat_completions=list(self._script),
+            model_info=dict(self._model_info),
+            latency=self._latency or None,
+        )
+
+    @classmethod
+    def _from_config(cls, config: ReplayConfig) -> Self:
+        info = None if config.model_info is None else cast(ModelInfo, config.model_info)
+        return cls(config.chat_completions, model_info=info, latency=config.latency or 0.0)
+
+
+register_builtin(
+    ReplayChatCompletionClient,
+    "flowlib.models.ReplayChatCompletionClient",
+    aliases=("autogen_ext.models.replay.ReplayChatCompletionClient", "ReplayChatCompletionClient"),
+    shared_state=True,
+)

@@ -32,10 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from typing_extensions import Self
 
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
+from ..component import dump_field, load_field
+from ..component._registry import register_builtin
 from ..errors import DuplicateNodeError, NodeExecutionError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory, TextMessage
@@ -45,6 +48,13 @@ from ..models import (
     LLMMessage,
     RequestUsage,
     UserMessage,
+)
+from ._config import (
+    AUTOGEN_TEAMS,
+    MagenticOneGroupChatConfig,
+    load_members,
+    load_termination,
+    team_fields,
 )
 from ._group_chat import BaseGroupChat, reject_runtime
 
@@ -846,6 +856,43 @@ class MagenticOneGroupChat(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override: ClassVar[str | None] = "flowlib.teams.MagenticOneGroupChat"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = MagenticOneGroupChatConfig
+
+    def _to_config(self) -> MagenticOneGroupChatConfig:
+        fields = team_fields(
+            self,
+            self.participants,
+            self._message_factory.custom_types,
+            self.termination_condition,
+            self.max_turns,
+        )
+        return MagenticOneGroupChatConfig(
+            **fields,
+            emit_team_events=self._emit_team_events,
+            model_client=dump_field(self._model_client, "model_client"),
+            max_stalls=self._max_stalls,
+            final_answer_prompt=self._final_answer_prompt,
+        )
+
+    @classmethod
+    def _from_config(cls, config: MagenticOneGroupChatConfig) -> Self:
+        members = load_members(config, ChatAgent)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        prompt = config.final_answer_prompt
+        return cls(
+            members,
+            client,
+            name=config.name,
+            description=config.description,
+            termination_condition=load_termination(config),
+            max_turns=config.max_turns,
+            max_stalls=config.max_stalls,
+            final_answer_prompt=ORCHESTRATOR_FINAL_ANSWER_PROMPT if prompt is None else prompt,
+            emit_team_events=config.emit_team_events,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent],
@@ -977,3 +1024,10 @@ def hub_graph(router: str, participants: Sequence[ChatAgent]) -> DiGraph:
             kind="function" if isinstance(participant, FunctionAgent) else "agent",
         )
     return DiGraph(nodes=nodes, default_start_node=router, pattern="magentic_one")
+
+
+register_builtin(
+    MagenticOneGroupChat,
+    "flowlib.teams.MagenticOneGroupChat",
+    aliases=(AUTOGEN_TEAMS + "MagenticOneGroupChat", "MagenticOneGroupChat"),
+)

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from ..base import ChatAgent, Team, TerminationCondition
+from ..component._registry import register_builtin
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._config import (
+    AUTOGEN_TEAMS,
+    GroupChatConfig,
+    load_members,
+    load_termination,
+    team_fields,
+)
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["RoundRobinGroupChat"]
@@ -50,6 +61,31 @@ class RoundRobinGroupChat(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override = "flowlib.teams.RoundRobinGroupChat"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
+
+    def _to_config(self) -> GroupChatConfig:
+        fields = team_fields(
+            self,
+            self.participants,
+            self._message_factory.custom_types,
+            self.termination_condition,
+            self.max_turns,
+        )
+        return GroupChatConfig(**fields, emit_team_events=self._emit_team_events)
+
+    @classmethod
+    def _from_config(cls, config: GroupChatConfig) -> Self:
+        return cls(
+            load_members(config, (ChatAgent, Team)),
+            name=config.name,
+            description=config.description,
+            termination_condition=load_termination(config),
+            max_turns=config.max_turns,
+            emit_team_events=config.emit_team_events,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team],
@@ -91,3 +127,10 @@ def ring_graph(names: Sequence[str], participants: Sequence[ChatAgent | Team]) -
         default_start_node=names[0] if names else None,
         pattern="round_robin",
     )
+
+
+register_builtin(
+    RoundRobinGroupChat,
+    "flowlib.teams.RoundRobinGroupChat",
+    aliases=(AUTOGEN_TEAMS + "RoundRobinGroupChat", "RoundRobinGroupChat"),
+)

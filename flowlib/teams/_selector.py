@@ -14,11 +14,14 @@ import json
 import logging
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..component import dump_field, load_field, skip_field
+from ..component._registry import register_builtin
 from ..errors import DuplicateNodeError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
 from ..messages import (
@@ -36,6 +39,13 @@ from ..models import (
     ModelFamily,
     SystemMessage,
     UserMessage,
+)
+from ._config import (
+    AUTOGEN_TEAMS,
+    SelectorGroupChatConfig,
+    load_members,
+    load_termination,
+    team_fields,
 )
 from ._group_chat import BaseGroupChat, reject_runtime
 
@@ -213,6 +223,41 @@ class SelectorRouter(Router):
     def model_context(self) -> ChatCompletionContext:
         """The context the prompt's ``{history}`` is read from."""
         return self._context
+
+    @property
+    def model_client(self) -> ChatCompletionClient:
+        """The model that selects speakers."""
+        return self._model_client
+
+    @property
+    def selector_prompt(self) -> str:
+        """The prompt template."""
+        return self._prompt
+
+    @property
+    def allow_repeated_speaker(self) -> bool:
+        """Whether the previous speaker may be selected again."""
+        return self._allow_repeated
+
+    @property
+    def max_selector_attempts(self) -> int:
+        """How often the model is asked before falling back."""
+        return self._max_attempts
+
+    @property
+    def model_client_streaming(self) -> bool:
+        """Whether the selection is streamed."""
+        return self._streaming
+
+    @property
+    def selector_func(self) -> SelectorFunc | None:
+        """The custom selector function, if any."""
+        return self._selector_func
+
+    @property
+    def candidate_func(self) -> CandidateFunc | None:
+        """The custom candidate filter, if any."""
+        return self._candidate_func
 
     # --- one turn -----------------------------------------------------------------------
 
@@ -482,6 +527,69 @@ class SelectorGroupChat(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override = "flowlib.teams.SelectorGroupChat"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = SelectorGroupChatConfig
+
+    def _to_config(self) -> SelectorGroupChatConfig:
+        router = self._router
+        for field_name, value in (
+            ("selector_func", router.selector_func),
+            ("candidate_func", router.candidate_func),
+        ):
+            if value is not None:
+                skip_field(
+                    field_name,
+                    "it is a Python callable (documented as ignored by configs); the loaded "
+                    "team selects speakers with its model.",
+                )
+        fields = team_fields(
+            self,
+            self.participants,
+            self._message_factory.custom_types,
+            self.termination_condition,
+            self.max_turns,
+        )
+        return SelectorGroupChatConfig(
+            **fields,
+            emit_team_events=self._emit_team_events,
+            model_client=dump_field(router.model_client, "model_client"),
+            selector_prompt=router.selector_prompt,
+            allow_repeated_speaker=router.allow_repeated_speaker,
+            max_selector_attempts=router.max_selector_attempts,
+            model_client_streaming=router.model_client_streaming,
+            model_context=dump_field(router.model_context, "model_context"),
+        )
+
+    @classmethod
+    def _from_config(cls, config: SelectorGroupChatConfig) -> Self:
+        members = load_members(config)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        termination = load_termination(config)
+        context = (
+            None
+            if config.model_context is None
+            else load_field(config.model_context, "model_context", ChatCompletionContext)
+        )
+        return cls(
+            members,
+            client,
+            name=config.name,
+            description=config.description,
+            termination_condition=termination,
+            max_turns=config.max_turns,
+            selector_prompt=(
+                DEFAULT_SELECTOR_PROMPT
+                if config.selector_prompt is None
+                else config.selector_prompt
+            ),
+            allow_repeated_speaker=config.allow_repeated_speaker,
+            max_selector_attempts=config.max_selector_attempts,
+            emit_team_events=config.emit_team_events,
+            model_client_streaming=config.model_client_streaming,
+            model_context=context,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team],
@@ -580,3 +688,10 @@ def hub_graph(router: str, participants: Sequence[ChatAgent | Team]) -> DiGraph:
             edges=[DiGraphEdge(target=router)],
         )
     return DiGraph(nodes=nodes, default_start_node=router, pattern="selector")
+
+
+register_builtin(
+    SelectorGroupChat,
+    "flowlib.teams.SelectorGroupChat",
+    aliases=(AUTOGEN_TEAMS + "SelectorGroupChat", "SelectorGroupChat"),
+)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
+from ..component._registry import register_builtin
 from ..graph import (
     AnyOf,
     DiGraph,
@@ -18,6 +22,13 @@ from ..graph import (
     Not,
 )
 from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
+from ._config import (
+    AUTOGEN_TEAMS,
+    GroupChatConfig,
+    load_members,
+    load_termination,
+    team_fields,
+)
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["Swarm"]
@@ -102,6 +113,31 @@ class Swarm(BaseGroupChat):
     DEFAULT_NAME = "Swarm"
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override = "flowlib.teams.Swarm"
+
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
+
+    def _to_config(self) -> GroupChatConfig:
+        fields = team_fields(
+            self,
+            self.participants,
+            self._message_factory.custom_types,
+            self.termination_condition,
+            self.max_turns,
+        )
+        return GroupChatConfig(**fields, emit_team_events=self._emit_team_events)
+
+    @classmethod
+    def _from_config(cls, config: GroupChatConfig) -> Self:
+        return cls(
+            load_members(config, ChatAgent),
+            name=config.name,
+            description=config.description,
+            termination_condition=load_termination(config),
+            max_turns=config.max_turns,
+            emit_team_events=config.emit_team_events,
+        )
 
     def __init__(
         self,
@@ -224,3 +260,10 @@ class Swarm(BaseGroupChat):
             "swarm; resume with run(task=HandoffMessage(source=..., "
             f"target=<a participant>, content=...))"
         )
+
+
+register_builtin(
+    Swarm,
+    "flowlib.teams.Swarm",
+    aliases=(AUTOGEN_TEAMS + "Swarm", "Swarm"),
+)

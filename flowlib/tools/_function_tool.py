@@ -17,12 +17,15 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, overload
+from typing import Annotated, Any, ClassVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from ..component import load_error, refuse_field
+from ..component._registry import register_builtin
 from ._base import BaseTool
 from ._schema import Tool
 
@@ -98,6 +101,27 @@ class FunctionTool(BaseTool[BaseModel, Any]):
     def func(self) -> Callable[..., Any]:
         """The wrapped function."""
         return self._func
+
+    # -- the component protocol: a function is code, never config --------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = BaseModel
+
+    def _to_config(self) -> BaseModel:
+        refuse_field(
+            "",
+            f"FunctionTool `{self.name}` wraps the Python function "
+            f"`{getattr(self._func, '__qualname__', self._func)!r}`, and flowlib never turns "
+            "code into config (nor loads code from one). Build this agent in code, or write "
+            "the tool as a BaseTool subclass registered with "
+            "flowlib.component.register_component().",
+        )
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        raise load_error(
+            "this FunctionTool config carries Python source code; flowlib never executes code "
+            "from a config. Build the tool in code and pass it to the agent."
+        )
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
         """Call the function with validated arguments (and the token where it asks).
@@ -448,3 +472,11 @@ def _rest(lines: list[str], found: dict[str, list[str]]) -> None:
             current.append(line.strip())
         else:
             current = None
+
+
+register_builtin(
+    FunctionTool,
+    "flowlib.tools.FunctionTool",
+    aliases=("autogen_core.tools.FunctionTool", "FunctionTool"),
+    loadable=False,
+)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
+from ...component._registry import register_builtin
 from ...errors import McpServerError
 from ...models._image import Image
 from .._schema import ParametersSchema, ToolSchema
@@ -402,3 +403,10 @@ def _reason(error: BaseException | None) -> str:
         return "the connection closed"
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}"
+
+
+register_builtin(
+    McpWorkbench,
+    "flowlib.tools.mcp.McpWorkbench",
+    aliases=("autogen_ext.tools.mcp.McpWorkbench", "McpWorkbench"),
+)

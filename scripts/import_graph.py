@@ -1,0 +1,119 @@
+"""flowlib's import graph, built from the source with ``ast`` and networkx.
+
+Used by ``tests/test_layers.py`` (the layer order and the no-cycle rule) and by
+``scripts/draw_layers.py`` (the drawing in ``docs/architecture.md``).
+
+An edge ``a -> b`` means module ``a`` imports module ``b`` when ``a`` is imported or when
+one of its functions runs. Imports under ``if TYPE_CHECKING:`` are not edges: they never
+run. Function-local (deferred) imports *are* edges: they still tie the modules together at
+run time, so they must respect the layers too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+
+__all__ = ["LAYERS", "import_graph", "layer_of", "package_graph", "package_of"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("flowlib.errors", "flowlib._cancellation"),
+    ("flowlib.component",),
+    ("flowlib.messages",),
+    ("flowlib.models", "flowlib.code_executors", "flowlib.memory", "flowlib.checkpoint"),
+    ("flowlib.model_context", "flowlib.tools"),
+    ("flowlib.base",),
+    ("flowlib.conditions", "flowlib.graph"),
+    ("flowlib.agents",),
+    ("flowlib.teams",),
+    ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing"),
+    ("flowlib._demo", "flowlib.cli", "flowlib.__main__", "flowlib"),
+)
+"""flowlib's packages from the bottom layer up. A package may import its own layer's
+packages only when that makes no cycle, and any package of a layer below; never one above."""
+
+
+def package_of(module: str) -> str:
+    """The top-level unit of ``module``: ``flowlib.graph._model`` -> ``flowlib.graph``."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def layer_of(package: str) -> int:
+    """The index of ``package``'s layer in [`LAYERS`][]."""
+    for index, layer in enumerate(LAYERS):
+        if package in layer:
+            return index
+    raise KeyError(f"`{package}` is in no layer; add it to LAYERS in scripts/import_graph.py")
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``tree`` except those under ``if TYPE_CHECKING:``."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(root: Path | None = None) -> nx.DiGraph:
+    """The module import graph of the ``flowlib`` package under ``root`` (the repository).
+
+    Each edge carries ``lineno`` (the first import of the target).
+    """
+    package_dir = (root or ROOT) / "flowlib"
+    modules = {_module_name(path, package_dir): path for path in package_dir.rglob("*.py")}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split(".")
+                    base = parts[: len(parts) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                candidates = [target] + [f"{target}.{alias.name}" for alias in node.names]
+            else:
+                candidates = [alias.name for alias in node.names]
+            for candidate in candidates:
+                if candidate in modules and candidate != module:
+                    if not graph.has_edge(module, candidate):
+                        graph.add_edge(module, candidate, lineno=node.lineno)
+    return graph
+
+
+def package_graph(modules: nx.DiGraph) -> nx.DiGraph:
+    """The import graph between the top-level units (packages and top-level modules)."""
+    graph = nx.DiGraph()
+    for module in modules:
+        graph.add_node(package_of(module))
+    for source, target in modules.edges:
+        a, b = package_of(source), package_of(target)
+        if a != b:
+            graph.add_edge(a, b)
+    return graph
