@@ -7,6 +7,11 @@ An edge ``a -> b`` means module ``a`` imports module ``b`` when ``a`` is importe
 one of its functions runs. Imports under ``if TYPE_CHECKING:`` are not edges: they never
 run. Function-local (deferred) imports *are* edges: they still tie the modules together at
 run time, so they must respect the layers too.
+
+The units of the layers are flowlib's packages and top-level modules, plus the few modules
+declared in ``SUBUNITS`` that sit in another layer than their package (a package's
+``__init__`` may re-export them: a re-export is the package's public face, not a
+dependency of its code).
 """
 
 from __future__ import annotations
@@ -17,31 +22,59 @@ from pathlib import Path
 
 import networkx as nx
 
-__all__ = ["LAYERS", "import_graph", "layer_of", "package_graph", "package_of"]
+__all__ = [
+    "LAYERS",
+    "SUBUNITS",
+    "import_graph",
+    "is_reexport",
+    "layer_of",
+    "package_graph",
+    "package_of",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("flowlib.errors", "flowlib._cancellation"),
+    ("flowlib", "flowlib.errors", "flowlib._cancellation", "flowlib.models._image"),
     ("flowlib.component",),
+    ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools"),
+    ("flowlib.models",),
+    ("flowlib.model_context",),
+    ("flowlib.memory",),
     ("flowlib.messages",),
-    ("flowlib.models", "flowlib.code_executors", "flowlib.memory", "flowlib.checkpoint"),
-    ("flowlib.model_context", "flowlib.tools"),
     ("flowlib.base",),
-    ("flowlib.conditions", "flowlib.graph"),
-    ("flowlib.agents",),
+    ("flowlib.conditions", "flowlib.agents", "flowlib.tools._agent_tool"),
+    ("flowlib.graph",),
     ("flowlib.teams",),
     ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing"),
-    ("flowlib._demo", "flowlib.cli", "flowlib.__main__", "flowlib"),
+    ("flowlib._demo",),
+    ("flowlib.cli",),
+    ("flowlib.__main__",),
 )
-"""flowlib's packages from the bottom layer up. A package may import its own layer's
-packages only when that makes no cycle, and any package of a layer below; never one above."""
+"""flowlib's units from the bottom layer up. A unit may import units of the layers below
+it, never one of its own layer or above."""
+
+SUBUNITS: dict[str, str] = {
+    "flowlib.models._image": "an image value type, used by tools' results and by models",
+    "flowlib.tools._agent_tool": "AgentTool and TeamTool run agents and teams, so they sit "
+    "above them, though flowlib.tools exports them (AutoGen's autogen_agentchat.tools)",
+}
+"""Modules that are their own unit, in another layer than their package, and why."""
 
 
 def package_of(module: str) -> str:
-    """The top-level unit of ``module``: ``flowlib.graph._model`` -> ``flowlib.graph``."""
+    """The unit of ``module``: ``flowlib.graph._model`` -> ``flowlib.graph``, a module of
+    ``SUBUNITS`` -> itself."""
+    for unit in SUBUNITS:
+        if module == unit or module.startswith(unit + "."):
+            return unit
     parts = module.split(".")
     return ".".join(parts[:2])
+
+
+def is_reexport(source: str, target: str) -> bool:
+    """Whether ``source`` is a package ``__init__`` importing one of its own modules."""
+    return target.startswith(source + ".") and source != "flowlib"
 
 
 def layer_of(package: str) -> int:
@@ -84,6 +117,7 @@ def import_graph(root: Path | None = None) -> nx.DiGraph:
     Each edge carries ``lineno`` (the first import of the target).
     """
     package_dir = (root or ROOT) / "flowlib"
+    # The module of a package __init__ is the package's name.
     modules = {_module_name(path, package_dir): path for path in package_dir.rglob("*.py")}
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
@@ -101,9 +135,9 @@ def import_graph(root: Path | None = None) -> nx.DiGraph:
             else:
                 candidates = [alias.name for alias in node.names]
             for candidate in candidates:
-                if candidate in modules and candidate != module:
-                    if not graph.has_edge(module, candidate):
-                        graph.add_edge(module, candidate, lineno=node.lineno)
+                known = candidate in modules and candidate != module
+                if known and not graph.has_edge(module, candidate):
+                    graph.add_edge(module, candidate, lineno=node.lineno)
     return graph
 
 
@@ -114,6 +148,6 @@ def package_graph(modules: nx.DiGraph) -> nx.DiGraph:
         graph.add_node(package_of(module))
     for source, target in modules.edges:
         a, b = package_of(source), package_of(target)
-        if a != b:
+        if a != b and not is_reexport(source, target):
             graph.add_edge(a, b)
     return graph

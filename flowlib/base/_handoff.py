@@ -6,7 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, model_validator
 
-from ..tools import BaseTool, FunctionTool
+from ..tools._base import BaseTool
+from ..tools._function_tool import FunctionTool
 
 __all__ = ["Handoff"]
 

@@ -203,6 +203,11 @@ class AndTerminationCondition(TerminationCondition):
     def __repr__(self) -> str:
         return f"AndTerminationCondition({', '.join(map(repr, self._conditions))})"
 
+    @property
+    def conditions(self) -> tuple[TerminationCondition, ...]:
+        """The combined conditions, in order."""
+        return tuple(self._conditions)
+
     def _to_config(self) -> CombinedConfig:
         return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
 
@@ -268,6 +273,11 @@ class OrTerminationCondition(TerminationCondition):
 
     def __repr__(self) -> str:
         return f"OrTerminationCondition({', '.join(map(repr, self._conditions))})"
+
+    @property
+    def conditions(self) -> tuple[TerminationCondition, ...]:
+        """The combined conditions, in order."""
+        return tuple(self._conditions)
 
     def _to_config(self) -> CombinedConfig:
         return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))

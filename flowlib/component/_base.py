@@ -5,18 +5,13 @@ and yours) writes itself to a config and builds itself from one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar, overload
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from ._errors import ComponentTypeError
-from ._model import ComponentModel
-
-if TYPE_CHECKING:
-    # Not imported at run time: the base classes import this module early.
-    from ..messages import BaseChatMessage
+from ._model import ComponentModel, EdgeFunction, dump, load
 
 __all__ = [
     "Component",
@@ -28,8 +23,6 @@ __all__ = [
 
 T = TypeVar("T")
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
-
-EdgeFunction: TypeAlias = "Callable[[BaseChatMessage], bool]"
 
 
 def dump_component(component: object) -> ComponentModel:
@@ -75,12 +68,7 @@ def dump_component(component: object) -> ComponentModel:
         >>> type(condition).__name__
         'OrTerminationCondition'
     """
-    from ._codec import ACTIVE_DUMPER, Dumper
-
-    active = ACTIVE_DUMPER.get()
-    if active is not None:  # called from a _to_config: nest under the dump in progress
-        return ComponentModel.model_validate(active.component(component, ""))
-    return Dumper().root(component)
+    return dump(component)
 
 
 @overload
@@ -131,20 +119,7 @@ def load_component(
         ConditionSerializationError: A callable edge condition is not in ``conditions``.
         TypeError: The component is not an ``expected`` instance.
     """
-    from ._codec import ACTIVE_LOADER, Loader
-
-    active = ACTIVE_LOADER.get()
-    if active is not None and conditions is None:
-        # called from a _from_config: nest under the load in progress
-        component = active.component(model, "", object)
-    else:
-        component = Loader(conditions=conditions).root(model, None)
-    if expected is not None and not isinstance(component, expected):
-        raise ComponentTypeError(
-            f"The config builds a {type(component).__name__}, not a {expected.__name__}; "
-            f"load it with the matching class, or pass the config of a {expected.__name__}."
-        )
-    return component
+    return load(model, expected, conditions=conditions)
 
 
 class ComponentLoader:

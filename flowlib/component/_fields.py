@@ -12,16 +12,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from ._codec import ACTIVE_DUMPER, ACTIVE_LOADER, Dumper, Loader
 from ._errors import (
     ComponentLoadError,
     ComponentSerializationError,
     ComponentSerializationWarning,
 )
-from ._model import ComponentModel
+from ._model import ACTIVE_DUMPER, ACTIVE_LOADER, ComponentModel, Dumper, Loader
 
 if TYPE_CHECKING:
-    from ._base import EdgeFunction
+    from ._model import EdgeFunction
 
 __all__ = [
     "dump_field",

@@ -12,8 +12,7 @@ from ..messages import BaseChatMessage
 from ..models import ChatCompletionClient
 from ..tools import Tool, as_tool
 from ._backends import AssistantBackend, Backend, WrappedBackend
-from ._reply import AgentReply
-from ._run import AgentRun
+from ._run import AgentReply, AgentRun
 from ._stream import MemoryStream
 from ._turn import HumanInputHandler
 
@@ -210,8 +209,19 @@ class Agent:
             raise TypeError("A turn needs a message: a str, a chat message or a list of them.")
         messages = task_messages(message)
         return AgentRun(
-            self, messages, state=state, stream=stream if stream is not None else MemoryStream()
+            self,
+            messages,
+            state=state,
+            stream=stream if stream is not None else MemoryStream(),
+            backend=self._backend,
+            human_input=self._human_input,
+            open_run=self._next_run,
         )
+
+    def _next_run(
+        self, message: _Message, state: Mapping[str, Any] | None, stream: MemoryStream | None
+    ) -> AgentRun:
+        return self._open_run(message, state=state, stream=stream)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"

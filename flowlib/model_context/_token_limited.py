@@ -12,7 +12,7 @@ from typing_extensions import Self
 from ..component import ComponentModel, dump_field, json_field, load_field
 from ..component._registry import register_builtin
 from ..models import ChatCompletionClient, LLMMessage
-from ..tools import ToolSchema
+from ..tools._schema import ToolSchema
 from ._base import ChatCompletionContext, ContextConfig, drop_orphan_results
 
 __all__ = ["TokenLimitedChatCompletionContext"]

@@ -10,7 +10,7 @@ from typing_extensions import NotRequired, Required, TypedDict
 
 from .._cancellation import CancellationToken
 from ..component._base import ComponentBase
-from ..tools import Tool, ToolSchema
+from ..tools._schema import Tool, ToolSchema
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = [

@@ -253,7 +253,7 @@ class Image:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Image):
             return NotImplemented
-        return self._mime_type == other._mime_type and self._data == other._data
+        return self._mime_type == other.mime_type and self._data == other.data
 
     def __hash__(self) -> int:
         return hash((self._mime_type, self._data))

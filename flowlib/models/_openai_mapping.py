@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..tools import Tool, ToolSchema
+from ..tools._schema import Tool, ToolSchema
 from ._client import ToolChoice, ToolLike
 from ._image import Image
 from ._types import (

@@ -163,8 +163,11 @@ class _RequestLog(Sequence[list[LLMMessage]]):
 class _CreateCalls(Sequence[dict[str, Any]]):
     """``create_calls``: the arguments of every call, built when read."""
 
-    def __init__(self, client: ReplayChatCompletionClient) -> None:
+    def __init__(
+        self, client: ReplayChatCompletionClient, tokens: list[CancellationToken | None]
+    ) -> None:
         self._client = client
+        self._tokens = tokens  # the client's own list, shared
 
     def __len__(self) -> int:
         return len(self._client.request_args)
@@ -183,7 +186,7 @@ class _CreateCalls(Sequence[dict[str, Any]]):
         return {
             "messages": client.requests[position],
             **client.request_args[position],
-            "cancellation_token": client._tokens[position],
+            "cancellation_token": self._tokens[position],
         }
 
     def __eq__(self, other: object) -> bool:
@@ -284,7 +287,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         """The arguments of every call (create and create_stream), in order: dicts with
         ``messages``, ``tools``, ``tool_choice``, ``json_output``, ``extra_create_args``
         and ``cancellation_token``, as AutoGen's replay client records them."""
-        return _CreateCalls(self)
+        return _CreateCalls(self, self._tokens)
 
     @property
     def remaining(self) -> int:

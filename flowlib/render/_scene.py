@@ -122,7 +122,7 @@ def graph_of(obj: DiGraph | SupportsGraph) -> DiGraph:
 
 
 def _termination_name(condition: Any) -> str:
-    parts = getattr(condition, "_conditions", None)
+    parts = getattr(condition, "conditions", None)
     name = type(condition).__name__
     if isinstance(parts, (list, tuple)) and name in {
         "AndTerminationCondition",
