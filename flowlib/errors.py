@@ -214,3 +214,23 @@ class TeamRunningError(FlowlibError, RuntimeError):
 
 
 __all__ += ["TeamRunningError"]
+
+
+class InvalidValueError(FlowlibError, ValueError):
+    """A value flowlib cannot use: bad input to a constructor or a call, a malformed
+    message, a model answer that does not parse. ``except ValueError`` still catches it.
+    The message names the offending argument, node or field and says how to fix it."""
+
+
+class InvalidTypeError(FlowlibError, TypeError):
+    """An object of a type flowlib does not accept. ``except TypeError`` still catches it."""
+
+
+class ContractError(FlowlibError, RuntimeError):
+    """A participant, router, model client or callback broke the contract flowlib relies on
+    (a stream that ended without its final result, an input function that returned no
+    string), or a helper was called outside the context it works in.
+    ``except RuntimeError`` still catches it."""
+
+
+__all__ += ["ContractError", "InvalidTypeError", "InvalidValueError"]

@@ -35,8 +35,8 @@ __all__ = [
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("flowlib", "flowlib.errors", "flowlib._cancellation", "flowlib.models._image"),
-    ("flowlib.component",),
+    ("flowlib", "flowlib.errors", "flowlib._cancellation"),
+    ("flowlib.component", "flowlib.models._image"),
     ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools"),
     ("flowlib.models",),
     ("flowlib.model_context",),

@@ -25,7 +25,7 @@ from ..component import (
     skip_field,
 )
 from ..component._registry import register_builtin
-from ..errors import StateError
+from ..errors import InvalidTypeError, InvalidValueError, StateError
 from ..memory import Memory
 from ..messages import (
     BaseAgentEvent,
@@ -223,16 +223,18 @@ class AssistantAgent(BaseChatAgent):
         super().__init__(name, description)
         self._workbenches = as_workbenches(name, workbench, tools)
         if isinstance(memory, Memory):
-            raise TypeError(f"Agent `{name}`: memory takes a list of memories: memory=[...].")
+            raise InvalidTypeError(
+                f"Agent `{name}`: memory takes a list of memories: memory=[...]."
+            )
         if max_tool_iterations < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{name}`: max_tool_iterations must be at least 1, got "
                 f"{max_tool_iterations}."
             )
         if output_content_type is not None and not (
             isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
         ):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{name}`: output_content_type must be a pydantic BaseModel subclass, "
                 f"not {output_content_type!r}."
             )
@@ -242,7 +244,7 @@ class AssistantAgent(BaseChatAgent):
             "function_calling", False
         ):
             given = "handoffs" if self._handoffs and not self._tools else "tools"
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{name}`: the model does not support function calling "
                 f"(model_info['function_calling'] is False), so it cannot use {given}. "
                 "Use a model that supports function calling, or remove them."
@@ -525,7 +527,7 @@ class AssistantAgent(BaseChatAgent):
                         yield streamed
             assert inference is not None
             if isinstance(inference.result.content, list) and inference.result.content:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Agent `{self.name}`: the model answered the reflection call (made "
                     "without tools) with tool calls; expected a text answer."
                 )
@@ -599,7 +601,7 @@ class AssistantAgent(BaseChatAgent):
                         content=chunk, full_message_id=message_id, source=self.name
                     )
         if final is None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{self.name}`: the model client's stream ended without a "
                 "CreateResult; create_stream must yield the final result last."
             )
@@ -627,7 +629,7 @@ class AssistantAgent(BaseChatAgent):
         try:
             parsed = self._output_content_type.model_validate_json(content)
         except ValidationError as exc:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{self.name}`: the model's answer is not a valid "
                 f"`{self._output_content_type.__name__}` ({exc.error_count()} error(s): "
                 f"{exc.errors()[0]['msg']}). Answer: {content[:200]!r}"

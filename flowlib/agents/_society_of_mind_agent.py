@@ -12,7 +12,7 @@ from typing_extensions import Self
 from ..base import CancellationToken, Response, TaskResult, Team
 from ..component import ComponentModel, dump_field, load_field
 from ..component._registry import register_builtin
-from ..errors import StateError
+from ..errors import ContractError, InvalidTypeError, StateError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -115,7 +115,7 @@ class SocietyOfMindAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         if not isinstance(team, Team):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"SocietyOfMindAgent `{name}` needs a Team (e.g. a GraphFlow) as its inner "
                 f"team, not {type(team).__name__}."
             )
@@ -222,7 +222,7 @@ class SocietyOfMindAgent(BaseChatAgent):
                     await self._request(transcript), cancellation_token=cancellation_token
                 )
                 if not isinstance(completion.content, str):
-                    raise RuntimeError(
+                    raise ContractError(
                         f"SocietyOfMindAgent `{self.name}`: the model answered with tool "
                         "calls; it must answer in text."
                     )

@@ -18,7 +18,7 @@ from ..component._base import ComponentBase
 from ..component._fields import dump_fields, load_fields
 from ..component._model import ComponentModel
 from ..component._registry import register_builtin
-from ..errors import FlowlibError
+from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
 from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
 
 __all__ = [
@@ -113,10 +113,10 @@ def _check_parts(
     kind: str, conditions: tuple[TerminationCondition, ...]
 ) -> tuple[TerminationCondition, ...]:
     if not conditions:
-        raise ValueError(f"`{kind}` needs at least one termination condition.")
+        raise InvalidValueError(f"`{kind}` needs at least one termination condition.")
     for position, condition in enumerate(conditions):
         if not isinstance(condition, TerminationCondition):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"`{kind}` part {position} is a {type(condition).__name__}; every part must be "
                 "a TerminationCondition such as MaxMessageTermination(10)."
             )

@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import FlowlibError
+from ..errors import GraphError
 from ._errors import (
     ComponentLoadError,
     ComponentSerializationError,
@@ -375,8 +375,8 @@ class Loader:
         """Call a constructor, turning its ``ValueError``/``TypeError`` into a load error."""
         try:
             return factory()
-        except FlowlibError:
-            # flowlib's own errors (graph errors, ...) keep their type: they name the fault.
+        except (ComponentLoadError, GraphError):
+            # A nested load error has its path already; a graph error names the fault.
             raise
         except (ValueError, TypeError) as exc:
             raise self.error(f"building {what} failed: {exc}") from exc

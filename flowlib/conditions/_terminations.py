@@ -18,6 +18,7 @@ from typing_extensions import Self
 from ..base import TerminatedException, TerminationCondition
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
+from ..errors import InvalidTypeError, InvalidValueError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -47,13 +48,13 @@ _Messages: TypeAlias = Sequence[BaseAgentEvent | BaseChatMessage]
 def _names(parameter: str, owner: str, names: Sequence[str]) -> tuple[str, ...]:
     """Copy a list of agent names, refusing a bare string (which `in` would match by substring)."""
     if isinstance(names, str):
-        raise TypeError(
+        raise InvalidTypeError(
             f"`{owner}` {parameter} must be a list of agent names, not the string {names!r}; "
             f"write {parameter}=[{names!r}]."
         )
     copied = tuple(names)
     if not copied:
-        raise ValueError(
+        raise InvalidValueError(
             f"`{owner}` {parameter} is empty, so the condition could never fire; "
             "give at least one agent name."
         )
@@ -240,7 +241,7 @@ class MaxMessageTermination(_LatchedCondition):
     def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
         super().__init__()
         if max_messages < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"`MaxMessageTermination` max_messages is {max_messages}; it must be at least 1."
             )
         self._max_messages = max_messages
@@ -306,7 +307,7 @@ class TextMentionTermination(_LatchedCondition):
     def __init__(self, text: str, sources: Sequence[str] | None = None) -> None:
         super().__init__()
         if not text:
-            raise ValueError(
+            raise InvalidValueError(
                 "`TextMentionTermination` text is empty, so every message would match; "
                 'give the text to look for, e.g. TextMentionTermination("TERMINATE").'
             )
@@ -364,13 +365,13 @@ class TokenUsageTermination(_LatchedCondition):
             "max_completion_token": max_completion_token,
         }
         if all(limit is None for limit in limits.values()):
-            raise ValueError(
+            raise InvalidValueError(
                 "At least one of max_total_token, max_prompt_token, or max_completion_token "
                 "must be provided"
             )
         for name, limit in limits.items():
             if limit is not None and limit < 1:
-                raise ValueError(
+                raise InvalidValueError(
                     f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1."
                 )
         self._max_total_token = max_total_token
@@ -474,7 +475,7 @@ class TimeoutTermination(_LatchedCondition):
     ) -> None:
         super().__init__()
         if timeout_seconds < 0:
-            raise ValueError(
+            raise InvalidValueError(
                 f"`TimeoutTermination` timeout_seconds is {timeout_seconds}; "
                 "it must be zero or more."
             )
@@ -689,7 +690,7 @@ class FunctionalTermination(_LatchedCondition):
     ) -> None:
         super().__init__()
         if not callable(func):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"`FunctionalTermination` needs a function of the messages, got a "
                 f"{type(func).__name__}."
             )

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..base import ChatAgent, Team
 from ..base._task import task_messages
+from ..errors import InvalidTypeError
 from ..memory import Memory
 from ..messages import BaseChatMessage
 from ..models import ChatCompletionClient
@@ -96,7 +97,7 @@ class Agent:
 
     def _setup(self, backend: Backend, human_input: HumanInputHandler | None) -> None:
         if human_input is not None and not callable(human_input):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{backend.name}`: human_input must be a function taking a "
                 f"HumanInputRequest and returning the answer, not {type(human_input).__name__}."
             )
@@ -124,7 +125,7 @@ class Agent:
             TypeError: If ``agent`` is not a flowlib ``ChatAgent``.
         """
         if not isinstance(agent, ChatAgent):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent.from_chat_agent() takes a flowlib ChatAgent, not "
                 f"{type(agent).__name__}; for a team use Agent.from_team()."
             )
@@ -145,7 +146,7 @@ class Agent:
             TypeError: If ``team`` is not a flowlib ``Team``.
         """
         if not isinstance(team, Team):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent.from_team() takes a flowlib Team, not {type(team).__name__}; for "
                 "an agent use Agent.from_chat_agent()."
             )
@@ -206,7 +207,9 @@ class Agent:
         stream: MemoryStream | None,
     ) -> AgentRun:
         if message is None:
-            raise TypeError("A turn needs a message: a str, a chat message or a list of them.")
+            raise InvalidTypeError(
+                "A turn needs a message: a str, a chat message or a list of them."
+            )
         messages = task_messages(message)
         return AgentRun(
             self,

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .._cancellation import CancellationToken
 from ..base import TaskResult
+from ..errors import InvalidTypeError
 from ..messages import BaseChatMessage, TextMessage
 from ._backends import Backend
 from ._errors import ConversationError, TurnCancelledError
@@ -323,7 +324,7 @@ class AgentRun:
         elif isinstance(message, BaseChatMessage):
             chat = message
         else:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"enqueue() takes a str or a chat message (e.g. TextMessage), not "
                 f"{type(message).__name__}."
             )

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..component._base import ComponentBase
-from ..errors import StateError
+from ..errors import InvalidTypeError, StateError
 from ..models import (
     AssistantMessage,
     FunctionCall,
@@ -191,7 +191,7 @@ class _RollbackPoint:
 
 def _checked(message: Any) -> LLMMessage:
     if not isinstance(message, _LLM_MESSAGE_TYPES):
-        raise TypeError(
+        raise InvalidTypeError(
             f"A model context holds LLM messages (SystemMessage, UserMessage, "
             f"AssistantMessage, FunctionExecutionResultMessage), not "
             f"{type(message).__name__}. Convert chat messages with to_model_message()."

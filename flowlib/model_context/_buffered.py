@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..models import FunctionExecutionResultMessage, LLMMessage
 from ._base import ChatCompletionContext, ContextConfig
 
@@ -50,7 +51,7 @@ class BufferedChatCompletionContext(ChatCompletionContext):
         self, buffer_size: int, initial_messages: Sequence[LLMMessage] | None = None
     ) -> None:
         if buffer_size < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"buffer_size must be at least 1, got {buffer_size}. Use "
                 "UnboundedChatCompletionContext to send the whole history."
             )

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..models import FunctionExecutionResultMessage, LLMMessage, UserMessage
 from ._base import ChatCompletionContext, ContextConfig, is_tool_call_message
 
@@ -48,9 +49,9 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
         initial_messages: Sequence[LLMMessage] | None = None,
     ) -> None:
         if head_size < 1:
-            raise ValueError(f"head_size must be at least 1, got {head_size}.")
+            raise InvalidValueError(f"head_size must be at least 1, got {head_size}.")
         if tail_size < 1:
-            raise ValueError(f"tail_size must be at least 1, got {tail_size}.")
+            raise InvalidValueError(f"tail_size must be at least 1, got {tail_size}.")
         super().__init__(initial_messages)
         self._head_size = head_size
         self._tail_size = tail_size

@@ -11,6 +11,7 @@ from typing_extensions import Self
 
 from ..component import ComponentModel, dump_field, json_field, load_field
 from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..models import ChatCompletionClient, LLMMessage
 from ..tools._schema import ToolSchema
 from ._base import ChatCompletionContext, ContextConfig, drop_orphan_results
@@ -55,7 +56,7 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         initial_messages: Sequence[LLMMessage] | None = None,
     ) -> None:
         if token_limit is not None and token_limit < 1:
-            raise ValueError(f"token_limit must be at least 1, got {token_limit}.")
+            raise InvalidValueError(f"token_limit must be at least 1, got {token_limit}.")
         super().__init__(initial_messages)
         self._model_client = model_client
         self._token_limit = token_limit

@@ -24,6 +24,7 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from ..component import ComponentModel, dump_field, load_field, refuse_field
 from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike
 from ._openai_mapping import tool_schema
 from ._types import CreateResult, LLMMessage, RequestUsage
@@ -146,9 +147,9 @@ class SQLiteStore(CacheStore[T]):
         table: str = "flowlib_cache",
     ) -> None:
         if os.fspath(path) == ":memory:":
-            raise ValueError("SQLiteStore needs a file path; use InMemoryStore for memory.")
+            raise InvalidValueError("SQLiteStore needs a file path; use InMemoryStore for memory.")
         if not table.isidentifier():
-            raise ValueError(f"table must be an identifier, not `{table}`.")
+            raise InvalidValueError(f"table must be an identifier, not `{table}`.")
         self._path = os.fspath(path)
         self._table = table
         self._value_type = value_type

@@ -22,7 +22,7 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
-from ..errors import FlowlibError
+from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
 from ._client import (
     ChatCompletionClient,
     ModelFamily,
@@ -100,7 +100,7 @@ def _check_create_args(args: Mapping[str, Any], where: str) -> None:
     unknown = sorted(set(args) - _create_arg_names())
     if unknown:
         names = ", ".join(f"`{name}`" for name in unknown)
-        raise ValueError(
+        raise InvalidValueError(
             f"Unknown {where} {names}: they are not parameters of the Chat Completions API "
             "(nor ones the client sets itself: messages, model, stream, tools, tool_choice). "
             "Send server-specific fields in `extra_body={...}`."
@@ -113,7 +113,7 @@ def _resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
         return model_info
     known = lookup_model_info(model)
     if known is None:
-        raise ValueError(
+        raise InvalidValueError(
             f"`{model}` is not a known OpenAI model, so flowlib cannot tell what it "
             f"supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
         )
@@ -368,27 +368,27 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 kwargs["response_format"] = response_format
         if json_output is True:
             if not info["json_output"]:
-                raise ValueError(
+                raise InvalidValueError(
                     f"`{self._model}` does not support JSON mode (model_info json_output "
                     "is False); drop json_output=True or fix model_info."
                 )
             kwargs["response_format"] = response_format_for(True)
         elif _is_model_class(json_output):
             if not info.get("structured_output", False):
-                raise ValueError(
+                raise InvalidValueError(
                     f"`{self._model}` does not support structured output (model_info "
                     "structured_output is False); ask for JSON in the prompt instead."
                 )
             structured = json_output
             kwargs["response_format"] = response_format_for(json_output)
         elif json_output not in (None, False):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"json_output must be None, a bool or a pydantic model class, not {json_output!r}."
             )
 
         if tools:
             if not info["function_calling"]:
-                raise ValueError(
+                raise InvalidValueError(
                     f"`{self._model}` does not support function calling (model_info "
                     "function_calling is False); call it without tools."
                 )
@@ -396,12 +396,12 @@ class _BaseOpenAIClient(ChatCompletionClient):
             kwargs["tool_choice"] = wire_tool_choice(tool_choice, tools)
         else:
             if not isinstance(tool_choice, str):
-                raise ValueError("tool_choice names a tool, but no tools were given.")
+                raise InvalidValueError("tool_choice names a tool, but no tools were given.")
             # The API rejects parallel_tool_calls without tools.
             kwargs.pop("parallel_tool_calls", None)
 
         if not info["vision"] and has_images(messages):
-            raise ValueError(
+            raise InvalidValueError(
                 f"`{self._model}` does not accept images (model_info vision is False)."
             )
         role = "developer" if info["family"] in _DEVELOPER_ROLE_FAMILIES else "system"
@@ -666,7 +666,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         """
         window = self._context_window or lookup_context_window(self._model)
         if window is None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"The context window of `{self._model}` is unknown; pass "
                 "context_window=<tokens> to the client."
             )
@@ -772,7 +772,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
 
             if api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-                    raise ValueError(
+                    raise InvalidValueError(
                         "No OpenAI API key: pass api_key=... or set the OPENAI_API_KEY "
                         "environment variable (a local server given by base_url= needs "
                         "neither)."
@@ -785,7 +785,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
                 **_sdk_options(timeout, max_retries, default_headers),
             )
         elif api_key or base_url or organization or default_headers or timeout is not None:
-            raise TypeError(
+            raise InvalidTypeError(
                 "Pass either client= or connection options (api_key, base_url, organization, "
                 "default_headers, timeout), not both: configure the AsyncOpenAI you pass."
             )
@@ -897,7 +897,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             from openai import AsyncAzureOpenAI
 
             if azure_endpoint is None or api_version is None:
-                raise ValueError(
+                raise InvalidValueError(
                     "AzureOpenAIChatCompletionClient needs azure_endpoint= and api_version=."
                 )
             if (
@@ -905,7 +905,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
                 and azure_ad_token_provider is None
                 and not os.environ.get("AZURE_OPENAI_API_KEY")
             ):
-                raise ValueError(
+                raise InvalidValueError(
                     "No Azure OpenAI credentials: pass api_key= or azure_ad_token_provider=, "
                     "or set the AZURE_OPENAI_API_KEY environment variable."
                 )

@@ -13,6 +13,7 @@ from typing_extensions import Self
 
 from .._cancellation import CancellationToken
 from ..component._registry import register_builtin
+from ..errors import FlowlibError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
 from ._types import CreateResult, LLMMessage, RequestUsage
 
@@ -200,7 +201,7 @@ class _CreateCalls(Sequence[dict[str, Any]]):
         return repr(list(self))
 
 
-class ReplayExhaustedError(ValueError):
+class ReplayExhaustedError(FlowlibError, ValueError):
     """The replay client was asked for more responses than it was scripted with."""
 
 

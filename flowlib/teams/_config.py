@@ -9,8 +9,8 @@ markers and are restored from ``load_component(..., conditions={name: func})``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +29,7 @@ from ..component import (
 from ..errors import ConditionSerializationError
 from ..graph import DiGraph, Router
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._group_chat import BaseGroupChat
 
 __all__ = [
     "GraphFlowConfig",
@@ -37,6 +38,8 @@ __all__ = [
     "SelectorGroupChatConfig",
     "TeamConfig",
     "dump_graph",
+    "group_chat_config",
+    "group_chat_from_config",
     "load_graph",
     "load_members",
     "load_termination",
@@ -44,6 +47,8 @@ __all__ = [
 ]
 
 AUTOGEN_TEAMS = "autogen_agentchat.teams."
+
+T = TypeVar("T")
 
 
 class TeamConfig(BaseModel):
@@ -94,13 +99,10 @@ class MagenticOneGroupChatConfig(GroupChatConfig):
 
 
 def team_fields(
-    team: Team,
-    participants: Sequence[object],
-    custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]],
-    termination_condition: TerminationCondition | None,
-    max_turns: int | None,
+    team: BaseGroupChat, custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]]
 ) -> dict[str, Any]:
-    """The fields of [`TeamConfig`][] for ``team`` (call from its ``_to_config``).
+    """The fields of [`TeamConfig`][] for ``team`` (call from its ``_to_config``, with its
+    message factory's custom types).
 
     Routers (the selector, the orchestrator) are built by the team, not configured, so
     they are left out of the participants.
@@ -112,18 +114,40 @@ def team_fields(
             f"message classes ({names}) are Python types; pass custom_message_types= again "
             "to the loaded team (or register them) before loading saved state.",
         )
-    members = [p for p in participants if not isinstance(p, Router)]
+    members = [p for p in team.participants if not isinstance(p, Router)]
+    termination = team.termination_condition
     return {
         "name": team.name,
         "description": team.description,
         "participants": dump_fields(members, "participants"),
         "termination_condition": (
-            None
-            if termination_condition is None
-            else dump_field(termination_condition, "termination_condition")
+            None if termination is None else dump_field(termination, "termination_condition")
         ),
-        "max_turns": max_turns,
+        "max_turns": team.max_turns,
     }
+
+
+def group_chat_config(
+    team: BaseGroupChat,
+    custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]],
+    emit_team_events: bool,
+) -> GroupChatConfig:
+    """The config of a round-robin or swarm team."""
+    return GroupChatConfig(**team_fields(team, custom_types), emit_team_events=emit_team_events)
+
+
+def group_chat_from_config(
+    cls: Callable[..., T], config: GroupChatConfig, kinds: type | tuple[type, ...]
+) -> T:
+    """Build a round-robin or swarm team of ``cls`` from its config."""
+    return cls(
+        load_members(config, kinds),
+        name=config.name,
+        description=config.description,
+        termination_condition=load_termination(config),
+        max_turns=config.max_turns,
+        emit_team_events=config.emit_team_events,
+    )
 
 
 def load_members(

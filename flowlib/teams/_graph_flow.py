@@ -74,13 +74,7 @@ class GraphFlow(BaseGroupChat):
     component_config_schema: ClassVar[type[BaseModel]] = GraphFlowConfig
 
     def _to_config(self) -> GraphFlowConfig:
-        fields = team_fields(
-            self,
-            self.participants,
-            self._message_factory.custom_types,
-            self.termination_condition,
-            self.max_turns,
-        )
+        fields = team_fields(self, self._message_factory.custom_types)
         return GraphFlowConfig(**fields, graph=dump_graph(self.graph))
 
     @classmethod

@@ -10,14 +10,13 @@ from typing_extensions import Self
 
 from ..base import ChatAgent, Team, TerminationCondition
 from ..component._registry import register_builtin
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode
+from ..graph._shapes import ring_graph
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._config import (
     AUTOGEN_TEAMS,
     GroupChatConfig,
-    load_members,
-    load_termination,
-    team_fields,
+    group_chat_config,
+    group_chat_from_config,
 )
 from ._group_chat import BaseGroupChat, reject_runtime
 
@@ -66,25 +65,12 @@ class RoundRobinGroupChat(BaseGroupChat):
     component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
 
     def _to_config(self) -> GroupChatConfig:
-        fields = team_fields(
-            self,
-            self.participants,
-            self._message_factory.custom_types,
-            self.termination_condition,
-            self.max_turns,
-        )
-        return GroupChatConfig(**fields, emit_team_events=self._emit_team_events)
+        custom = self._message_factory.custom_types
+        return group_chat_config(self, custom, self._emit_team_events)
 
     @classmethod
     def _from_config(cls, config: GroupChatConfig) -> Self:
-        return cls(
-            load_members(config, (ChatAgent, Team)),
-            name=config.name,
-            description=config.description,
-            termination_condition=load_termination(config),
-            max_turns=config.max_turns,
-            emit_team_events=config.emit_team_events,
-        )
+        return group_chat_from_config(cls, config, (ChatAgent, Team))
 
     def __init__(
         self,
@@ -103,30 +89,13 @@ class RoundRobinGroupChat(BaseGroupChat):
             name=name or self.DEFAULT_NAME,
             description=description or self.DEFAULT_DESCRIPTION,
             participants=participants,
-            graph=ring_graph([p.name for p in participants], participants),
+            graph=ring_graph(participants),
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
             allow_unconditional_cycles=True,
             emit_team_events=emit_team_events,
         )
-
-
-def ring_graph(names: Sequence[str], participants: Sequence[ChatAgent | Team]) -> DiGraph:
-    """The ring ``names[0] -> names[1] -> ... -> names[0]``."""
-    nodes: dict[str, DiGraphNode] = {}
-    for position, (name, participant) in enumerate(zip(names, participants, strict=True)):
-        target = names[(position + 1) % len(names)]
-        nodes[name] = DiGraphNode(
-            name=name,
-            edges=[DiGraphEdge(target=target)],
-            kind="team" if isinstance(participant, Team) else "agent",
-        )
-    return DiGraph(
-        nodes=nodes,
-        default_start_node=names[0] if names else None,
-        pattern="round_robin",
-    )
 
 
 register_builtin(

@@ -22,8 +22,9 @@ from typing_extensions import Self
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
 from ..component import dump_field, load_field, skip_field
 from ..component._registry import register_builtin
-from ..errors import DuplicateNodeError, StateError
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
+from ..errors import ContractError, InvalidValueError, StateError
+from ..graph import Router, Routing
+from ..graph._shapes import hub_graph
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -48,6 +49,7 @@ from ._config import (
     team_fields,
 )
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._setup import check_router_name
 
 __all__ = [
     "DEFAULT_SELECTOR_PROMPT",
@@ -94,7 +96,7 @@ def check_selector_prompt(prompt: str) -> None:
     try:
         prompt.format(roles="", participants="", history="")
     except (KeyError, IndexError, ValueError) as exc:
-        raise ValueError(
+        raise InvalidValueError(
             f"selector_prompt is not a valid template ({type(exc).__name__}: {exc}). It may "
             "use only the fields {roles}, {participants} and {history}; write other braces "
             "doubled ({{ and }})."
@@ -185,7 +187,7 @@ class SelectorRouter(Router):
         super().__init__(name, "Selects the next speaker of the group chat.")
         check_selector_prompt(selector_prompt)
         if not isinstance(max_selector_attempts, int) or max_selector_attempts < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"max_selector_attempts must be a positive integer, not {max_selector_attempts!r}."
             )
         self._names = [participant for participant, _ in participants]
@@ -314,7 +316,7 @@ class SelectorRouter(Router):
 
     def _checked_name(self, name: object, what: str) -> str:
         if not isinstance(name, str) or name not in self._descriptions:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{what} returned {name!r}, which is not a participant of this "
                 f"SelectorGroupChat; return one of {format_names(self._names)}"
                 + (" or None." if what == "selector_func" else ".")
@@ -328,7 +330,7 @@ class SelectorRouter(Router):
             return [name for name in self._names if name != self._previous]
         names = await _call(self._candidate_func, self.thread)
         if not names or isinstance(names, str):
-            raise ValueError(
+            raise InvalidValueError(
                 f"candidate_func returned {names!r}; it must return a non-empty list of "
                 f"participant names (from {format_names(self._names)})."
             )
@@ -362,7 +364,7 @@ class SelectorRouter(Router):
                     else:
                         yield ModelClientStreamingChunkEvent(content=chunk, source=self.name)
                 if result is None:
-                    raise RuntimeError(
+                    raise ContractError(
                         "The selector model's stream ended without a final CreateResult."
                     )
             else:
@@ -543,13 +545,7 @@ class SelectorGroupChat(BaseGroupChat):
                     "it is a Python callable (documented as ignored by configs); the loaded "
                     "team selects speakers with its model.",
                 )
-        fields = team_fields(
-            self,
-            self.participants,
-            self._message_factory.custom_types,
-            self.termination_condition,
-            self.max_turns,
-        )
+        fields = team_fields(self, self._message_factory.custom_types)
         return SelectorGroupChatConfig(
             **fields,
             emit_team_events=self._emit_team_events,
@@ -613,27 +609,17 @@ class SelectorGroupChat(BaseGroupChat):
         reject_runtime(runtime)
         team_name = name or self.DEFAULT_NAME
         if len(participants) < 2:
-            raise ValueError(
+            raise InvalidValueError(
                 f"SelectorGroupChat needs at least two participants, got {len(participants)}; "
                 "for a single agent use RoundRobinGroupChat."
             )
-        names = [p.name for p in participants]
-        seen: set[str] = set()
-        for participant_name in names:
-            if participant_name in seen:
-                raise DuplicateNodeError(
-                    f"Two participants are named `{participant_name}`; participant names must "
-                    "be unique within a team. Rename one of them.",
-                    nodes=[participant_name],
-                )
-            seen.add(participant_name)
         router_name = f"{team_name}_selector"
-        if router_name in seen:
-            raise DuplicateNodeError(
-                f"Participant `{router_name}` has the name of the team's selector node; "
-                "rename the participant or give the team another `name=`.",
-                nodes=[router_name],
-            )
+        check_router_name(
+            participants,
+            router_name,
+            role="selector",
+            fix="rename the participant or give the team another `name=`.",
+        )
         self._router = SelectorRouter(
             router_name,
             [(p.name, p.description) for p in participants],
@@ -651,7 +637,7 @@ class SelectorGroupChat(BaseGroupChat):
             name=team_name,
             description=description or self.DEFAULT_DESCRIPTION,
             participants=[self._router, *participants],
-            graph=hub_graph(router_name, participants),
+            graph=hub_graph(router_name, participants, pattern="selector"),
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
@@ -666,28 +652,6 @@ class SelectorGroupChat(BaseGroupChat):
     def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
         """A new task is always answered by a fresh selection."""
         return [self._router.name]
-
-
-def hub_graph(router: str, participants: Sequence[ChatAgent | Team]) -> DiGraph:
-    """The selector hub: ``router -> p`` (``Selected(p)``) and ``p -> router``, all ``any``."""
-    nodes: dict[str, DiGraphNode] = {
-        router: DiGraphNode(
-            name=router,
-            kind="router",
-            activation="any",
-            edges=[
-                DiGraphEdge(target=p.name, condition=Selected(target=p.name)) for p in participants
-            ],
-        )
-    }
-    for participant in participants:
-        nodes[participant.name] = DiGraphNode(
-            name=participant.name,
-            kind="team" if isinstance(participant, Team) else "agent",
-            activation="any",
-            edges=[DiGraphEdge(target=router)],
-        )
-    return DiGraph(nodes=nodes, default_start_node=router, pattern="selector")
 
 
 register_builtin(

@@ -8,9 +8,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, Team, TerminationCondition
+from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, TerminationCondition
 from ..base._task import task_messages
 from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..graph import (
     AnyOf,
     DiGraph,
@@ -25,11 +26,11 @@ from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
 from ._config import (
     AUTOGEN_TEAMS,
     GroupChatConfig,
-    load_members,
-    load_termination,
-    team_fields,
+    group_chat_config,
+    group_chat_from_config,
 )
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._setup import check_agents_only
 
 __all__ = ["Swarm"]
 
@@ -119,25 +120,12 @@ class Swarm(BaseGroupChat):
     component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
 
     def _to_config(self) -> GroupChatConfig:
-        fields = team_fields(
-            self,
-            self.participants,
-            self._message_factory.custom_types,
-            self.termination_condition,
-            self.max_turns,
-        )
-        return GroupChatConfig(**fields, emit_team_events=self._emit_team_events)
+        custom = self._message_factory.custom_types
+        return group_chat_config(self, custom, self._emit_team_events)
 
     @classmethod
     def _from_config(cls, config: GroupChatConfig) -> Self:
-        return cls(
-            load_members(config, ChatAgent),
-            name=config.name,
-            description=config.description,
-            termination_condition=load_termination(config),
-            max_turns=config.max_turns,
-            emit_team_events=config.emit_team_events,
-        )
+        return group_chat_from_config(cls, config, ChatAgent)
 
     def __init__(
         self,
@@ -152,12 +140,7 @@ class Swarm(BaseGroupChat):
         emit_team_events: bool = False,
     ) -> None:
         reject_runtime(runtime)
-        for participant in participants:
-            if isinstance(participant, Team):
-                raise ValueError(
-                    f"Swarm participants must be agents; `{participant.name}` is a team. Wrap "
-                    "it in a SocietyOfMindAgent, or use RoundRobinGroupChat or GraphFlow."
-                )
+        check_agents_only("Swarm", participants)
         names = [p.name for p in participants]
         nodes: dict[str, DiGraphNode] = {}
         for agent in participants:
@@ -221,7 +204,7 @@ class Swarm(BaseGroupChat):
         if handoffs:
             target = handoffs[-1].target
             if target not in names:
-                raise ValueError(
+                raise InvalidValueError(
                     f"The task hands off to `{target}`, which is not a participant of this "
                     f"Swarm; address the HandoffMessage to one of {shown}."
                 )
@@ -231,7 +214,7 @@ class Swarm(BaseGroupChat):
         for message in reversed(self._executor.thread):
             if isinstance(message, HandoffMessage) and message.target:
                 if message.target not in names:
-                    raise ValueError(
+                    raise InvalidValueError(
                         f"`{message.source}` handed off to `{message.target}`, who is not a "
                         "participant, so this Swarm does not know who continues. Resume with "
                         "run(task=HandoffMessage(source=..., target=<one of "

@@ -26,6 +26,7 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from ..component import load_error, refuse_field
 from ..component._registry import register_builtin
+from ..errors import InvalidTypeError, InvalidValueError
 from ._base import BaseTool
 from ._schema import Tool
 
@@ -84,10 +85,10 @@ class FunctionTool(BaseTool[BaseModel, Any]):
         strict: bool = False,
     ) -> None:
         if not callable(func):
-            raise TypeError(f"FunctionTool needs a callable, not {type(func).__name__}.")
+            raise InvalidTypeError(f"FunctionTool needs a callable, not {type(func).__name__}.")
         tool_name = name or _callable_name(func)
         if not tool_name or tool_name == "<lambda>":
-            raise ValueError(
+            raise InvalidValueError(
                 "A lambda has no usable tool name; pass one: "
                 "`FunctionTool(func, description=..., name='my_tool')`."
             )
@@ -226,7 +227,7 @@ def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
         return obj
     if callable(obj):
         return FunctionTool(obj, _doc(obj) or "")
-    raise TypeError(
+    raise InvalidTypeError(
         f"Expected a tool or a function, got {type(obj).__name__}. Pass a BaseTool, "
         "a FunctionTool or a plain (sync or async) function."
     )
@@ -270,7 +271,7 @@ def _hints(func: Callable[..., Any], tool_name: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
-        raise ValueError(
+        raise InvalidValueError(
             f"Tool `{tool_name}`: cannot resolve the type hints of its function ({exc}). "
             "Define the types it refers to at module level."
         ) from exc
@@ -325,7 +326,9 @@ def _describe(
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"Tool `{tool_name}`: cannot read the function's signature.") from exc
+        raise InvalidValueError(
+            f"Tool `{tool_name}`: cannot read the function's signature."
+        ) from exc
     hints = _hints(func, tool_name)
     doc_descriptions = _argument_docs(_doc(func))
     fields: dict[str, Any] = {}
@@ -333,7 +336,7 @@ def _describe(
     taken = set(signature.parameters)
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise ValueError(
+            raise InvalidValueError(
                 f"Tool `{tool_name}`: `{parameter.name}` is a *args/**kwargs parameter, "
                 "which a model cannot be told about. Give the function named arguments."
             )

@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
 from ...component._registry import register_builtin
-from ...errors import McpServerError
+from ...errors import InvalidTypeError, InvalidValueError, McpServerError
 from ...models._image import Image
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
@@ -111,7 +111,7 @@ class McpWorkbench(Workbench):
         if not isinstance(
             server_params, StdioServerParams | SseServerParams | StreamableHttpServerParams
         ):
-            raise TypeError(
+            raise InvalidTypeError(
                 "McpWorkbench needs StdioServerParams, SseServerParams or "
                 f"StreamableHttpServerParams, not {type(server_params).__name__}."
             )
@@ -119,7 +119,7 @@ class McpWorkbench(Workbench):
         new_names = [o.name for o in overrides.values() if o.name]
         duplicates = sorted({n for n in new_names if new_names.count(n) > 1})
         if duplicates:
-            raise ValueError(
+            raise InvalidValueError(
                 f"McpWorkbench: tool_overrides give the name `{duplicates[0]}` to several "
                 "tools; each new name must be unique."
             )
