@@ -25,12 +25,25 @@
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
     ├── ComponentLoadError (ValueError)          a config cannot be loaded (`path` says where)
     │   └── UnknownProviderError                 a provider outside flowlib's registry
-    └── ConversationError (also RuntimeError)   conversation API misuse
-        ├── HumanInputRequiredError             a tool asked a human and no handler is set
-        └── TurnCancelledError                  the turn was cancelled
+    ├── ConversationError (also RuntimeError)   conversation API misuse
+    │   ├── HumanInputRequiredError             a tool asked a human and no handler is set
+    │   └── TurnCancelledError                  the turn was cancelled
+    ├── InvalidArgumentError (also ValueError)  an argument's value, named in `argument`
+    ├── ArgumentTypeError (also TypeError)      an argument's type, named in `argument`
+    ├── InvalidValueError (also ValueError)     any other value flowlib cannot use
+    ├── InvalidTypeError (also TypeError)       any other object of the wrong type
+    ├── ContractError (also RuntimeError)       a participant, model or callback broke a contract
+    ├── TeamRunningError (also RuntimeError)    run/reset/load_state while a run is going
+    ├── McpServerError (also RuntimeError)      an MCP server failed
+    ├── ReplayExhaustedError (also ValueError)  a replay client ran out of responses
+    ├── ScriptExhaustedError (also RuntimeError) a scripted test agent ran out of replies
+    ├── TraceCheckError (also AssertionError)   a run's trace breaks the execution rules
+    └── CliError                                a command-line failure (exit code `code`)
 
 Errors defined next to their subsystem (flowlib.models, flowlib.render,
-flowlib.conversation, flowlib.teams) all derive from FlowlibError.
+flowlib.conversation, flowlib.teams, flowlib.component, flowlib.testing, flowlib.cli) all
+derive from FlowlibError; each is also the built-in type (``ValueError``,
+``TypeError``, ``RuntimeError``) older code may catch.
 
 Every message names the offending node or edge in backticks and says how to fix it.
 """

@@ -190,3 +190,30 @@ def test_the_private_check_sees_a_reach(tmp_path: Path) -> None:
     )
     found = sorted(attribute for _, attribute, _ in _private_reads(source))
     assert found == ["_message_factory", "_types", "_x"]
+
+
+# --- the drawing in docs/architecture.md ------------------------------------------------
+
+
+def _load_drawing() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("draw_layers", ROOT / "scripts/draw_layers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_architecture_drawing_is_up_to_date() -> None:
+    """``docs/architecture.dot`` is what flowlib's renderer draws from today's imports;
+    the SVG beside it holds every unit. Run ``python scripts/draw_layers.py`` to refresh."""
+    import xml.etree.ElementTree as ElementTree
+
+    from flowlib.render import to_dot
+
+    drawing = _load_drawing()
+    graph = drawing.layer_graph(ROOT)
+    assert to_dot(graph, title=drawing.TITLE) == drawing.DOT.read_text(encoding="utf-8")
+    svg = ElementTree.parse(drawing.SVG).getroot()
+    texts = {element.text for element in svg.iter() if element.tag.endswith("text")}
+    units = {unit for layer in import_graph.LAYERS for unit in layer}
+    assert units <= texts
