@@ -369,11 +369,7 @@ class AssistantAgent(BaseChatAgent):
                 )
             with loading_at(f"workbench[{index}]"):
                 tools += load_fields(workbench.config.get("tools") or [], "tools", BaseTool)
-        context = (
-            None
-            if config.model_context is None
-            else load_field(config.model_context, "model_context", ChatCompletionContext)
-        )
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
         memory = load_fields(config.memory or [], "memory", Memory)
         return cls(
             config.name,

@@ -279,16 +279,8 @@ class CodeExecutorAgent(BaseChatAgent):
     @classmethod
     def _from_config(cls, config: CodeExecutorAgentConfig) -> Self:
         executor = load_field(config.code_executor, "code_executor", CodeExecutor)
-        client = (
-            None
-            if config.model_client is None
-            else load_field(config.model_client, "model_client", ChatCompletionClient)
-        )
-        context = (
-            None
-            if config.model_context is None
-            else load_field(config.model_context, "model_context", ChatCompletionContext)
-        )
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
         return cls(
             config.name,
             executor,

@@ -159,11 +159,7 @@ class SocietyOfMindAgent(BaseChatAgent):
     def _from_config(cls, config: SocietyOfMindAgentConfig) -> Self:
         team = load_field(config.team, "team", Team)
         client = load_field(config.model_client, "model_client", ChatCompletionClient)
-        context = (
-            None
-            if config.model_context is None
-            else load_field(config.model_context, "model_context", ChatCompletionContext)
-        )
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
         return cls(
             config.name,
             team,

@@ -141,7 +141,30 @@ class CombinedConfig(BaseModel):
     conditions: list[ComponentModel]
 
 
-class AndTerminationCondition(TerminationCondition):
+class _CombinedCondition(TerminationCondition):
+    """What ``&`` and ``|`` share: their parts, and their config (the parts' configs)."""
+
+    _conditions: tuple[TerminationCondition, ...]
+
+    def __init__(self, *conditions: TerminationCondition) -> None:
+        self._conditions = _check_parts(type(self).__name__, conditions)
+
+    @property
+    def conditions(self) -> tuple[TerminationCondition, ...]:
+        """The combined conditions, in order."""
+        return tuple(self._conditions)
+
+    component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
+
+    def _to_config(self) -> CombinedConfig:
+        return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
+
+    @classmethod
+    def _from_config(cls, config: CombinedConfig) -> Self:
+        return cls(*load_fields(config.conditions, "conditions", TerminationCondition))
+
+
+class AndTerminationCondition(_CombinedCondition):
     """Fires once every part has fired; the parts may fire on different calls.
 
     A part that has fired is not called again until
@@ -160,10 +183,9 @@ class AndTerminationCondition(TerminationCondition):
     """
 
     component_provider_override = "flowlib.base.AndTerminationCondition"
-    component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
 
     def __init__(self, *conditions: TerminationCondition) -> None:
-        self._conditions = _check_parts("AndTerminationCondition", conditions)
+        super().__init__(*conditions)
         # Part index -> its stop message; dict order is firing order.
         self._stops: dict[int, StopMessage] = {}
 
@@ -203,20 +225,8 @@ class AndTerminationCondition(TerminationCondition):
     def __repr__(self) -> str:
         return f"AndTerminationCondition({', '.join(map(repr, self._conditions))})"
 
-    @property
-    def conditions(self) -> tuple[TerminationCondition, ...]:
-        """The combined conditions, in order."""
-        return tuple(self._conditions)
 
-    def _to_config(self) -> CombinedConfig:
-        return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
-
-    @classmethod
-    def _from_config(cls, config: CombinedConfig) -> Self:
-        return cls(*load_fields(config.conditions, "conditions", TerminationCondition))
-
-
-class OrTerminationCondition(TerminationCondition):
+class OrTerminationCondition(_CombinedCondition):
     """Fires as soon as any part fires.
 
     Every part sees every delta (so counters stay right even after another part fires).
@@ -234,10 +244,9 @@ class OrTerminationCondition(TerminationCondition):
     """
 
     component_provider_override = "flowlib.base.OrTerminationCondition"
-    component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
 
     def __init__(self, *conditions: TerminationCondition) -> None:
-        self._conditions = _check_parts("OrTerminationCondition", conditions)
+        super().__init__(*conditions)
         self._fired = False
 
     @property
@@ -273,18 +282,6 @@ class OrTerminationCondition(TerminationCondition):
 
     def __repr__(self) -> str:
         return f"OrTerminationCondition({', '.join(map(repr, self._conditions))})"
-
-    @property
-    def conditions(self) -> tuple[TerminationCondition, ...]:
-        """The combined conditions, in order."""
-        return tuple(self._conditions)
-
-    def _to_config(self) -> CombinedConfig:
-        return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
-
-    @classmethod
-    def _from_config(cls, config: CombinedConfig) -> Self:
-        return cls(*load_fields(config.conditions, "conditions", TerminationCondition))
 
 
 for _combined in (AndTerminationCondition, OrTerminationCondition):

@@ -100,16 +100,18 @@ def json_field(value: T, field_name: str) -> T:
 
 
 def load_field(
-    model: ComponentModel | Mapping[str, Any],
+    model: ComponentModel | Mapping[str, Any] | None,
     field_name: str,
     expected: type | tuple[type, ...] = object,
 ) -> Any:
     """Build the nested component of ``field_name`` (from ``_from_config``) and check it
-    is an ``expected`` instance.
+    is an ``expected`` instance; None (an optional field left empty) gives None.
 
     Raises:
         ComponentLoadError: The nested config is invalid or builds the wrong kind.
     """
+    if model is None:
+        return None
     loader = ACTIVE_LOADER.get()
     if loader is None:
         loader = Loader()

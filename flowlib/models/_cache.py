@@ -277,7 +277,7 @@ class ChatCompletionCache(ChatCompletionClient):
     @classmethod
     def _from_config(cls, config: ChatCompletionCacheConfig) -> Self:
         client = load_field(config.client, "client", ChatCompletionClient)
-        store = None if config.store is None else load_field(config.store, "store", CacheStore)
+        store = load_field(config.store, "store", CacheStore)
         return cls(client, store)
 
     @staticmethod

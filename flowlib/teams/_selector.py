@@ -562,11 +562,7 @@ class SelectorGroupChat(BaseGroupChat):
         members = load_members(config)
         client = load_field(config.model_client, "model_client", ChatCompletionClient)
         termination = load_termination(config)
-        context = (
-            None
-            if config.model_context is None
-            else load_field(config.model_context, "model_context", ChatCompletionContext)
-        )
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
         return cls(
             members,
             client,
