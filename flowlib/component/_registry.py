@@ -149,9 +149,13 @@ def ensure_builtins() -> None:
     with _lock:
         if _builtins_loaded:
             return
-        _builtins_loaded = True
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
+        _builtins_loaded = True  # first: the imports below register through this module
+        try:
+            for module in BUILTIN_MODULES:
+                importlib.import_module(module)
+        except BaseException:
+            _builtins_loaded = False  # try again on the next lookup
+            raise
 
 
 def spec_for_class(cls: type) -> ComponentSpec | None:
