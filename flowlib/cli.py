@@ -183,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the command line; return the exit code (an [`ExitCode`][flowlib.cli.ExitCode])."""
+    """Run the command line; return the exit code (an `ExitCode`)."""
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
