@@ -110,7 +110,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_append _events _done _wait",
     ): "RunStream reads and feeds the MemoryStream it views",
     ("flowlib.conversation._turn", "_publish"): "the turn publishes on its MemoryStream",
-    ("flowlib.conversation._agent", "_setup"): "alternate constructors set up cls.__new__(cls)",
     (
         "flowlib.testing._checks",
         "_trace _observe",

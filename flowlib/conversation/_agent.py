@@ -130,7 +130,7 @@ class Agent:
                 f"{type(agent).__name__}; for a team use Agent.from_team()."
             )
         wrapper = cls.__new__(cls)
-        wrapper._setup(WrappedBackend(agent), human_input)
+        cls._setup(wrapper, WrappedBackend(agent), human_input)
         return wrapper
 
     @classmethod
@@ -151,7 +151,7 @@ class Agent:
                 "an agent use Agent.from_chat_agent()."
             )
         wrapper = cls.__new__(cls)
-        wrapper._setup(WrappedBackend(team), human_input)
+        cls._setup(wrapper, WrappedBackend(team), human_input)
         return wrapper
 
     @property
