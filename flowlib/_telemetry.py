@@ -159,9 +159,8 @@ async def _stepped(
 
 
 def _observe_team_item(span: Span | None, team: str, item: Any, log_items: bool) -> None:
-    from .base import TaskResult
-
-    if isinstance(item, TaskResult):
+    # A TaskResult, told by its fields: telemetry sits below flowlib.base in the layers.
+    if hasattr(item, "stop_reason") and hasattr(item, "messages"):
         if span is not None:
             span.set_attribute("flowlib.run.stop_reason", item.stop_reason or "")
             span.set_attribute("flowlib.run.messages", len(item.messages))

@@ -14,18 +14,34 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["CliError", "load_object", "main"]
+from .errors import FlowlibError
 
-EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
+__all__ = ["CliError", "ExitCode", "load_object", "main"]
 
 
-class CliError(Exception):
+class ExitCode(IntEnum):
+    """The exit codes of ``flowlib`` commands."""
+
+    OK = 0
+    ERROR = 1
+    """The command failed (a missing file, an invalid graph, a failed run)."""
+    INVALID = 2
+    """The command line itself is wrong."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT)."""
+
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID = ExitCode.OK, ExitCode.ERROR, ExitCode.INVALID
+
+
+class CliError(FlowlibError):
     """A command-line failure: printed as one line, exit code ``code``."""
 
-    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+    def __init__(self, message: str, code: int = ExitCode.ERROR) -> None:
         super().__init__(message)
         self.code = code
 
@@ -167,9 +183,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the command line; return the exit code."""
-    from .errors import FlowlibError
-
+    """Run the command line; return the exit code (an `ExitCode`)."""
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
@@ -189,4 +203,4 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"flowlib {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED

@@ -28,6 +28,9 @@ from pydantic import BaseModel, Field, computed_field
 from typing_extensions import Self
 
 from .code_executors import CodeBlock, CodeResult
+from .component._base import ComponentBase
+from .component._registry import register_builtin
+from .errors import InvalidValueError
 from .memory import MemoryContent
 from .models import (
     FunctionCall,
@@ -655,6 +658,11 @@ class MessageFactory:
             _type_name(message_type): message_type for message_type in _BUILTIN_MESSAGE_TYPES
         }
 
+    @property
+    def custom_types(self) -> list[type[BaseChatMessage | BaseAgentEvent]]:
+        """The registered classes beyond the built-in messages and events."""
+        return [t for t in self._types.values() if t not in _BUILTIN_MESSAGE_TYPES]
+
     def is_registered(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> bool:
         """Tell whether ``message_type`` is registered.
 
@@ -685,27 +693,27 @@ class MessageFactory:
         if not isinstance(message_type, type) or not issubclass(
             message_type, (BaseChatMessage, BaseAgentEvent)
         ):
-            raise ValueError(
+            raise InvalidValueError(
                 f"Cannot register `{message_type!r}`: message types must be subclasses of "
                 "BaseChatMessage or BaseAgentEvent."
             )
         if message_type.__abstractmethods__:
             missing = ", ".join(sorted(message_type.__abstractmethods__))
-            raise ValueError(
+            raise InvalidValueError(
                 f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing})."
             )
         unparametrised = issubclass(message_type, StructuredMessage) and bool(
             message_type.__pydantic_generic_metadata__["parameters"]
         )
         if unparametrised:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Cannot register `{message_type.__name__}` without its content type: "
                 "register the parametrised class, e.g. StructuredMessage[MyContent]."
             )
         name = _type_name(message_type)
         existing = self._types.get(name)
         if existing is not None and existing is not message_type:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Message type `{name}` is already registered for "
                 f"`{existing.__module__}.{existing.__qualname__}`; give "
                 f"`{message_type.__module__}.{message_type.__qualname__}` another name."
@@ -727,13 +735,13 @@ class MessageFactory:
         """
         name = data.get("type")
         if not isinstance(name, str):
-            raise ValueError(
+            raise InvalidValueError(
                 "Cannot rebuild a message without a string `type` field; pass a dict made by "
                 "message.dump()."
             )
         message_type = self._types.get(name)
         if message_type is None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Unknown message type `{name}`: register the class with "
                 "MessageFactory.register() (for a team, pass it in `custom_message_types`)."
             )
@@ -744,8 +752,6 @@ class MessageFactory:
 # StructuredMessageFactory (a component: imported here, after the message classes, because
 # flowlib.component imports this module)
 # ---------------------------------------------------------------------------------------
-
-from .component._base import ComponentBase  # noqa: E402
 
 
 class StructuredMessageFactoryConfig(BaseModel):
@@ -861,3 +867,10 @@ class StructuredMessageFactory(ComponentBase):
             format_string=config.format_string,
             content_model_name=config.content_model_name,
         )
+
+
+register_builtin(
+    StructuredMessageFactory,
+    "flowlib.messages.StructuredMessageFactory",
+    aliases=("autogen_agentchat.messages.StructuredMessageFactory", "StructuredMessageFactory"),
+)

@@ -7,10 +7,13 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from ..base import CancellationToken, Response
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
+from ..component import ComponentModel, dump_field, load_field, refuse_field
+from ..component._registry import register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
 from ..messages import (
     BaseAgentEvent,
@@ -73,6 +76,23 @@ ApprovalFuncType = (
     | Callable[[ApprovalRequest], Awaitable[ApprovalResponse]]
 )
 """A sync or async function deciding on an [`ApprovalRequest`][flowlib.agents.ApprovalRequest]."""
+
+
+class CodeExecutorAgentConfig(BaseModel):
+    """The config of [`CodeExecutorAgent`][flowlib.agents.CodeExecutorAgent]."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    code_executor: ComponentModel
+    model_client: ComponentModel | None = None
+    model_context: ComponentModel | None = None
+    model_client_stream: bool = False
+    max_retries_on_error: int = 0
+    description: str | None = None
+    system_message: str | None = None
+    sources: list[str] | None = None
+    supported_languages: list[str] | None = None
 
 
 class CodeExecutorAgent(BaseChatAgent):
@@ -224,6 +244,55 @@ class CodeExecutorAgent(BaseChatAgent):
     def code_executor(self) -> CodeExecutor:
         """The executor that runs the code."""
         return self._code_executor
+
+    # --- the component protocol ---------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = CodeExecutorAgentConfig
+
+    def _to_config(self) -> CodeExecutorAgentConfig:
+        if self._approval_func is not None:
+            refuse_field(
+                "approval_func",
+                f"`{self.name}` asks the Python callable "
+                f"{getattr(self._approval_func, '__qualname__', self._approval_func)!r} before "
+                "running code; a loaded agent would run code unapproved, so this dump is "
+                "refused. Build this agent in code.",
+            )
+        system = self._system_messages[0].content if self._system_messages else None
+        return CodeExecutorAgentConfig(
+            name=self.name,
+            code_executor=dump_field(self._code_executor, "code_executor"),
+            model_client=(
+                None
+                if self._model_client is None
+                else dump_field(self._model_client, "model_client")
+            ),
+            model_context=dump_field(self._model_context, "model_context"),
+            model_client_stream=self._model_client_stream,
+            max_retries_on_error=self._max_retries_on_error,
+            description=self.description,
+            system_message=system if isinstance(system, str) else None,
+            sources=None if self._sources is None else list(self._sources),
+            supported_languages=list(self._supported_languages),
+        )
+
+    @classmethod
+    def _from_config(cls, config: CodeExecutorAgentConfig) -> Self:
+        executor = load_field(config.code_executor, "code_executor", CodeExecutor)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        return cls(
+            config.name,
+            executor,
+            model_client=client,
+            model_context=context,
+            model_client_stream=config.model_client_stream,
+            max_retries_on_error=config.max_retries_on_error,
+            description=config.description,
+            system_message=config.system_message,
+            sources=config.sources,
+            supported_languages=config.supported_languages,
+        )
 
     # --- calls --------------------------------------------------------------------------
 
@@ -463,3 +532,10 @@ def _describe(result: CodeResult) -> str:
             "print it to stdout."
         )
     return result.output
+
+
+register_builtin(
+    CodeExecutorAgent,
+    "flowlib.agents.CodeExecutorAgent",
+    aliases=("autogen_agentchat.agents.CodeExecutorAgent", "CodeExecutorAgent"),
+)

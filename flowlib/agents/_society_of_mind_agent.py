@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from ..base import CancellationToken, Response, TaskResult, Team
 from ..base._task import task_messages
-from ..errors import StateError
+from ..component import ComponentModel, dump_field, load_field
+from ..component._registry import register_builtin
+from ..errors import ContractError, InvalidTypeError, StateError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -113,7 +118,7 @@ class SocietyOfMindAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         if not isinstance(team, Team):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"SocietyOfMindAgent `{name}` needs a Team (e.g. a GraphFlow) as its inner "
                 f"team, not {type(team).__name__}."
             )
@@ -137,6 +142,36 @@ class SocietyOfMindAgent(BaseChatAgent):
     def team(self) -> Team:
         """The inner team."""
         return self._team
+
+    # --- the component protocol ---------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]]  # set below the class
+
+    def _to_config(self) -> SocietyOfMindAgentConfig:
+        return SocietyOfMindAgentConfig(
+            name=self.name,
+            team=dump_field(self._team, "team"),
+            model_client=dump_field(self._model_client, "model_client"),
+            description=self.description,
+            instruction=self._instruction,
+            response_prompt=self._response_prompt,
+            model_context=dump_field(self._model_context, "model_context"),
+        )
+
+    @classmethod
+    def _from_config(cls, config: SocietyOfMindAgentConfig) -> Self:
+        team = load_field(config.team, "team", Team)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        return cls(
+            config.name,
+            team,
+            client,
+            description=config.description,
+            instruction=config.instruction,
+            response_prompt=config.response_prompt,
+            model_context=context,
+        )
 
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
@@ -186,7 +221,7 @@ class SocietyOfMindAgent(BaseChatAgent):
                     await self._request(transcript), cancellation_token=cancellation_token
                 )
                 if not isinstance(completion.content, str):
-                    raise RuntimeError(
+                    raise ContractError(
                         f"SocietyOfMindAgent `{self.name}`: the model answered with tool "
                         "calls; it must answer in text."
                     )
@@ -277,3 +312,27 @@ class SocietyOfMindAgent(BaseChatAgent):
         context = state.get("llm_context")
         if isinstance(context, Mapping):
             await self._model_context.load_state(context)
+
+
+class SocietyOfMindAgentConfig(BaseModel):
+    """The config of [`SocietyOfMindAgent`][flowlib.agents.SocietyOfMindAgent]."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    team: ComponentModel
+    model_client: ComponentModel
+    description: str = SocietyOfMindAgent.DEFAULT_DESCRIPTION
+    instruction: str = SocietyOfMindAgent.DEFAULT_INSTRUCTION
+    response_prompt: str = SocietyOfMindAgent.DEFAULT_RESPONSE_PROMPT
+    model_context: ComponentModel | None = None
+
+
+SocietyOfMindAgent.component_config_schema = SocietyOfMindAgentConfig
+
+
+register_builtin(
+    SocietyOfMindAgent,
+    "flowlib.agents.SocietyOfMindAgent",
+    aliases=("autogen_agentchat.agents.SocietyOfMindAgent", "SocietyOfMindAgent"),
+)

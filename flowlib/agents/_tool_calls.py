@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from .._cancellation import CancellationToken
 from .._telemetry import tool_call
 from ..base import Handoff
+from ..errors import InvalidTypeError, InvalidValueError
 from ..models import (
     AssistantMessage,
     FunctionCall,
@@ -55,12 +56,12 @@ def build_tools(agent: str, tools: Sequence[ToolInput]) -> list[Tool]:
         elif callable(item):
             tool = as_tool(item)
         else:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{agent}`: tools must be BaseTool instances or functions, not "
                 f"{type(item).__name__} ({item!r})."
             )
         if tool.name in seen:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{agent}`: tool names must be unique, but `{tool.name}` is given "
                 "twice. Rename one of the functions, or pass FunctionTool(func, "
                 "description=..., name='other_name')."
@@ -86,17 +87,17 @@ def build_handoffs(
         elif isinstance(item, Handoff):
             handoff = item
         else:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{agent}`: handoffs must be Handoff objects or target names, not "
                 f"{type(item).__name__} ({item!r})."
             )
         if handoff.name in built:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{agent}`: handoff names must be unique, but `{handoff.name}` is "
                 "given twice. Remove the duplicate or give one a different `name`."
             )
         if handoff.name in tool_names:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{agent}`: handoff `{handoff.name}` has the same name as a tool. "
                 "Give the handoff another `name` (Handoff(target=..., name=...)) or "
                 "rename the tool."

@@ -47,12 +47,12 @@ from ..messages import (
 from ._activation import ActivationTracker
 from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
 from ._router import Router, Routing
+from ._shapes import Participant
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
 from ._trace import RunTrace
 
 __all__ = ["COMPLETE_REASON", "GraphExecutor", "Participant"]
 
-Participant = ChatAgent | Team | Router
 Item = BaseAgentEvent | BaseChatMessage
 TaskRouter = Callable[[Sequence[BaseChatMessage]], Sequence[str] | None]
 """Given a run's task messages, the nodes to run next (replacing the ready set), or None."""

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from ..component import ComponentSerializationError
+from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ._cache import CHAT_CACHE_VALUE_TYPE, CacheStore
 
@@ -207,9 +209,19 @@ class RedisStore(CacheStore[T]):
 
 def _refuse_custom_type(value_type: Any, store: str) -> None:
     if value_type is not CHAT_CACHE_VALUE_TYPE:
-        from ..component import ComponentSerializationError
-
         raise ComponentSerializationError(
             f"{store}: a custom value_type is a Python type, which a config cannot hold; "
             "only stores of chat results (the default) can be dumped."
         )
+
+
+register_builtin(
+    DiskCacheStore,
+    "flowlib.models.DiskCacheStore",
+    aliases=("autogen_ext.cache_store.diskcache.DiskCacheStore", "DiskCacheStore"),
+)
+register_builtin(
+    RedisStore,
+    "flowlib.models.RedisStore",
+    aliases=("autogen_ext.cache_store.redis.RedisStore", "RedisStore"),
+)

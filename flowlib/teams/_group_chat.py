@@ -12,7 +12,7 @@ from contextlib import aclosing
 from typing import Any, ClassVar
 
 from .._telemetry import trace_team_run
-from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
+from ..base import CancellationToken, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
 from ..graph import (
@@ -23,14 +23,13 @@ from ..graph import (
     Router,
     RunTrace,
 )
+from ..graph._shapes import Participant
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
 TEAM_STATE_VERSION = 1
-
-Participant = ChatAgent | Team | Router
 
 
 def reject_runtime(runtime: object) -> None:

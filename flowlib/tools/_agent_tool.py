@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from .._cancellation import CancellationToken
 from ..component import ComponentModel, dump_component, load_component
+from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ._base import BaseTool
 
@@ -296,3 +297,15 @@ class AgentToolTypeError(FlowlibError, TypeError):
 
 class AgentToolValueError(FlowlibError, ValueError):
     """``TeamTool`` was given an invalid argument."""
+
+
+register_builtin(
+    AgentTool,
+    "flowlib.tools.AgentTool",
+    aliases=("autogen_agentchat.tools.AgentTool", "AgentTool"),
+)
+register_builtin(
+    TeamTool,
+    "flowlib.tools.TeamTool",
+    aliases=("autogen_agentchat.tools.TeamTool", "TeamTool"),
+)

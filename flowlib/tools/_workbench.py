@@ -21,7 +21,13 @@ from pydantic import BaseModel, Field
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError
+from ..errors import (
+    ArgumentTypeError,
+    FlowlibError,
+    InvalidArgumentError,
+    InvalidTypeError,
+    InvalidValueError,
+)
 from ..models._image import Image
 from ._schema import Tool, ToolSchema
 
@@ -170,13 +176,13 @@ class StaticWorkbench(Workbench):
         by_name: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"StaticWorkbench takes tools (BaseTool, FunctionTool), not "
                     f"{type(tool).__name__}; wrap a function with FunctionTool(func, "
                     "description=...)."
                 )
             if tool.name in by_name:
-                raise ValueError(
+                raise InvalidValueError(
                     f"StaticWorkbench: two tools are named `{tool.name}`; tool names must be "
                     "unique."
                 )
@@ -298,7 +304,7 @@ async def workbench_tools(agent: str, workbenches: Sequence[Workbench]) -> list[
         for schema in await workbench.list_tools():
             name = schema["name"]
             if name in owner:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Agent `{agent}`: workbenches {owner[name]} and {index} both list a tool "
                     f"named `{name}`; tool names must be unique across an agent's workbenches."
                 )

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
-from ...errors import McpServerError
+from ...component._registry import register_builtin
+from ...errors import InvalidTypeError, InvalidValueError, McpServerError
 from ...models._image import Image
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
@@ -111,7 +112,7 @@ class McpWorkbench(Workbench):
         if not isinstance(
             server_params, StdioServerParams | SseServerParams | StreamableHttpServerParams
         ):
-            raise TypeError(
+            raise InvalidTypeError(
                 "McpWorkbench needs StdioServerParams, SseServerParams or "
                 f"StreamableHttpServerParams, not {type(server_params).__name__}."
             )
@@ -119,7 +120,7 @@ class McpWorkbench(Workbench):
         new_names = [o.name for o in overrides.values() if o.name]
         duplicates = sorted({n for n in new_names if new_names.count(n) > 1})
         if duplicates:
-            raise ValueError(
+            raise InvalidValueError(
                 f"McpWorkbench: tool_overrides give the name `{duplicates[0]}` to several "
                 "tools; each new name must be unique."
             )
@@ -403,3 +404,10 @@ def _reason(error: BaseException | None) -> str:
         return "the connection closed"
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}"
+
+
+register_builtin(
+    McpWorkbench,
+    "flowlib.tools.mcp.McpWorkbench",
+    aliases=("autogen_ext.tools.mcp.McpWorkbench", "McpWorkbench"),
+)
