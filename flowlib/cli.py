@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import _cli_check
+
 __all__ = ["CliError", "load_object", "main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
@@ -92,6 +94,9 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     edges = len(analysis.edges)
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
+    from ._cli_check import report_warnings
+
+    report_warnings(_graph_of(obj), analysis, strict=args.strict, out=out)
     print(f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 
@@ -99,6 +104,8 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
 
+    if args.run is not None:
+        return _cli_check.render_run(args, out)
     obj = load_object(args.target)
     fmt = args.format
     if args.output is None:
@@ -152,14 +159,18 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("target", help="FILE.py:OBJECT")
     render.add_argument("-o", "--output", help="output file (format from its suffix)")
     render.add_argument("--format", choices=["svg", "png", "dot", "mermaid"], default=None)
+    render.add_argument("--run", metavar="TASK", help="run the team on TASK; -o run.html page")
 
     validate = commands.add_parser("validate", help="check a flow's graph; exit 1 if invalid")
     validate.add_argument("target", help="FILE.py:OBJECT")
+    validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
 
     run = commands.add_parser("run", help="run a team on a task, streaming to the console")
     run.add_argument("target", help="FILE.py:OBJECT")
     run.add_argument("--task", required=True, help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
+
+    _cli_check.register(commands)
 
     demo = commands.add_parser("demo", help="run the built-in demo flow")
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
@@ -173,6 +184,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "handler", None) is not None:  # commands registered by modules
+            return int(args.handler(args, stdout))
         if args.command == "validate":
             return _cmd_validate(args, stdout)
         if args.command == "render":
