@@ -14,6 +14,7 @@ stored run, or an exploration's counterexample.
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -31,7 +32,15 @@ from ..messages import (
 from ._output import to_svg
 from ._scene import SupportsGraph, graph_of
 
-__all__ = ["PageMessage", "PageStep", "run_page", "steps_from_run", "write_run_page"]
+__all__ = [
+    "PageMessage",
+    "PageStep",
+    "run_page",
+    "steps_from_records",
+    "steps_from_run",
+    "trace_from_steps",
+    "write_run_page",
+]
 
 
 @dataclass
@@ -77,6 +86,19 @@ class PageStep:
 Item = BaseAgentEvent | BaseChatMessage
 
 
+def _add_item(step: PageStep, item: Item) -> None:
+    """Show ``item`` under ``step``: its text, its tool calls, its tokens."""
+    if isinstance(item, ToolCallRequestEvent):
+        step.tool_calls.extend(f"{c.name}({c.arguments})" for c in item.content)
+    elif isinstance(item, ToolCallExecutionEvent):
+        step.tool_calls.extend(f"{r.name} -> {r.content}" for r in item.content)
+    step.messages.append(PageMessage(item.source, type(item).__name__, item.to_text()))
+    usage = item.models_usage
+    if usage is not None:
+        step.prompt_tokens = (step.prompt_tokens or 0) + usage.prompt_tokens
+        step.completion_tokens = (step.completion_tokens or 0) + usage.completion_tokens
+
+
 def steps_from_run(
     trace: RunTrace,
     items: Sequence[Item],
@@ -111,16 +133,7 @@ def steps_from_run(
             current = queue[0]
         elif current < 0:
             continue  # the task, before any step
-        step = steps[current]
-        if isinstance(item, ToolCallRequestEvent):
-            step.tool_calls.extend(f"{c.name}({c.arguments})" for c in item.content)
-        elif isinstance(item, ToolCallExecutionEvent):
-            step.tool_calls.extend(f"{r.name} -> {r.content}" for r in item.content)
-        step.messages.append(PageMessage(item.source, type(item).__name__, item.to_text()))
-        usage = item.models_usage
-        if usage is not None:
-            step.prompt_tokens = (step.prompt_tokens or 0) + usage.prompt_tokens
-            step.completion_tokens = (step.completion_tokens or 0) + usage.completion_tokens
+        _add_item(steps[current], item)
         if arrivals is not None:
             finished[current] = arrivals[position]
         if queue and isinstance(item, BaseChatMessage):
@@ -132,6 +145,61 @@ def steps_from_run(
                 steps[position].seconds = max(0.0, end - previous)
                 previous = end
     return steps
+
+
+def steps_from_records(obj: DiGraph | SupportsGraph, records: Sequence[Any]) -> list[PageStep]:
+    """Page steps of a stored run: one per ``turn`` record of a checkpoint store.
+
+    A record holds the messages its turn published and when it was written, so each
+    step gets its messages, tokens and the time since the previous record. Records do
+    not store which edges fired: they are recomputed from the graph's conditions on the
+    turn's last message (a router's edge from the node that ran next).
+
+    Args:
+        obj: The team or graph the run was stored for.
+        records: The run's [`CheckpointRecord`][flowlib.checkpoint.CheckpointRecord]s, in
+            order (``await store.records(run_id)``).
+    """
+    from ..messages import MessageFactory
+
+    graph = graph_of(obj)
+    factory = MessageFactory()
+    steps: list[PageStep] = []
+    previous: float | None = None
+    for record in records:
+        if record.kind == "turn" and record.node in graph.nodes:
+            items = [factory.create(data) for data in record.messages]
+            step = PageStep(node=record.node)
+            for item in items:
+                _add_item(step, item)
+            if previous is not None:
+                step.seconds = max(0.0, record.created_at - previous)
+            final = next((m for m in reversed(items) if isinstance(m, BaseChatMessage)), None)
+            for edge in graph.nodes[record.node].edges:
+                if final is not None and edge.check_condition(final):
+                    step.edges.append((record.node, edge.target))
+            steps.append(step)
+        previous = record.created_at
+    for step, following in itertools.pairwise(steps):
+        node = graph.nodes[step.node]
+        if node.kind == "router" and any(e.target == following.node for e in node.edges):
+            step.edges = [(step.node, following.node)]
+    return steps
+
+
+def trace_from_steps(obj: DiGraph | SupportsGraph, steps: Sequence[PageStep]) -> RunTrace:
+    """A [`RunTrace`][flowlib.graph.RunTrace] of ``steps``, to overlay on the drawing."""
+    graph = graph_of(obj)
+    names = list(graph.nodes)
+    ends = [(source, edge.target) for source, edge in graph.iter_edges()]
+    index = {name: i for i, name in enumerate(names)}
+    trace = RunTrace(names=names, edge_ends=ends)
+    for position, step in enumerate(steps):
+        trace.step_nodes.append(index[step.node])
+        for pair in step.edges:
+            if pair in ends:
+                trace.fired.append((position, ends.index(pair)))
+    return trace
 
 
 _CSS = """

@@ -28,7 +28,14 @@ from flowlib.errors import InvalidArgumentError
 from flowlib.graph import Not
 from flowlib.messages import ToolCallExecutionEvent, ToolCallRequestEvent
 from flowlib.models import FunctionCall, FunctionExecutionResult, RequestUsage
-from flowlib.render import PageStep, run_page, steps_from_run, write_run_page
+from flowlib.render import (
+    PageStep,
+    run_page,
+    steps_from_records,
+    steps_from_run,
+    trace_from_steps,
+    write_run_page,
+)
 from flowlib.teams import DiGraphBuilder, GraphFlow
 from flowlib.testing import ScriptedAgent
 
@@ -98,6 +105,54 @@ def test_tool_calls_and_tokens_belong_to_their_step() -> None:
         "TextMessage",
     ]
     assert steps[1].prompt_tokens is None and steps[0].edges == [("a", "b")]
+
+
+async def test_a_stored_run_feeds_the_page() -> None:
+    from flowlib.checkpoint import CheckpointRecord, InMemoryCheckpointStore, RunRecord
+    from flowlib.messages import TextMessage
+
+    team = review_team()
+    store = InMemoryCheckpointStore()
+    await store.create_run(
+        RunRecord(
+            run_id="r1",
+            team_type="GraphFlow",
+            graph_signature="s",
+            state_version=1,
+            created_at=100.0,
+            updated_at=100.0,
+        )
+    )
+    usage = RequestUsage(prompt_tokens=5, completion_tokens=2)
+    said = [("writer", "draft"), ("critic", "REVISE"), ("writer", "v2"), ("critic", "APPROVE")]
+    records = [
+        CheckpointRecord(run_id="r1", checkpoint_id=1, kind="start", turn=0, created_at=100.0)
+    ]
+    for turn, (node, text) in enumerate(said, start=1):
+        message = TextMessage(content=text, source=node, models_usage=usage)
+        records.append(
+            CheckpointRecord(
+                run_id="r1",
+                checkpoint_id=turn + 1,
+                kind="turn",
+                turn=turn,
+                node=node,
+                created_at=100.0 + 0.5 * turn,
+                messages=[message.dump()],
+                message_nodes=[node],
+            )
+        )
+    for record in records:
+        await store.append(record, status="running")
+    steps = steps_from_records(team, await store.records("r1"))
+    assert [s.node for s in steps] == ["writer", "critic", "writer", "critic"]
+    assert steps[1].edges == [("critic", "writer")] and steps[3].edges == [("critic", "publish")]
+    assert steps[0].seconds == pytest.approx(0.5) and steps[3].prompt_tokens == 5
+    trace = trace_from_steps(team, steps)
+    assert trace.steps == ["writer", "critic", "writer", "critic"]
+    assert ("critic", "publish") in [(s, t) for _, s, t in trace.fired_edges]
+    page = run_page(team, steps, trace=trace, stop_reason="stored")
+    assert "APPROVE" in page
 
 
 class _Resources(HTMLParser):
