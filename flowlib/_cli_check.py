@@ -108,6 +108,7 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             trace=outcome.trace,
             title=f"{report.flow}: [{shown.rule}] {', '.join(shown.nodes)}",
             stop_reason=outcome.stop_reason,
+            flagged=shown.nodes,
         )
     except GraphvizNotFoundError as exc:
         print(f"(no drawing: {exc})", file=out)

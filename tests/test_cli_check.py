@@ -61,8 +61,10 @@ def test_check_finds_the_join_and_writes_the_counterexample(
     page = prefix.with_name("cex.html").read_text()
     data = re.search(r'id="run-data">(.*?)</script>', page, re.S)
     assert data is not None
-    steps = json.loads(data.group(1))["steps"]
+    run = json.loads(data.group(1))
+    steps = run["steps"]
     assert steps[0]["node"] == "A" and len(steps) == 2
+    assert run["flagged"] == ["D"]  # the node left waiting is marked on the drawing
     assert "was still waiting" in page
 
 

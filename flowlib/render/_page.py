@@ -223,6 +223,8 @@ g.node.current text{font-weight:bold}
 g.edge.current path{stroke:#d62728!important;stroke-width:3.5px}
 g.edge.current polygon{stroke:#d62728!important;fill:#d62728!important}
 g.node.past polygon,g.node.past ellipse{stroke-width:2.5px}
+g.node.flagged polygon,g.node.flagged ellipse,g.node.flagged path{stroke:#d62728!important;
+stroke-dasharray:6 3;stroke-width:3px}
 """
 
 _JS = """
@@ -290,6 +292,9 @@ _JS = """
     document.body.setAttribute('data-step', String(index));
     document.body.setAttribute('data-node', step.node);
   }
+  (data.flagged || []).forEach(function(name){
+    nodeGroups(name).forEach(function(g){ g.classList.add('flagged'); });
+  });
   slider.addEventListener('input', function(){ show(parseInt(slider.value, 10)); });
   function move(by){ show(parseInt(slider.value, 10) + by); }
   document.getElementById('prev').addEventListener('click', function(){ move(-1); });
@@ -324,6 +329,7 @@ def run_page(
     title: str | None = None,
     stop_reason: str | None = None,
     svg: str | None = None,
+    flagged: Sequence[str] = (),
 ) -> str:
     """Build the self-contained HTML run page.
 
@@ -334,6 +340,8 @@ def run_page(
         title: The page heading; defaults to the team's name.
         stop_reason: Why the run stopped, shown under the heading.
         svg: A drawing to use instead of drawing ``obj`` (an ``<svg>`` document).
+        flagged: Nodes to mark on the drawing throughout (e.g. the nodes a finding of
+            [`explore`][flowlib.testing.explore] is about).
 
     Returns:
         The HTML document.
@@ -354,7 +362,11 @@ def run_page(
             argument="steps",
         )
     heading = title or str(getattr(obj, "name", None) or "Run")
-    data = {"steps": [asdict(step) for step in steps], "stop_reason": stop_reason}
+    data = {
+        "steps": [asdict(step) for step in steps],
+        "stop_reason": stop_reason,
+        "flagged": list(flagged),
+    }
     last = max(len(steps), 1)
     reason = f"<p>Stopped: {html.escape(stop_reason)}</p>" if stop_reason else ""
     label = "Step 1" if steps else "No steps"
@@ -399,6 +411,7 @@ def write_run_page(
     trace: RunTrace | None = None,
     title: str | None = None,
     stop_reason: str | None = None,
+    flagged: Sequence[str] = (),
 ) -> Path:
     """Write [`run_page`][flowlib.render.run_page] to ``path`` and return it.
 
@@ -410,6 +423,6 @@ def write_run_page(
         ```
     """
     target = Path(path)
-    page = run_page(obj, steps, trace=trace, title=title, stop_reason=stop_reason)
+    page = run_page(obj, steps, trace=trace, title=title, stop_reason=stop_reason, flagged=flagged)
     target.write_text(page, encoding="utf-8")
     return target

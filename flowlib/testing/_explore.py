@@ -499,8 +499,10 @@ def routing_outcomes(
                 assert outcome.steps[-1] == "publisher"
         ```
     """
-    flow = _Flow(team, max_turns=max_turns, task=task)
+    return _strategy(_Flow(team, max_turns=max_turns, task=task))
 
+
+def _strategy(flow: _Flow) -> st.SearchStrategy[RoutingOutcome]:
     @st.composite
     def outcomes(draw: Draw[Any]) -> RoutingOutcome:
         return _run_sync(flow, draw)
@@ -655,7 +657,7 @@ def explore(
             argument="max_examples",
         )
     flow = _Flow(team, max_turns=max_turns, task=task)
-    strategy = routing_outcomes(team, max_turns=max_turns, task=task)
+    strategy = _strategy(flow)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -327,3 +327,14 @@ async def test_url_fragment_selects_the_step(browser: DevTools, tmp_path: Path) 
     assert browser.evaluate(HIGHLIGHTED) == ["writer"]
     assert browser.evaluate("document.body.dataset.step") == "3"
     assert browser.evaluate(EDGES) == ["writer->critic"]
+
+
+async def test_flagged_nodes_stay_marked(browser: DevTools, tmp_path: Path) -> None:
+    team, steps, _ = await _page_of_a_run(tmp_path)
+    path = write_run_page(team, tmp_path / "flagged.html", steps, flagged=["publish"])
+    _open(browser, path.resolve().as_uri())
+    flagged = "[...document.querySelectorAll('g.node.flagged title')].map(t => t.textContent)"
+    assert browser.evaluate(flagged) == ["publish"]
+    _move_slider(browser, 2)
+    assert browser.evaluate(flagged) == ["publish"]
+    assert browser.evaluate(HIGHLIGHTED) == ["critic"]
