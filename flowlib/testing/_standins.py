@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from ..agents import BaseChatAgent
 from ..base import CancellationToken, Handoff, Response, Team, TerminationCondition
@@ -213,8 +214,10 @@ def _satisfy(condition: object, draw: Draw[Any], free: Callable[[object], str]) 
         return [condition.text]
     if isinstance(condition, Regex):
         flags = re.IGNORECASE if condition.ignore_case else 0
-        pattern = re.compile(condition.pattern, flags)
-        return [draw(st.from_regex(pattern))]
+        try:
+            return [draw(st.from_regex(re.compile(condition.pattern, flags)))]
+        except InvalidArgument:  # a construct from_regex cannot generate: a drawn text
+            return [free(condition)]
     if isinstance(condition, AnyOf):
         chosen = draw(st.sampled_from(condition.conditions))
         return _satisfy(chosen, draw, free)

@@ -371,3 +371,22 @@ def test_examples_are_sound(path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 def test_every_example_is_sound(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     report = explore(_build(path, monkeypatch))
     assert report.ok, str(report)
+
+
+def test_without_hypothesis_the_fake_agents_still_import() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "import flowlib.testing as t\n"
+        "assert t.ScriptedAgent\n"
+        "try:\n"
+        "    t.explore\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "pip install 'flowlib[testing]'" in done.stdout
