@@ -294,6 +294,9 @@ class _Flow:
                         StandInRouter(name, targets, draw, can_stop=True, record=record)
                     )
                 continue
+            if participant is None and self.graph.nodes[name].kind == "router":
+                stand_ins.append(StandInRouter(name, targets, draw, can_stop=False, record=record))
+                continue
             stand_ins.append(
                 StandIn(
                     name,
@@ -397,7 +400,15 @@ class _Flow:
                 ran: dict[str, int] = {}
                 for name in outcome.steps:
                     ran[name] = ran.get(name, 0) + 1
-                looping = [n for n, count in ran.items() if count > 1] or list(ran)
+                # The loop: every node of the strongly connected components that
+                # repeated, so one loop is one finding whichever way it was driven.
+                analysis = self.plan.analysis
+                repeated = {analysis.scc[self.plan.index[n]] for n, c in ran.items() if c > 1}
+                looping = [
+                    name
+                    for i, name in enumerate(self.names)
+                    if analysis.scc[i] in repeated and analysis.scc[i] in analysis.cyclic
+                ] or list(ran)
                 add(
                     "runaway_loop",
                     looping,

@@ -349,6 +349,14 @@ def test_not_a_team() -> None:
 def test_a_bare_graph_can_be_explored() -> None:
     report = explore(join_flow().graph)
     assert "join_never_completes" in report.rules()
+    selector = SelectorGroupChat(
+        _agents("writer", "critic"), ReplayChatCompletionClient(["writer"]), max_turns=4
+    )
+    # Without the team, the router node draws among its edges (and never stops).
+    hub = explore(selector.graph, max_turns=4)
+    assert [(f.rule, f.nodes) for f in hub.findings] == [
+        ("runaway_loop", ("SelectorGroupChat_selector", "writer", "critic"))
+    ]
 
 
 # --- the examples ----------------------------------------------------------------------------
