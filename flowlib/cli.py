@@ -94,9 +94,7 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     edges = len(analysis.edges)
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
-    from ._cli_check import report_warnings
-
-    report_warnings(_graph_of(obj), analysis, strict=args.strict, out=out)
+    _cli_check.report_warnings(_graph_of(obj), analysis, strict=args.strict, out=out)
     print(f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 

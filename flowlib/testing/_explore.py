@@ -273,19 +273,21 @@ class _Flow:
         )
 
     def stand_ins(self, draw: Draw[Any], record: Any) -> list[Any]:
+        from ..teams._selector import SelectorRouter
+
         stand_ins: list[Any] = []
         for name, participant in zip(self.names, self.participants, strict=True):
             targets = [self.names[e.target] for e in self.plan.out_edges[self.plan.index[name]]]
             if isinstance(participant, Router):
-                if type(participant).__name__ == "SelectorRouter":
+                if isinstance(participant, SelectorRouter):
                     stand_ins.append(
                         StandInSelector(
                             name,
-                            list(participant._names),  # type: ignore[attr-defined]
+                            list(participant._names),
                             draw,
-                            selector_func=participant._selector_func,  # type: ignore[attr-defined]
-                            candidate_func=participant._candidate_func,  # type: ignore[attr-defined]
-                            allow_repeated=participant._allow_repeated,  # type: ignore[attr-defined]
+                            selector_func=participant._selector_func,
+                            candidate_func=participant._candidate_func,
+                            allow_repeated=participant._allow_repeated,
                             record=record,
                         )
                     )
