@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -77,13 +80,29 @@ def outcome_steps(outcome: Any) -> list[Any]:
     return steps
 
 
+@contextmanager
+def _hypothesis_files_in_tmp() -> Iterator[None]:
+    """Hypothesis caches files (Unicode tables) in ``./.hypothesis``; while a command
+    explores a user's flow they go to the temporary folder instead (restored after, so
+    an in-process caller keeps its own setting)."""
+    from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+
+    previous = storage_directory(intent_to_write=False).home_directory
+    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "flowlib-hypothesis")
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(previous)
+
+
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     from .cli import CliError, load_object
     from .render import GraphvizNotFoundError, render, write_run_page
     from .testing import explore
 
     obj = load_object(args.target)
-    report = explore(obj, max_turns=args.max_turns, max_examples=args.max_examples)
+    with _hypothesis_files_in_tmp():
+        report = explore(obj, max_turns=args.max_turns, max_examples=args.max_examples)
     print(report, file=out)
     if report.ok:
         return 0

@@ -85,7 +85,7 @@ def test_check_default_output_is_in_the_current_folder(
     monkeypatch.chdir(work)
     code, _ = run_cli("check", f"{join_file}:build", "--max-examples", "30")
     assert code == 1
-    assert sorted(p.name for p in work.iterdir() if not p.name.startswith(".")) == [
+    assert sorted(p.name for p in work.iterdir()) == [
         "joinflow.counterexample.html",
         "joinflow.counterexample.svg",
     ]
