@@ -28,6 +28,9 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/n
   || apt_install postgresql
 # redis-server: the tests start one (on a temp dir and a free port) for RedisStore.
 command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+# Chromium (headless): the run-page tests open the page, move its slider, take a screenshot.
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+  || apt_install chromium
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
