@@ -202,3 +202,61 @@ class McpServerError(FlowlibError, RuntimeError):
 
 
 __all__ += ["McpServerError"]
+
+
+# --- compat: the built-in types AutoGen raises ------------------------------------------
+
+
+class InvalidArgumentTypeError(ArgumentTypeError, InvalidArgumentError):
+    """An argument of the wrong type, where AutoGen raises ``ValueError`` for the same
+    check: both ``except TypeError`` and ``except ValueError`` catch it.
+
+    Attributes:
+        argument: The name of the offending argument.
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        # Both bases take `argument`; initialise the exception once, not through each.
+        Exception.__init__(self, message)
+        self.argument = argument
+
+
+class AlreadyRunningError(FlowlibError, RuntimeError, ValueError):
+    """A team (or agent) is running and the call needs it stopped: a second ``run``,
+    ``reset`` or ``load_state``. AutoGen raises ``ValueError`` for a second run and
+    ``RuntimeError`` for the others; this class is both."""
+
+
+class UnknownMessageTypeError(FlowlibError, ValueError):
+    """A task or an agent produced a message whose class the team does not know; register
+    it through the team's ``custom_message_types``.
+
+    Attributes:
+        message_type: The unknown class.
+    """
+
+    def __init__(self, message: str, *, message_type: type) -> None:
+        super().__init__(message)
+        self.message_type = message_type
+
+
+class AgentError(FlowlibError, RuntimeError):
+    """An agent could not finish its turn for a reason of its own making: its input
+    function failed or returned a non-string, or its stream ended without a Response.
+
+    Attributes:
+        agent: The agent's name (None where no agent is known, e.g. a call made outside
+            any agent's turn).
+    """
+
+    def __init__(self, message: str, *, agent: str | None = None) -> None:
+        super().__init__(message)
+        self.agent = agent
+
+
+__all__ += [
+    "AgentError",
+    "AlreadyRunningError",
+    "InvalidArgumentTypeError",
+    "UnknownMessageTypeError",
+]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, computed_field
 from typing_extensions import Self
 
 from .code_executors import CodeBlock, CodeResult
+from .errors import InvalidArgumentError, UnknownMessageTypeError
 from .memory import MemoryContent
 from .models import (
     FunctionCall,
@@ -632,6 +633,8 @@ class MessageFactory:
         self._types: dict[str, type[BaseChatMessage | BaseAgentEvent]] = {
             _type_name(message_type): message_type for message_type in _BUILTIN_MESSAGE_TYPES
         }
+        # The registered classes themselves: one set lookup checks a message's class.
+        self._classes: set[type[BaseMessage]] = set(_BUILTIN_MESSAGE_TYPES)
 
     def is_registered(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> bool:
         """Tell whether ``message_type`` is registered.
@@ -663,32 +666,80 @@ class MessageFactory:
         if not isinstance(message_type, type) or not issubclass(
             message_type, (BaseChatMessage, BaseAgentEvent)
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Cannot register `{message_type!r}`: message types must be subclasses of "
-                "BaseChatMessage or BaseAgentEvent."
+                "BaseChatMessage or BaseAgentEvent.",
+                argument="message_type",
             )
         if message_type.__abstractmethods__:
             missing = ", ".join(sorted(message_type.__abstractmethods__))
-            raise ValueError(
-                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing})."
+            raise InvalidArgumentError(
+                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing}).",
+                argument="message_type",
             )
         unparametrised = issubclass(message_type, StructuredMessage) and bool(
             message_type.__pydantic_generic_metadata__["parameters"]
         )
         if unparametrised:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Cannot register `{message_type.__name__}` without its content type: "
-                "register the parametrised class, e.g. StructuredMessage[MyContent]."
+                "register the parametrised class, e.g. StructuredMessage[MyContent].",
+                argument="message_type",
             )
         name = _type_name(message_type)
         existing = self._types.get(name)
         if existing is not None and existing is not message_type:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Message type `{name}` is already registered for "
                 f"`{existing.__module__}.{existing.__qualname__}`; give "
-                f"`{message_type.__module__}.{message_type.__qualname__}` another name."
+                f"`{message_type.__module__}.{message_type.__qualname__}` another name.",
+                argument="message_type",
             )
         self._types[name] = message_type
+        self._classes.add(message_type)
+
+    def register_produced(self, participants: Iterable[object]) -> None:
+        """Register the ``StructuredMessage[T]`` classes that agents declare in
+        ``produced_message_types``, as AutoGen's teams do (other custom classes still go
+        through ``custom_message_types``).
+
+        Args:
+            participants: A team's participants; those without ``produced_message_types``
+                (teams, routers) are skipped.
+        """
+        for participant in participants:
+            for message_type in getattr(participant, "produced_message_types", ()):
+                if (
+                    isinstance(message_type, type)
+                    and issubclass(message_type, StructuredMessage)
+                    and not message_type.__pydantic_generic_metadata__["parameters"]
+                    and _type_name(message_type) not in self._types
+                ):
+                    self.register(message_type)
+
+    def check(self, messages: Iterable[BaseMessage], *, source: str) -> None:
+        """Refuse messages whose class is not registered, as AutoGen's teams do.
+
+        One set lookup per message, so a team can call it on every turn.
+
+        Args:
+            messages: Task messages, or what an agent produced.
+            source: Where they come from, for the error: ``"the task"`` or
+                ``"agent `name`"``.
+
+        Raises:
+            UnknownMessageTypeError: A message's class is not registered (a ``ValueError``).
+        """
+        classes = self._classes
+        for message in messages:
+            if type(message) not in classes:
+                kind = type(message)
+                raise UnknownMessageTypeError(
+                    f"{source[:1].upper()}{source[1:]} has a `{kind.__name__}` message, a type "
+                    f"this team does not know. Pass `custom_message_types=[{kind.__name__}]` "
+                    "when you build the team.",
+                    message_type=kind,
+                )
 
     def create(self, data: Mapping[str, Any]) -> BaseChatMessage | BaseAgentEvent:
         """Rebuild a message or event from its dump.
@@ -705,14 +756,16 @@ class MessageFactory:
         """
         name = data.get("type")
         if not isinstance(name, str):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "Cannot rebuild a message without a string `type` field; pass a dict made by "
-                "message.dump()."
+                "message.dump().",
+                argument="data",
             )
         message_type = self._types.get(name)
         if message_type is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Unknown message type `{name}`: register the class with "
-                "MessageFactory.register() (for a team, pass it in `custom_message_types`)."
+                "MessageFactory.register() (for a team, pass it in `custom_message_types`).",
+                argument="data",
             )
         return message_type.load(data)

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ..base import CancellationToken, Handoff, Response
-from ..errors import StateError
-from ..memory import Memory
+from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
+from ..memory import Memory, UpdateContextResult
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -182,19 +182,20 @@ class AssistantAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         self._workbenches = as_workbenches(name, workbench, tools)
-        if isinstance(memory, Memory):
-            raise TypeError(f"Agent `{name}`: memory takes a list of memories: memory=[...].")
+        memories = _memories(name, memory)
         if max_tool_iterations < 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{name}`: max_tool_iterations must be at least 1, got "
-                f"{max_tool_iterations}."
+                f"{max_tool_iterations}.",
+                argument="max_tool_iterations",
             )
         if output_content_type is not None and not (
             isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
         ):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"Agent `{name}`: output_content_type must be a pydantic BaseModel subclass, "
-                f"not {output_content_type!r}."
+                f"not {output_content_type!r}.",
+                argument="output_content_type",
             )
         self._tools = build_tools(name, tools or ())
         self._handoffs = build_handoffs(name, handoffs or (), {tool.name for tool in self._tools})
@@ -202,10 +203,11 @@ class AssistantAgent(BaseChatAgent):
             "function_calling", False
         ):
             given = "handoffs" if self._handoffs and not self._tools else "tools"
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{name}`: the model does not support function calling "
                 f"(model_info['function_calling'] is False), so it cannot use {given}. "
-                "Use a model that supports function calling, or remove them."
+                "Use a model that supports function calling, or remove them.",
+                argument=given,
             )
         handoff_tools: list[Tool] = [handoff.handoff_tool for handoff in self._handoffs.values()]
         self._model_tools: list[Tool] = [*self._tools, *handoff_tools]
@@ -226,7 +228,7 @@ class AssistantAgent(BaseChatAgent):
         self._tool_call_summary_formatter = tool_call_summary_formatter
         self._output_content_type = output_content_type
         self._output_content_type_format = output_content_type_format
-        self._memory = list(memory or ())
+        self._memory = memories
         self._metadata = dict(metadata or {})
         # Where the context stood before a turn that has not finished yet, and a turn
         # counter: together they make each turn all-or-nothing (see on_messages_stream).
@@ -343,8 +345,10 @@ class AssistantAgent(BaseChatAgent):
 
         inner: list[_Item] = []
         for memory in self._memory:
-            update = await memory.update_context(self._model_context)
-            if update.memories.results:
+            update: UpdateContextResult | None = await memory.update_context(self._model_context)
+            # None (a custom memory that returns nothing) means nothing was added, as in
+            # AutoGen, which only reads the result when there is one.
+            if update is not None and update.memories.results:
                 event = MemoryQueryEvent(content=list(update.memories.results), source=self.name)
                 inner.append(event)
                 yield event
@@ -624,6 +628,35 @@ class AssistantAgent(BaseChatAgent):
         """Make an unfinished (abandoned) turn stale, so it will not be undone later."""
         self._open_turn = None
         self._turns_started += 1
+
+
+def _memories(agent: str, memory: Sequence[Memory] | None) -> list[Memory]:
+    """Check ``memory=``: a list of ``Memory`` objects (as AutoGen, one bare ``Memory`` is refused).
+
+    Raises:
+        ArgumentTypeError: If it is not a list, or an entry is not a ``Memory``.
+    """
+    if memory is None:
+        return []
+    if isinstance(memory, Memory):
+        raise ArgumentTypeError(
+            f"Agent `{agent}`: memory takes a list of memories: memory=[...].",
+            argument="memory",
+        )
+    if isinstance(memory, (str, bytes)) or not isinstance(memory, Sequence):
+        raise ArgumentTypeError(
+            f"Agent `{agent}`: memory must be a list of Memory objects (e.g. "
+            f"[ListMemory()]), not {type(memory).__name__}.",
+            argument="memory",
+        )
+    for index, entry in enumerate(memory):
+        if not isinstance(entry, Memory):
+            raise ArgumentTypeError(
+                f"Agent `{agent}`: memory[{index}] is a {type(entry).__name__}, not a "
+                "Memory; pass Memory objects such as ListMemory().",
+                argument=f"memory[{index}]",
+            )
+    return list(memory)
 
 
 def _calls_of(message: AssistantMessage) -> list[FunctionCall]:

@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from ..base import CancellationToken, Response
+from ..errors import AgentError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -77,7 +78,7 @@ class UserProxyAgent(BaseChatAgent):
         """Gives the input function the id of the request it is answering."""
 
         def __init__(self) -> None:
-            raise RuntimeError(
+            raise AgentError(
                 "InputRequestContext cannot be instantiated; call "
                 "UserProxyAgent.InputRequestContext.request_id() inside the input function."
             )
@@ -92,7 +93,7 @@ class UserProxyAgent(BaseChatAgent):
             try:
                 return _current_request_id.get()
             except LookupError:
-                raise RuntimeError(
+                raise AgentError(
                     "UserProxyAgent.InputRequestContext.request_id() was called outside an "
                     "input function; it only works while a UserProxyAgent is asking for input."
                 ) from None
@@ -171,16 +172,18 @@ class UserProxyAgent(BaseChatAgent):
             waiter.cancel()
             raise
         except Exception as exc:
-            raise RuntimeError(
+            raise AgentError(
                 f"UserProxyAgent `{self.name}` failed to get user input: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {exc}",
+                agent=self.name,
             ) from exc
         finally:
             token.remove_callback(waiter.cancel)
         if not isinstance(answer, str):
-            raise RuntimeError(
+            raise AgentError(
                 f"UserProxyAgent `{self.name}`'s input function returned "
-                f"{type(answer).__name__}; it must return a str."
+                f"{type(answer).__name__}; it must return a str.",
+                agent=self.name,
             )
         return answer
 

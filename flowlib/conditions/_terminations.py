@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
 from ..base import TerminatedException, TerminationCondition
+from ..errors import InvalidArgumentError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -280,14 +281,16 @@ class TokenUsageTermination(_LatchedCondition):
             "max_completion_token": max_completion_token,
         }
         if all(limit is None for limit in limits.values()):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "At least one of max_total_token, max_prompt_token, or max_completion_token "
-                "must be provided"
+                "must be provided",
+                argument="max_total_token",
             )
         for name, limit in limits.items():
             if limit is not None and limit < 1:
-                raise ValueError(
-                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1."
+                raise InvalidArgumentError(
+                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1.",
+                    argument=name,
                 )
         self._max_total_token = max_total_token
         self._max_prompt_token = max_prompt_token

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
-from ..errors import NodeExecutionError, StateError
+from ..errors import AlreadyRunningError, NodeExecutionError, StateError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -346,6 +346,7 @@ class GraphExecutor:
             # team streams the inner team's messages, which are not the outer team's.
             chat = response.chat_message
             delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
+            self._factory.check(delta, source=f"agent `{participant.name}`")
             yield _Output([chat], chat, delta, tail=(chat,))
 
     def _routed(self, node: int, routing: Routing) -> _Output:
@@ -476,7 +477,7 @@ class GraphExecutor:
             asyncio.CancelledError: If the token is cancelled.
         """
         if self._is_running:
-            raise RuntimeError(
+            raise AlreadyRunningError(
                 "The team is already running; wait for the current run to finish (or stop it "
                 "with ExternalTermination or a cancellation token) before starting another."
             )

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
-from ..errors import DuplicateNodeError, StateError
+from ..errors import DuplicateNodeError, InvalidArgumentError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
 from ..messages import (
     BaseAgentEvent,
@@ -505,9 +505,10 @@ class SelectorGroupChat(BaseGroupChat):
         reject_runtime(runtime)
         team_name = name or self.DEFAULT_NAME
         if len(participants) < 2:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"SelectorGroupChat needs at least two participants, got {len(participants)}; "
-                "for a single agent use RoundRobinGroupChat."
+                "for a single agent use RoundRobinGroupChat.",
+                argument="participants",
             )
         names = [p.name for p in participants]
         seen: set[str] = set()

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError
 from ..graph import (
     AnyOf,
     DiGraph,
@@ -118,9 +119,10 @@ class Swarm(BaseGroupChat):
         reject_runtime(runtime)
         for participant in participants:
             if isinstance(participant, Team):
-                raise ValueError(
+                raise InvalidArgumentTypeError(
                     f"Swarm participants must be agents; `{participant.name}` is a team. Wrap "
-                    "it in a SocietyOfMindAgent, or use RoundRobinGroupChat or GraphFlow."
+                    "it in a SocietyOfMindAgent, or use RoundRobinGroupChat or GraphFlow.",
+                    argument="participants",
                 )
         names = [p.name for p in participants]
         nodes: dict[str, DiGraphNode] = {}
@@ -185,9 +187,10 @@ class Swarm(BaseGroupChat):
         if handoffs:
             target = handoffs[-1].target
             if target not in names:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"The task hands off to `{target}`, which is not a participant of this "
-                    f"Swarm; address the HandoffMessage to one of {shown}."
+                    f"Swarm; address the HandoffMessage to one of {shown}.",
+                    argument="task",
                 )
             return
         if self._executor.is_running:
@@ -195,11 +198,12 @@ class Swarm(BaseGroupChat):
         for message in reversed(self._executor.thread):
             if isinstance(message, HandoffMessage) and message.target:
                 if message.target not in names:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"`{message.source}` handed off to `{message.target}`, who is not a "
                         "participant, so this Swarm does not know who continues. Resume with "
                         "run(task=HandoffMessage(source=..., target=<one of "
-                        f"{shown}>, content=...)), or reset() the team for a new task."
+                        f"{shown}>, content=...)), or reset() the team for a new task.",
+                        argument="task",
                     )
                 return
 
