@@ -227,8 +227,34 @@ class BaseTextChatMessage(BaseChatMessage, ABC):
         return self.content
 
     def to_model_message(self) -> UserMessage:
-        """Return ``UserMessage(content=self.content, source=self.source)``."""
-        return UserMessage(content=self.content, source=self.source)
+        """Return ``UserMessage(content=self.content, source=self.source)``.
+
+        A team broadcasts each message to every other agent, and each converts it: the
+        conversion is made once and the same ``UserMessage`` is returned to every
+        receiver (while ``content`` and ``source`` are unchanged), so a message costs one
+        model message, not one per receiving agent. Treat it as read-only; copy it with
+        ``model_copy`` to change it.
+        """
+        cached = _CONVERTED.get(id(self))
+        if (
+            cached is not None
+            and cached[0] is self
+            and cached[1].content is self.content
+            and cached[1].source is self.source
+        ):
+            return cached[1]
+        converted = UserMessage(content=self.content, source=self.source)
+        if len(_CONVERTED) >= _CONVERTED_MAX:
+            del _CONVERTED[next(iter(_CONVERTED))]  # the oldest: dicts keep insertion order
+        _CONVERTED[id(self)] = (self, converted)
+        return converted
+
+
+# The latest conversions, by message id(): a receiving agent converts a message within a
+# few turns of its publication, so a small window shares nearly every conversion, and the
+# messages it holds are kept alive at most that long.
+_CONVERTED_MAX = 256
+_CONVERTED: dict[int, tuple[BaseTextChatMessage, UserMessage]] = {}
 
 
 # ---------------------------------------------------------------------------------------

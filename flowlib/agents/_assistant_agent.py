@@ -435,7 +435,7 @@ class AssistantAgent(BaseChatAgent):
             tool_calls=all_calls,
             results=all_results,
             source=self.name,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
         yield Response(chat_message=summary, inner_messages=inner)
 
@@ -509,7 +509,7 @@ class AssistantAgent(BaseChatAgent):
                 content=content,
                 source=self.name,
                 models_usage=usage,
-                metadata=dict(self._metadata),
+                metadata=self._metadata,  # validation copies it
             )
         try:
             parsed = self._output_content_type.model_validate_json(content)
@@ -526,7 +526,7 @@ class AssistantAgent(BaseChatAgent):
             format_string=self._output_content_type_format,
             source=self.name,
             models_usage=usage,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
         return structured
 
@@ -573,7 +573,7 @@ class AssistantAgent(BaseChatAgent):
             target=handoff.target,
             context=handoff_context(self.name, steps, set(self._handoffs)),
             source=self.name,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
 
     # --- lifecycle ----------------------------------------------------------------------
