@@ -17,6 +17,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
@@ -245,7 +246,9 @@ class BaseTextChatMessage(BaseChatMessage, ABC):
             return cached[1]
         converted = UserMessage(content=self.content, source=self.source)
         if len(_CONVERTED) >= _CONVERTED_MAX:
-            del _CONVERTED[next(iter(_CONVERTED))]  # the oldest: dicts keep insertion order
+            # The oldest (dicts keep insertion order), unless another thread got there first.
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del _CONVERTED[next(iter(_CONVERTED))]
         _CONVERTED[id(self)] = (self, converted)
         return converted
 
@@ -743,15 +746,14 @@ class MessageFactory:
                 ):
                     self.register(message_type)
 
-    def check(self, messages: Iterable[BaseMessage], *, source: str) -> None:
+    def check(self, messages: Iterable[BaseMessage], *, agent: str | None = None) -> None:
         """Refuse messages whose class is not registered, as AutoGen's teams do.
 
         One set lookup per message, so a team can call it on every turn.
 
         Args:
             messages: Task messages, or what an agent produced.
-            source: Where they come from, for the error: ``"the task"`` or
-                ``"agent `name`"``.
+            agent: The agent that produced them; None for a task.
 
         Raises:
             UnknownMessageTypeError: A message's class is not registered (a ``ValueError``).
@@ -760,8 +762,9 @@ class MessageFactory:
         for message in messages:
             if type(message) not in classes:
                 kind = type(message)
+                source = "The task" if agent is None else f"Agent `{agent}`"
                 raise UnknownMessageTypeError(
-                    f"{source[:1].upper()}{source[1:]} has a `{kind.__name__}` message, a type "
+                    f"{source} has a `{kind.__name__}` message, a type "
                     f"this team does not know. Pass `custom_message_types=[{kind.__name__}]` "
                     "when you build the team.",
                     message_type=kind,

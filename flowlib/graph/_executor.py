@@ -346,7 +346,7 @@ class GraphExecutor:
             # team streams the inner team's messages, which are not the outer team's.
             chat = response.chat_message
             delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
-            self._factory.check(delta, source=f"agent `{participant.name}`")
+            self._factory.check(delta, agent=participant.name)
             yield _Output([chat], chat, delta, tail=(chat,))
 
     def _routed(self, node: int, routing: Routing) -> _Output:

@@ -253,7 +253,7 @@ class BaseGroupChat(Team, ABC):
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
         messages = task_messages(task)
-        self._message_factory.check(messages, source="the task")
+        self._message_factory.check(messages)
         check_loop_bounded(  # a round-robin ring may be built unbounded; refused here
             self._plan.analysis,
             has_termination=self._termination_condition is not None,
