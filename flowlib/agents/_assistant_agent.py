@@ -28,8 +28,11 @@ from ..messages import (
     ToolCallSummaryMessage,
 )
 from ..model_context import (
+    BufferedChatCompletionContext,
     ChatCompletionContext,
     ChatCompletionContextState,
+    HeadAndTailChatCompletionContext,
+    TokenLimitedChatCompletionContext,
     UnboundedChatCompletionContext,
 )
 from ..model_context._base import _RollbackPoint
@@ -455,9 +458,17 @@ class AssistantAgent(BaseChatAgent):
         if token.is_cancelled():
             raise asyncio.CancelledError()
         context = await self._model_context.get_messages()
+        fresh = type(self._model_context).get_messages in _FRESH_VIEWS
         if not self._model_client.model_info.get("vision", False):
             context = [_without_images(message) for message in context]
-        request = [*self._system_messages, *context]
+            fresh = True
+        if fresh and type(context) is list:
+            # A list made for this call: prepend in place rather than copy the whole
+            # history a second time (the copy would grow with the conversation).
+            context[0:0] = self._system_messages
+            request = context
+        else:
+            request = [*self._system_messages, *context]
         message_id = str(uuid.uuid4())
         if not self._model_client_stream:
             result = await run_linked(
@@ -628,6 +639,18 @@ class AssistantAgent(BaseChatAgent):
         """Make an unfinished (abandoned) turn stale, so it will not be undone later."""
         self._open_turn = None
         self._turns_started += 1
+
+
+# flowlib's own context views, which return a new list on every call: the agent may
+# extend that list instead of copying it.
+_FRESH_VIEWS = frozenset(
+    {
+        UnboundedChatCompletionContext.get_messages,
+        BufferedChatCompletionContext.get_messages,
+        HeadAndTailChatCompletionContext.get_messages,
+        TokenLimitedChatCompletionContext.get_messages,
+    }
+)
 
 
 def _memories(agent: str, memory: Sequence[Memory] | None) -> list[Memory]:

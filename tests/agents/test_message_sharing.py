@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from flowlib.agents import AssistantAgent
 from flowlib.messages import TextMessage
-from flowlib.models import ReplayChatCompletionClient, UserMessage
+from flowlib.model_context import UnboundedChatCompletionContext
+from flowlib.models import LLMMessage, ReplayChatCompletionClient, SystemMessage, UserMessage
 from flowlib.teams import RoundRobinGroupChat
 
 
@@ -50,3 +51,38 @@ async def test_messages_get_their_own_metadata_dict() -> None:
     assert first.metadata == second.metadata == {"team": "blue"}
     first.metadata["team"] = "red"
     assert second.metadata == {"team": "blue"}
+
+
+class SharedListContext(UnboundedChatCompletionContext):
+    """A custom view that returns its own list, not a copy: the agent must not edit it."""
+
+    async def get_messages(self) -> list[LLMMessage]:
+        return self._messages
+
+
+async def test_the_request_never_edits_a_custom_contexts_list() -> None:
+    context = SharedListContext()
+    client = ReplayChatCompletionClient(["one", "two"])
+    agent = AssistantAgent("a", client, model_context=context, system_message="be brief")
+    await agent.run(task="1")
+    await agent.run(task="2")
+    held = await context.get_messages()
+    assert [type(m).__name__ for m in held] == [
+        "UserMessage",
+        "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+    ]
+    sent = client.requests[1]
+    assert isinstance(sent[0], SystemMessage) and len(sent) == 4
+
+
+async def test_the_system_message_leads_each_request_once() -> None:
+    client = ReplayChatCompletionClient(["one", "two", "three"])
+    agent = AssistantAgent("a", client, system_message="be brief")
+    for task in ("1", "2", "3"):
+        await agent.run(task=task)
+    for request in client.requests:
+        kinds = [type(m).__name__ for m in request]
+        assert kinds[0] == "SystemMessage" and kinds.count("SystemMessage") == 1
+    assert len(await agent.model_context.get_messages()) == 6
