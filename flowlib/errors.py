@@ -25,6 +25,11 @@
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
     ├── ComponentLoadError (ValueError)          a config cannot be loaded (`path` says where)
     │   └── UnknownProviderError                 a provider outside flowlib's registry
+    ├── InvalidArgumentError (ValueError) / ArgumentTypeError (TypeError)   bad arguments
+    │   └── InvalidArgumentTypeError (both)      a wrong type where AutoGen raises ValueError
+    ├── AlreadyRunningError (RuntimeError and ValueError)  run/reset/load_state while running
+    ├── UnknownMessageTypeError (ValueError)     a message class the team does not know
+    ├── AgentError (also RuntimeError)           an agent could not finish its turn
     └── ConversationError (also RuntimeError)   conversation API misuse
         ├── HumanInputRequiredError             a tool asked a human and no handler is set
         └── TurnCancelledError                  the turn was cancelled
