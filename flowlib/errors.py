@@ -13,32 +13,39 @@
     │   ├── CycleWithoutExitError               a cycle with no conditional edge on it
     │   ├── ActivationConflictError             one activation group, two activation conditions
     │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
-    │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    │   ├── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    │   ├── InvalidConditionError               an async callable, a regex that does not compile
+    │   └── GraphWarningError                   `validate --strict`: a static warning
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
+    │   └── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
+    ├── TeamRunningError (RuntimeError, ValueError) run/reset/load_state while a run is going
+    ├── InvalidValueError (also ValueError)     a value flowlib cannot use
+    │   └── InvalidArgumentError                an argument's value, named in `argument`
+    │       └── InvalidArgumentTypeError        a wrong type where AutoGen raises ValueError
+    ├── InvalidTypeError (also TypeError)       an object of the wrong type
+    │   └── ArgumentTypeError                   an argument's type, named in `argument`
+    ├── UnknownMessageTypeError (ValueError)    a message class the team does not know
+    ├── ContractError (also RuntimeError)       a participant, model or callback broke a contract
+    │   └── AgentError                          an agent could not finish its turn (`agent`)
     ├── TerminatedException (also RuntimeError) a fired termination condition was reused
     ├── ModelResponseError (also RuntimeError)  a model server's answer is not usable
+    ├── McpServerError (also RuntimeError)      an MCP server failed
     ├── RenderError (also RuntimeError)         drawing failed
     │   └── GraphvizNotFoundError               `dot` is not installed (says how to install)
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
     ├── ComponentLoadError (ValueError)          a config cannot be loaded (`path` says where)
     │   └── UnknownProviderError                 a provider outside flowlib's registry
-    ├── ConversationError (also RuntimeError)   conversation API misuse
-    │   ├── HumanInputRequiredError             a tool asked a human and no handler is set
-    │   └── TurnCancelledError                  the turn was cancelled
-    ├── InvalidArgumentError (also ValueError)  an argument's value, named in `argument`
-    ├── ArgumentTypeError (also TypeError)      an argument's type, named in `argument`
-    ├── InvalidValueError (also ValueError)     any other value flowlib cannot use
-    ├── InvalidTypeError (also TypeError)       any other object of the wrong type
-    ├── ContractError (also RuntimeError)       a participant, model or callback broke a contract
-    ├── TeamRunningError (also RuntimeError)    run/reset/load_state while a run is going
-    ├── McpServerError (also RuntimeError)      an MCP server failed
     ├── ReplayExhaustedError (also ValueError)  a replay client ran out of responses
     ├── ScriptExhaustedError (also RuntimeError) a scripted test agent ran out of replies
     ├── TraceCheckError (also AssertionError)   a run's trace breaks the execution rules
-    └── CliError                                a command-line failure (exit code `code`)
+    ├── FlowUnsoundError (also AssertionError)  `assert_flow_sound` found a broken rule
+    ├── CliError                                a command-line failure (exit code `code`)
+    └── ConversationError (also RuntimeError)   conversation API misuse
+        ├── HumanInputRequiredError             a tool asked a human and no handler is set
+        └── TurnCancelledError                  the turn was cancelled
 
 Errors defined next to their subsystem (flowlib.models, flowlib.render,
 flowlib.conversation, flowlib.teams, flowlib.component, flowlib.testing, flowlib.cli) all
@@ -178,7 +185,27 @@ __all__ += ["CheckpointArgumentError"]
 # --- Argument checks (harden) -------------------------------------------------------------
 
 
-class InvalidArgumentError(FlowlibError, ValueError):
+class InvalidValueError(FlowlibError, ValueError):
+    """A value flowlib cannot use: bad input to a constructor or a call, a malformed
+    message, a model answer that does not parse. ``except ValueError`` still catches it.
+    The message names the offending argument, node or field and says how to fix it."""
+
+
+class InvalidTypeError(FlowlibError, TypeError):
+    """An object of a type flowlib does not accept. ``except TypeError`` still catches it."""
+
+
+class ContractError(FlowlibError, RuntimeError):
+    """A participant, router, model client or callback broke the contract flowlib relies on
+    (a stream that ended without its final result, an input function that returned no
+    string), or a helper was called outside the context it works in.
+    ``except RuntimeError`` still catches it."""
+
+
+__all__ += ["ContractError", "InvalidTypeError", "InvalidValueError"]
+
+
+class InvalidArgumentError(InvalidValueError):
     """An argument has the right type but a value flowlib cannot use.
 
     Attributes:
@@ -190,7 +217,7 @@ class InvalidArgumentError(FlowlibError, ValueError):
         self.argument = argument
 
 
-class ArgumentTypeError(FlowlibError, TypeError):
+class ArgumentTypeError(InvalidTypeError):
     """An argument is of a type flowlib does not accept (``except TypeError`` catches it).
 
     Attributes:
@@ -220,33 +247,16 @@ __all__ += ["McpServerError"]
 # --- structure: one error tree (issue 9.7) ----------------------------------------------
 
 
-class TeamRunningError(FlowlibError, RuntimeError):
+class TeamRunningError(FlowlibError, RuntimeError, ValueError):
     """A team (or conversation) was asked to run, reset or load state while a run of it is
     still going. Wait for the running call to finish, or cancel it, then call again.
-    ``except RuntimeError`` still catches it."""
+    AutoGen raises ``ValueError`` for a second run and ``RuntimeError`` for the others;
+    this class is both, so ported ``except`` clauses still catch it."""
 
 
 __all__ += ["TeamRunningError"]
 
 
-class InvalidValueError(FlowlibError, ValueError):
-    """A value flowlib cannot use: bad input to a constructor or a call, a malformed
-    message, a model answer that does not parse. ``except ValueError`` still catches it.
-    The message names the offending argument, node or field and says how to fix it."""
-
-
-class InvalidTypeError(FlowlibError, TypeError):
-    """An object of a type flowlib does not accept. ``except TypeError`` still catches it."""
-
-
-class ContractError(FlowlibError, RuntimeError):
-    """A participant, router, model client or callback broke the contract flowlib relies on
-    (a stream that ended without its final result, an input function that returned no
-    string), or a helper was called outside the context it works in.
-    ``except RuntimeError`` still catches it."""
-
-
-__all__ += ["ContractError", "InvalidTypeError", "InvalidValueError"]
 # --- check: property-testing a user's flow ------------------------------------------------
 
 
@@ -270,3 +280,52 @@ class GraphWarningError(GraphError):
 
 
 __all__ += ["FlowUnsoundError", "GraphWarningError"]
+# --- compat: the built-in types AutoGen raises ------------------------------------------
+
+
+class InvalidArgumentTypeError(ArgumentTypeError, InvalidArgumentError):
+    """An argument of the wrong type, where AutoGen raises ``ValueError`` for the same
+    check: both ``except TypeError`` and ``except ValueError`` catch it.
+
+    Attributes:
+        argument: The name of the offending argument.
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        # Both bases take `argument`; initialise the exception once, not through each.
+        Exception.__init__(self, message)
+        self.argument = argument
+
+
+class UnknownMessageTypeError(FlowlibError, ValueError):
+    """A task or an agent produced a message whose class the team does not know; register
+    it through the team's ``custom_message_types``.
+
+    Attributes:
+        message_type: The unknown class.
+    """
+
+    def __init__(self, message: str, *, message_type: type) -> None:
+        super().__init__(message)
+        self.message_type = message_type
+
+
+class AgentError(ContractError):
+    """An agent could not finish its turn for a reason of its own making: its input
+    function failed or returned a non-string, or its stream ended without a Response.
+
+    Attributes:
+        agent: The agent's name (None where no agent is known, e.g. a call made outside
+            any agent's turn).
+    """
+
+    def __init__(self, message: str, *, agent: str | None = None) -> None:
+        super().__init__(message)
+        self.agent = agent
+
+
+__all__ += [
+    "AgentError",
+    "InvalidArgumentTypeError",
+    "UnknownMessageTypeError",
+]

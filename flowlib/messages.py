@@ -17,10 +17,11 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
@@ -30,7 +31,7 @@ from typing_extensions import Self
 from .code_executors import CodeBlock, CodeResult
 from .component._base import ComponentBase
 from .component._registry import register_builtin
-from .errors import InvalidValueError
+from .errors import InvalidArgumentError, UnknownMessageTypeError
 from .memory import MemoryContent
 from .models import (
     FunctionCall,
@@ -232,8 +233,36 @@ class BaseTextChatMessage(BaseChatMessage, ABC):
         return self.content
 
     def to_model_message(self) -> UserMessage:
-        """Return ``UserMessage(content=self.content, source=self.source)``."""
-        return UserMessage(content=self.content, source=self.source)
+        """Return ``UserMessage(content=self.content, source=self.source)``.
+
+        A team broadcasts each message to every other agent, and each converts it: the
+        conversion is made once and the same ``UserMessage`` is returned to every
+        receiver (while ``content`` and ``source`` are unchanged), so a message costs one
+        model message, not one per receiving agent. Treat it as read-only; copy it with
+        ``model_copy`` to change it.
+        """
+        cached = _CONVERTED.get(id(self))
+        if (
+            cached is not None
+            and cached[0] is self
+            and cached[1].content is self.content
+            and cached[1].source is self.source
+        ):
+            return cached[1]
+        converted = UserMessage(content=self.content, source=self.source)
+        if len(_CONVERTED) >= _CONVERTED_MAX:
+            # The oldest (dicts keep insertion order), unless another thread got there first.
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del _CONVERTED[next(iter(_CONVERTED))]
+        _CONVERTED[id(self)] = (self, converted)
+        return converted
+
+
+# The latest conversions, by message id(): a receiving agent converts a message within a
+# few turns of its publication, so a small window shares nearly every conversion, and the
+# messages it holds are kept alive at most that long.
+_CONVERTED_MAX = 256
+_CONVERTED: dict[int, tuple[BaseTextChatMessage, UserMessage]] = {}
 
 
 # ---------------------------------------------------------------------------------------
@@ -657,6 +686,8 @@ class MessageFactory:
         self._types: dict[str, type[BaseChatMessage | BaseAgentEvent]] = {
             _type_name(message_type): message_type for message_type in _BUILTIN_MESSAGE_TYPES
         }
+        # The registered classes themselves: one set lookup checks a message's class.
+        self._classes: set[type[BaseMessage]] = set(_BUILTIN_MESSAGE_TYPES)
 
     @property
     def custom_types(self) -> list[type[BaseChatMessage | BaseAgentEvent]]:
@@ -693,32 +724,80 @@ class MessageFactory:
         if not isinstance(message_type, type) or not issubclass(
             message_type, (BaseChatMessage, BaseAgentEvent)
         ):
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Cannot register `{message_type!r}`: message types must be subclasses of "
-                "BaseChatMessage or BaseAgentEvent."
+                "BaseChatMessage or BaseAgentEvent.",
+                argument="message_type",
             )
         if message_type.__abstractmethods__:
             missing = ", ".join(sorted(message_type.__abstractmethods__))
-            raise InvalidValueError(
-                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing})."
+            raise InvalidArgumentError(
+                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing}).",
+                argument="message_type",
             )
         unparametrised = issubclass(message_type, StructuredMessage) and bool(
             message_type.__pydantic_generic_metadata__["parameters"]
         )
         if unparametrised:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Cannot register `{message_type.__name__}` without its content type: "
-                "register the parametrised class, e.g. StructuredMessage[MyContent]."
+                "register the parametrised class, e.g. StructuredMessage[MyContent].",
+                argument="message_type",
             )
         name = _type_name(message_type)
         existing = self._types.get(name)
         if existing is not None and existing is not message_type:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Message type `{name}` is already registered for "
                 f"`{existing.__module__}.{existing.__qualname__}`; give "
-                f"`{message_type.__module__}.{message_type.__qualname__}` another name."
+                f"`{message_type.__module__}.{message_type.__qualname__}` another name.",
+                argument="message_type",
             )
         self._types[name] = message_type
+        self._classes.add(message_type)
+
+    def register_produced(self, participants: Iterable[object]) -> None:
+        """Register the ``StructuredMessage[T]`` classes that agents declare in
+        ``produced_message_types``, as AutoGen's teams do (other custom classes still go
+        through ``custom_message_types``).
+
+        Args:
+            participants: A team's participants; those without ``produced_message_types``
+                (teams, routers) are skipped.
+        """
+        for participant in participants:
+            for message_type in getattr(participant, "produced_message_types", ()):
+                if (
+                    isinstance(message_type, type)
+                    and issubclass(message_type, StructuredMessage)
+                    and not message_type.__pydantic_generic_metadata__["parameters"]
+                    and _type_name(message_type) not in self._types
+                ):
+                    self.register(message_type)
+
+    def check(self, messages: Iterable[BaseMessage], *, agent: str | None = None) -> None:
+        """Refuse messages whose class is not registered, as AutoGen's teams do.
+
+        One set lookup per message, so a team can call it on every turn.
+
+        Args:
+            messages: Task messages, or what an agent produced.
+            agent: The agent that produced them; None for a task.
+
+        Raises:
+            UnknownMessageTypeError: A message's class is not registered (a ``ValueError``).
+        """
+        classes = self._classes
+        for message in messages:
+            if type(message) not in classes:
+                kind = type(message)
+                source = "The task" if agent is None else f"Agent `{agent}`"
+                raise UnknownMessageTypeError(
+                    f"{source} has a `{kind.__name__}` message, a type "
+                    f"this team does not know. Pass `custom_message_types=[{kind.__name__}]` "
+                    "when you build the team.",
+                    message_type=kind,
+                )
 
     def create(self, data: Mapping[str, Any]) -> BaseChatMessage | BaseAgentEvent:
         """Rebuild a message or event from its dump.
@@ -735,15 +814,17 @@ class MessageFactory:
         """
         name = data.get("type")
         if not isinstance(name, str):
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 "Cannot rebuild a message without a string `type` field; pass a dict made by "
-                "message.dump()."
+                "message.dump().",
+                argument="data",
             )
         message_type = self._types.get(name)
         if message_type is None:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Unknown message type `{name}`: register the class with "
-                "MessageFactory.register() (for a team, pass it in `custom_message_types`)."
+                "MessageFactory.register() (for a team, pass it in `custom_message_types`).",
+                argument="data",
             )
         return message_type.load(data)
 

@@ -25,8 +25,13 @@ from ..component import (
     skip_field,
 )
 from ..component._registry import register_builtin
-from ..errors import InvalidTypeError, InvalidValueError, StateError
-from ..memory import Memory
+from ..errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidValueError,
+    StateError,
+)
+from ..memory import Memory, UpdateContextResult
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -41,8 +46,11 @@ from ..messages import (
     ToolCallSummaryMessage,
 )
 from ..model_context import (
+    BufferedChatCompletionContext,
     ChatCompletionContext,
     ChatCompletionContextState,
+    HeadAndTailChatCompletionContext,
+    TokenLimitedChatCompletionContext,
     UnboundedChatCompletionContext,
 )
 from ..model_context._base import _RollbackPoint
@@ -222,21 +230,20 @@ class AssistantAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         self._workbenches = as_workbenches(name, workbench, tools)
-        if isinstance(memory, Memory):
-            raise InvalidTypeError(
-                f"Agent `{name}`: memory takes a list of memories: memory=[...]."
-            )
+        memories = _memories(name, memory)
         if max_tool_iterations < 1:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Agent `{name}`: max_tool_iterations must be at least 1, got "
-                f"{max_tool_iterations}."
+                f"{max_tool_iterations}.",
+                argument="max_tool_iterations",
             )
         if output_content_type is not None and not (
             isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
         ):
-            raise InvalidTypeError(
+            raise ArgumentTypeError(
                 f"Agent `{name}`: output_content_type must be a pydantic BaseModel subclass, "
-                f"not {output_content_type!r}."
+                f"not {output_content_type!r}.",
+                argument="output_content_type",
             )
         self._tools = build_tools(name, tools or ())
         self._handoffs = build_handoffs(name, handoffs or (), {tool.name for tool in self._tools})
@@ -244,10 +251,11 @@ class AssistantAgent(BaseChatAgent):
             "function_calling", False
         ):
             given = "handoffs" if self._handoffs and not self._tools else "tools"
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Agent `{name}`: the model does not support function calling "
                 f"(model_info['function_calling'] is False), so it cannot use {given}. "
-                "Use a model that supports function calling, or remove them."
+                "Use a model that supports function calling, or remove them.",
+                argument=given,
             )
         handoff_tools: list[Tool] = [handoff.handoff_tool for handoff in self._handoffs.values()]
         self._model_tools: list[Tool] = [*self._tools, *handoff_tools]
@@ -268,7 +276,7 @@ class AssistantAgent(BaseChatAgent):
         self._tool_call_summary_formatter = tool_call_summary_formatter
         self._output_content_type = output_content_type
         self._output_content_type_format = output_content_type_format
-        self._memory = list(memory or ())
+        self._memory = memories
         self._metadata = dict(metadata or {})
         # Where the context stood before a turn that has not finished yet, and a turn
         # counter: together they make each turn all-or-nothing (see on_messages_stream).
@@ -458,8 +466,10 @@ class AssistantAgent(BaseChatAgent):
 
         inner: list[_Item] = []
         for memory in self._memory:
-            update = await memory.update_context(self._model_context)
-            if update.memories.results:
+            update: UpdateContextResult | None = await memory.update_context(self._model_context)
+            # None (a custom memory that returns nothing) means nothing was added, as in
+            # AutoGen, which only reads the result when there is one.
+            if update is not None and update.memories.results:
                 event = MemoryQueryEvent(content=list(update.memories.results), source=self.name)
                 inner.append(event)
                 yield event
@@ -546,7 +556,7 @@ class AssistantAgent(BaseChatAgent):
             tool_calls=all_calls,
             results=all_results,
             source=self.name,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
         yield Response(chat_message=summary, inner_messages=inner)
 
@@ -566,9 +576,17 @@ class AssistantAgent(BaseChatAgent):
         if token.is_cancelled():
             raise asyncio.CancelledError()
         context = await self._model_context.get_messages()
+        fresh = type(self._model_context).get_messages in _FRESH_VIEWS
         if not self._model_client.model_info.get("vision", False):
             context = [_without_images(message) for message in context]
-        request = [*self._system_messages, *context]
+            fresh = True
+        if fresh and type(context) is list:
+            # A list made for this call: prepend in place rather than copy the whole
+            # history a second time (the copy would grow with the conversation).
+            context[0:0] = self._system_messages
+            request = context
+        else:
+            request = [*self._system_messages, *context]
         message_id = str(uuid.uuid4())
         if not self._model_client_stream:
             result = await run_linked(
@@ -620,7 +638,7 @@ class AssistantAgent(BaseChatAgent):
                 content=content,
                 source=self.name,
                 models_usage=usage,
-                metadata=dict(self._metadata),
+                metadata=self._metadata,  # validation copies it
             )
         try:
             parsed = self._output_content_type.model_validate_json(content)
@@ -637,7 +655,7 @@ class AssistantAgent(BaseChatAgent):
             format_string=self._output_content_type_format,
             source=self.name,
             models_usage=usage,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
         return structured
 
@@ -684,7 +702,7 @@ class AssistantAgent(BaseChatAgent):
             target=handoff.target,
             context=handoff_context(self.name, steps, set(self._handoffs)),
             source=self.name,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -739,6 +757,47 @@ class AssistantAgent(BaseChatAgent):
         """Make an unfinished (abandoned) turn stale, so it will not be undone later."""
         self._open_turn = None
         self._turns_started += 1
+
+
+# flowlib's own context views, which return a new list on every call: the agent may
+# extend that list instead of copying it.
+_FRESH_VIEWS = frozenset(
+    {
+        UnboundedChatCompletionContext.get_messages,
+        BufferedChatCompletionContext.get_messages,
+        HeadAndTailChatCompletionContext.get_messages,
+        TokenLimitedChatCompletionContext.get_messages,
+    }
+)
+
+
+def _memories(agent: str, memory: Sequence[Memory] | None) -> list[Memory]:
+    """Check ``memory=``: a list of ``Memory`` objects (as AutoGen, one bare ``Memory`` is refused).
+
+    Raises:
+        ArgumentTypeError: If it is not a list, or an entry is not a ``Memory``.
+    """
+    if memory is None:
+        return []
+    if isinstance(memory, Memory):
+        raise ArgumentTypeError(
+            f"Agent `{agent}`: memory takes a list of memories: memory=[...].",
+            argument="memory",
+        )
+    if isinstance(memory, (str, bytes)) or not isinstance(memory, Sequence):
+        raise ArgumentTypeError(
+            f"Agent `{agent}`: memory must be a list of Memory objects (e.g. "
+            f"[ListMemory()]), not {type(memory).__name__}.",
+            argument="memory",
+        )
+    for index, entry in enumerate(memory):
+        if not isinstance(entry, Memory):
+            raise ArgumentTypeError(
+                f"Agent `{agent}`: memory[{index}] is a {type(entry).__name__}, not a "
+                "Memory; pass Memory objects such as ListMemory().",
+                argument=f"memory[{index}]",
+            )
+    return list(memory)
 
 
 def _calls_of(message: AssistantMessage) -> list[FunctionCall]:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
 from ..base._task import task_messages
-from ..errors import ContractError, InvalidValueError
+from ..errors import AgentError, InvalidArgumentError
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
 
 __all__ = ["BaseChatAgent"]
@@ -45,9 +45,10 @@ class BaseChatAgent(ChatAgent, ABC):
 
     def __init__(self, name: str, description: str) -> None:
         if not isinstance(name, str) or not name.isidentifier():
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Agent name `{name}` is not a valid Python identifier; use letters, digits "
-                "and underscores, not starting with a digit (e.g. `writer_1`)."
+                "and underscores, not starting with a digit (e.g. `writer_1`).",
+                argument="name",
             )
         self._name = name
         self._description = description
@@ -154,8 +155,9 @@ class BaseChatAgent(ChatAgent, ABC):
             if isinstance(item, Response):
                 response = item
         if response is None:
-            raise ContractError(
-                f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response."
+            raise AgentError(
+                f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response.",
+                agent=self.name,
             )
         return response
 

@@ -11,7 +11,10 @@ from typing import Any, TypeVar
 from .._cancellation import CancellationToken
 from .._telemetry import tool_call
 from ..base import Handoff
-from ..errors import InvalidTypeError, InvalidValueError
+from ..errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from ..models import (
     AssistantMessage,
     FunctionCall,
@@ -56,15 +59,17 @@ def build_tools(agent: str, tools: Sequence[ToolInput]) -> list[Tool]:
         elif callable(item):
             tool = as_tool(item)
         else:
-            raise InvalidTypeError(
+            raise InvalidArgumentTypeError(
                 f"Agent `{agent}`: tools must be BaseTool instances or functions, not "
-                f"{type(item).__name__} ({item!r})."
+                f"{type(item).__name__} ({item!r}).",
+                argument="tools",
             )
         if tool.name in seen:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Agent `{agent}`: tool names must be unique, but `{tool.name}` is given "
                 "twice. Rename one of the functions, or pass FunctionTool(func, "
-                "description=..., name='other_name')."
+                "description=..., name='other_name').",
+                argument="tools",
             )
         seen.add(tool.name)
         built.append(tool)
@@ -87,20 +92,23 @@ def build_handoffs(
         elif isinstance(item, Handoff):
             handoff = item
         else:
-            raise InvalidTypeError(
+            raise InvalidArgumentTypeError(
                 f"Agent `{agent}`: handoffs must be Handoff objects or target names, not "
-                f"{type(item).__name__} ({item!r})."
+                f"{type(item).__name__} ({item!r}).",
+                argument="handoffs",
             )
         if handoff.name in built:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Agent `{agent}`: handoff names must be unique, but `{handoff.name}` is "
-                "given twice. Remove the duplicate or give one a different `name`."
+                "given twice. Remove the duplicate or give one a different `name`.",
+                argument="handoffs",
             )
         if handoff.name in tool_names:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"Agent `{agent}`: handoff `{handoff.name}` has the same name as a tool. "
                 "Give the handoff another `name` (Handoff(target=..., name=...)) or "
-                "rename the tool."
+                "rename the tool.",
+                argument="handoffs",
             )
         built[handoff.name] = handoff
     return built

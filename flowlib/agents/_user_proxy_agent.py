@@ -18,7 +18,7 @@ from typing_extensions import Self
 from ..base import CancellationToken, Response
 from ..component import load_error, refuse_field
 from ..component._registry import register_builtin
-from ..errors import ContractError
+from ..errors import AgentError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -94,7 +94,7 @@ class UserProxyAgent(BaseChatAgent):
         """Gives the input function the id of the request it is answering."""
 
         def __init__(self) -> None:
-            raise ContractError(
+            raise AgentError(
                 "InputRequestContext cannot be instantiated; call "
                 "UserProxyAgent.InputRequestContext.request_id() inside the input function."
             )
@@ -109,7 +109,7 @@ class UserProxyAgent(BaseChatAgent):
             try:
                 return _current_request_id.get()
             except LookupError:
-                raise ContractError(
+                raise AgentError(
                     "UserProxyAgent.InputRequestContext.request_id() was called outside an "
                     "input function; it only works while a UserProxyAgent is asking for input."
                 ) from None
@@ -211,16 +211,18 @@ class UserProxyAgent(BaseChatAgent):
             waiter.cancel()
             raise
         except Exception as exc:
-            raise ContractError(
+            raise AgentError(
                 f"UserProxyAgent `{self.name}` failed to get user input: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {exc}",
+                agent=self.name,
             ) from exc
         finally:
             token.remove_callback(waiter.cancel)
         if not isinstance(answer, str):
-            raise ContractError(
+            raise AgentError(
                 f"UserProxyAgent `{self.name}`'s input function returned "
-                f"{type(answer).__name__}; it must return a str."
+                f"{type(answer).__name__}; it must return a str.",
+                agent=self.name,
             )
         return answer
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from .._cancellation import CancellationToken
+from ..errors import InvalidArgumentTypeError
 from ..messages import BaseAgentEvent, BaseChatMessage
 
 __all__ = ["TaskResult", "TaskRunner"]
@@ -60,7 +61,8 @@ def task_messages(
     A string becomes ``TextMessage(content=task, source="user")``.
 
     Raises:
-        TypeError: If ``task`` (or an item of it) is not a string or a chat message.
+        InvalidArgumentTypeError: If ``task`` (or an item of it) is not a string or a chat
+            message (a ``TypeError`` and, as in AutoGen, a ``ValueError``).
     """
     from ..messages import TextMessage
 
@@ -70,11 +72,18 @@ def task_messages(
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
-    messages = list(task)
+    if not isinstance(task, Sequence):
+        raise InvalidArgumentTypeError(
+            f"task is a {type(task).__name__}; a task must be a str, a chat message (e.g. "
+            "TextMessage) or a list of chat messages.",
+            argument="task",
+        )
+    messages: list[object] = list(task)
     for position, item in enumerate(messages):
         if not isinstance(item, BaseChatMessage):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"task[{position}] is a {type(item).__name__}; a task must be a str, a chat "
-                "message (e.g. TextMessage) or a list of chat messages."
+                "message (e.g. TextMessage) or a list of chat messages.",
+                argument=f"task[{position}]",
             )
-    return messages
+    return cast("list[BaseChatMessage]", messages)

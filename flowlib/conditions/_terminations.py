@@ -18,7 +18,7 @@ from typing_extensions import Self
 from ..base import TerminatedException, TerminationCondition
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
-from ..errors import InvalidTypeError, InvalidValueError
+from ..errors import InvalidArgumentError, InvalidTypeError, InvalidValueError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -375,14 +375,16 @@ class TokenUsageTermination(_LatchedCondition):
             "max_completion_token": max_completion_token,
         }
         if all(limit is None for limit in limits.values()):
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 "At least one of max_total_token, max_prompt_token, or max_completion_token "
-                "must be provided"
+                "must be provided",
+                argument="max_total_token",
             )
         for name, limit in limits.items():
             if limit is not None and limit < 1:
-                raise InvalidValueError(
-                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1."
+                raise InvalidArgumentError(
+                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1.",
+                    argument=name,
                 )
         self._max_total_token = max_total_token
         self._max_prompt_token = max_prompt_token

@@ -36,7 +36,7 @@ from typing import Any
 from .._telemetry import trace_node_turn
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
-from ..errors import NodeExecutionError, StateError
+from ..errors import NodeExecutionError, StateError, TeamRunningError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -353,6 +353,7 @@ class GraphExecutor:
             # team streams the inner team's messages, which are not the outer team's.
             chat = response.chat_message
             delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
+            self._factory.check(delta, agent=participant.name)
             yield _Output([chat], chat, delta, tail=(chat,))
 
     def _routed(self, node: int, routing: Routing) -> _Output:
@@ -483,7 +484,7 @@ class GraphExecutor:
             asyncio.CancelledError: If the token is cancelled.
         """
         if self._is_running:
-            raise RuntimeError(
+            raise TeamRunningError(
                 "The team is already running; wait for the current run to finish (or stop it "
                 "with ExternalTermination or a cancellation token) before starting another."
             )

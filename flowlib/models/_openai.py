@@ -710,7 +710,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
     Args:
         model: The model name sent with each request.
         api_key: The API key; defaults to the ``OPENAI_API_KEY`` environment variable.
-            A ``base_url`` server that needs no key can be used without one.
+            A ``base_url`` server that needs no key can be used without one; an empty
+            key (``api_key=""``, as configs write it) builds, and sends a placeholder.
         base_url: The server's base URL, e.g. ``http://localhost:11434/v1``.
         model_info: What the model supports; required for models flowlib does not know.
         timeout: Seconds before a request times out (each try); the SDK default when
@@ -775,6 +776,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         if client is None:
             from openai import AsyncOpenAI
 
+            if api_key == "":  # configs leave it empty for later; the SDK refuses ""
+                api_key = _PLACEHOLDER_KEY
             if api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
                     raise InvalidValueError(

@@ -14,7 +14,13 @@ from typing import Any, ClassVar
 from .._telemetry import trace_team_run
 from ..base import CancellationToken, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
-from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
+from ..errors import (
+    DuplicateNodeError,
+    InvalidArgumentError,
+    ParticipantMismatchError,
+    StateError,
+    TeamRunningError,
+)
 from ..graph import (
     DiGraph,
     ExecutionPlan,
@@ -39,9 +45,10 @@ def reject_runtime(runtime: object) -> None:
         ValueError: If a runtime was given.
     """
     if runtime is not None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "flowlib runs teams on its own graph executor and has no separate agent "
-            "runtime; remove the `runtime=` argument."
+            "runtime; remove the `runtime=` argument.",
+            argument="runtime",
         )
 
 
@@ -88,11 +95,15 @@ class BaseGroupChat(Team, ABC):
         allow_unreachable: bool = False,
     ) -> None:
         if not participants:
-            raise ValueError(
-                f"{type(self).__name__} needs at least one participant; pass a list of agents."
+            raise InvalidArgumentError(
+                f"{type(self).__name__} needs at least one participant; pass a list of agents.",
+                argument="participants",
             )
         if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-            raise ValueError(f"max_turns must be a positive integer or None, not {max_turns!r}.")
+            raise InvalidArgumentError(
+                f"max_turns must be a positive integer or None, not {max_turns!r}.",
+                argument="max_turns",
+            )
         by_name: dict[str, Participant] = {}
         for participant in participants:
             if participant.name in by_name:
@@ -137,6 +148,7 @@ class BaseGroupChat(Team, ABC):
         for message_type in custom_message_types or ():
             if not self._message_factory.is_registered(message_type):
                 self._message_factory.register(message_type)
+        self._message_factory.register_produced(self._participants)
         self._plan = ExecutionPlan(graph, analysis)
         self._executor = GraphExecutor(
             self._plan,
@@ -241,6 +253,7 @@ class BaseGroupChat(Team, ABC):
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
         messages = task_messages(task)
+        self._message_factory.check(messages)
         check_loop_bounded(  # a round-robin ring may be built unbounded; refused here
             self._plan.analysis,
             has_termination=self._termination_condition is not None,
@@ -298,7 +311,7 @@ class BaseGroupChat(Team, ABC):
 
     def _require_stopped(self, action: str) -> None:
         if self._executor.is_running:
-            raise RuntimeError(
+            raise TeamRunningError(
                 f"Cannot {action} `{self._name}` while it is running; wait for the run to "
                 "finish or stop it with ExternalTermination first."
             )

@@ -22,7 +22,12 @@ from typing_extensions import Self
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
 from ..component import dump_field, load_field, skip_field
 from ..component._registry import register_builtin
-from ..errors import ContractError, InvalidValueError, StateError
+from ..errors import (
+    ContractError,
+    InvalidArgumentError,
+    InvalidValueError,
+    StateError,
+)
 from ..graph import Router, Routing
 from ..graph._shapes import hub_graph
 from ..messages import (
@@ -607,9 +612,10 @@ class SelectorGroupChat(BaseGroupChat):
         reject_runtime(runtime)
         team_name = name or self.DEFAULT_NAME
         if len(participants) < 2:
-            raise InvalidValueError(
+            raise InvalidArgumentError(
                 f"SelectorGroupChat needs at least two participants, got {len(participants)}; "
-                "for a single agent use RoundRobinGroupChat."
+                "for a single agent use RoundRobinGroupChat.",
+                argument="participants",
             )
         router_name = f"{team_name}_selector"
         check_router_name(

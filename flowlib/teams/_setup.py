@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..base import ChatAgent, Team
-from ..errors import DuplicateNodeError, InvalidValueError
+from ..errors import DuplicateNodeError, InvalidArgumentTypeError
 
 __all__ = ["check_agents_only", "check_router_name"]
 
@@ -14,14 +14,17 @@ def check_agents_only(team: str, participants: Sequence[ChatAgent | Team]) -> No
     """Refuse nested teams, for the teams whose participants must be agents.
 
     Raises:
-        InvalidValueError: A participant is a team.
+        InvalidArgumentTypeError: A participant is a team (a ``TypeError`` and a
+            ``ValueError``: AutoGen raises ``TypeError`` for a Swarm, ``ValueError``
+            elsewhere).
     """
-    for participant in participants:
+    for index, participant in enumerate(participants):
         if isinstance(participant, Team):
-            raise InvalidValueError(
+            raise InvalidArgumentTypeError(
                 f"{team} participants must be agents; `{participant.name}` is a team. Wrap "
                 "it in a SocietyOfMindAgent, or use RoundRobinGroupChat or GraphFlow to nest "
-                "teams."
+                "teams.",
+                argument=f"participants[{index}]",
             )
 
 

@@ -11,7 +11,7 @@ from typing_extensions import Self
 from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, TerminationCondition
 from ..base._task import task_messages
 from ..component._registry import register_builtin
-from ..errors import InvalidValueError
+from ..errors import InvalidArgumentError
 from ..graph import (
     AnyOf,
     DiGraph,
@@ -204,9 +204,10 @@ class Swarm(BaseGroupChat):
         if handoffs:
             target = handoffs[-1].target
             if target not in names:
-                raise InvalidValueError(
+                raise InvalidArgumentError(
                     f"The task hands off to `{target}`, which is not a participant of this "
-                    f"Swarm; address the HandoffMessage to one of {shown}."
+                    f"Swarm; address the HandoffMessage to one of {shown}.",
+                    argument="task",
                 )
             return
         if self._executor.is_running:
@@ -214,11 +215,12 @@ class Swarm(BaseGroupChat):
         for message in reversed(self._executor.thread):
             if isinstance(message, HandoffMessage) and message.target:
                 if message.target not in names:
-                    raise InvalidValueError(
+                    raise InvalidArgumentError(
                         f"`{message.source}` handed off to `{message.target}`, who is not a "
                         "participant, so this Swarm does not know who continues. Resume with "
                         "run(task=HandoffMessage(source=..., target=<one of "
-                        f"{shown}>, content=...)), or reset() the team for a new task."
+                        f"{shown}>, content=...)), or reset() the team for a new task.",
+                        argument="task",
                     )
                 return
 
