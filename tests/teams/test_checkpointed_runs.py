@@ -341,3 +341,47 @@ async def test_resume_in_a_fresh_team_and_store_on_postgresql(postgres_dsn: str)
         assert run is not None and run.status == "complete"
     finally:
         await second_store.close()
+
+
+# --- a write interrupted after the store committed it ---------------------------------------
+
+
+class SlowAfterCommit(InMemoryCheckpointStore):
+    """Commits a record, then keeps the writer waiting: cancelled there, the writer cannot
+    know whether the record was stored."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold_at: int | None = None
+        self.held = asyncio.Event()
+
+    async def append(self, record: Any, *, status: Any) -> None:
+        await super().append(record, status=status)
+        if record.checkpoint_id == self.hold_at:
+            self.held.set()
+            await asyncio.Event().wait()
+
+
+async def test_a_write_cancelled_after_its_commit_is_counted_once() -> None:
+    store = SlowAfterCommit()
+    store.hold_at = 4  # base, start, A's turn, then B's turn
+    agents = fakes("A", "B", "C")
+    flow = chain(agents, store)
+    running = asyncio.ensure_future(flow.run(task="go", run_id="r"))
+    await asyncio.wait_for(store.held.wait(), GUARD)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    store.hold_at = None
+    stopped = await store.history("r")
+    assert [h.kind for h in stopped][-2:] == ["turn", "stop"]  # the stop was written after it
+    result = await flow.run(run_id="r")  # the same team goes on writing where it was
+    assert texts(result.messages) == ["C:C1"]
+    records = await store.records("r")
+    assert [r.checkpoint_id for r in records] == list(range(1, len(records) + 1))
+    nodes = [r.node for r in records if r.kind == "turn"]
+    assert nodes == ["A", "B", "C"]
+    a, b, c = fakes("A", "B", "C")
+    again = await chain([a, b, c], store).run(run_id="r")
+    assert texts(again.messages) == texts(result.messages)  # stored result, nothing re-run
+    assert a.seen == b.seen == c.seen == []
