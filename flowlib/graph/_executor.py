@@ -33,7 +33,6 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
 from ..errors import NodeExecutionError, StateError, TeamRunningError
 from ..messages import (
@@ -44,6 +43,7 @@ from ..messages import (
     SelectSpeakerEvent,
 )
 from ._activation import ActivationTracker
+from ._node import DirectCallNode
 from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
 from ._router import Router, Routing
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
@@ -154,7 +154,7 @@ class GraphExecutor:
             else _ROUTER
             if isinstance(p, Router)
             else _FUNCTION
-            if isinstance(p, FunctionAgent)
+            if isinstance(p, DirectCallNode) and p.direct_call
             else _AGENT
             for p in self._participants
         ]
@@ -329,7 +329,7 @@ class GraphExecutor:
             yield output
             return
         if kind == _FUNCTION:
-            assert isinstance(participant, FunctionAgent)
+            assert isinstance(participant, DirectCallNode)
             answer = await participant.call(messages)
             if answer is None:
                 yield _Output([], None, [])
