@@ -30,7 +30,7 @@ import asyncio
 import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
 from ..errors import NodeExecutionError, TeamRunningError
@@ -232,8 +232,8 @@ class GraphExecutor:
             yield output
             return
         if kind == _FUNCTION:
-            assert isinstance(participant, DirectCallNode)
-            answer = await participant.call(messages)
+            # (No isinstance check here: a runtime protocol check costs ~10 µs per turn.)
+            answer = await cast(DirectCallNode, participant).call(messages)
             if answer is None:
                 yield _Output([], None)
                 return
