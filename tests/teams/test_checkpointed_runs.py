@@ -85,6 +85,14 @@ async def test_a_checkpoint_after_every_turn_and_at_the_stop(store: CheckpointSt
         ("stop", None),
     ]
     assert [h.message_count for h in history] == [0, 1, 1, 1, 1, 0]
+    records = await store.records("r1")
+    assert [r.bookkeeping["edges_fired"] for r in records[1:]] == [
+        [],
+        [["A", "B"]],
+        [["B", "C"]],
+        [],
+        [],
+    ]
     run = await store.get_run("r1")
     assert run is not None and run.status == "complete" and run.turns == 3
 
