@@ -195,7 +195,7 @@ def trace_team_run(team: Any, stream: AsyncGenerator[_T, None]) -> AsyncGenerato
 
 def _activation_group(executor: GraphExecutor, node: int) -> str | None:
     """The group of the latest edge that fired into ``node`` (None for an entry turn)."""
-    plan = executor._plan
+    plan = executor.plan
     for _step, edge_index in reversed(executor.trace.fired):
         edge = plan.edges[edge_index]
         if edge.target == node:
@@ -217,9 +217,9 @@ def trace_node_turn(
     debug = trace_logger.isEnabledFor(logging.DEBUG)
     if active is None and not debug:
         return stream
-    name = executor._plan.names[node]
-    kind = _KIND_NAMES.get(executor._kind[node], "agent")
-    step = executor._turn_step[node] + 1  # as the drawings number steps, from 1
+    name = executor.plan.names[node]
+    kind = _KIND_NAMES.get(executor.node_kind(node), "agent")
+    step = executor.turn_step(node) + 1  # as the drawings number steps, from 1
     group = _activation_group(executor, node) or "entry"
     if debug:
         trace_logger.debug("Turn %d: %s `%s` starts (group %s).", step, kind, name, group)

@@ -47,6 +47,9 @@ class FunctionAgent(BaseChatAgent):
         'shout'
     """
 
+    direct_call: ClassVar[bool] = True
+    """The graph executor runs this node's turns through ``call`` (one awaited call)."""
+
     def __init__(
         self, func: NodeFunction, *, name: str | None = None, description: str | None = None
     ) -> None:

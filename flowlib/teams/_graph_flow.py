@@ -10,6 +10,7 @@ from typing_extensions import Self
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..component._registry import register_builtin
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
@@ -22,6 +23,7 @@ from ._config import (
     load_termination,
     team_fields,
 )
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["GraphFlow"]
@@ -100,6 +102,8 @@ class GraphFlow(BaseGroupChat):
         max_turns: int | None = None,
         runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         members: list[ChatAgent | Team] = [
@@ -113,6 +117,8 @@ class GraphFlow(BaseGroupChat):
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from ..base import ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..component._registry import register_builtin
 from ..graph._shapes import ring_graph
 from ..messages import BaseAgentEvent, BaseChatMessage
@@ -18,6 +19,7 @@ from ._config import (
     group_chat_config,
     group_chat_from_config,
 )
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["RoundRobinGroupChat"]
@@ -83,6 +85,8 @@ class RoundRobinGroupChat(BaseGroupChat):
         runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
         emit_team_events: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         super().__init__(
@@ -95,6 +99,8 @@ class RoundRobinGroupChat(BaseGroupChat):
             custom_message_types=custom_message_types,
             allow_unconditional_cycles=True,
             emit_team_events=emit_team_events,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..component import dump_field, load_field, skip_field
 from ..component._registry import register_builtin
 from ..errors import (
@@ -54,6 +55,7 @@ from ._config import (
     load_termination,
     team_fields,
 )
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 from ._setup import check_router_name
 
@@ -608,6 +610,8 @@ class SelectorGroupChat(BaseGroupChat):
         emit_team_events: bool = False,
         model_client_streaming: bool = False,
         model_context: ChatCompletionContext | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         team_name = name or self.DEFAULT_NAME
@@ -646,6 +650,8 @@ class SelectorGroupChat(BaseGroupChat):
             max_turns=max_turns,
             custom_message_types=custom_message_types,
             emit_team_events=emit_team_events,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
 
     @property

@@ -460,7 +460,7 @@ class _Flow:
                 "ended there; add a fallback edge (no condition, or the negation of the "
                 "others) or make the conditions cover every reply.",
             )
-        for group_id, missing in executor._tracker.waiting():
+        for group_id, missing in executor.waiting_joins():
             group = self.plan.groups[group_id]
             target = self.names[group.target]
             waited = [self.plan.edges[e] for e in missing]
