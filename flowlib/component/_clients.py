@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ..models import (
     CHAT_CACHE_VALUE_TYPE,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
     ChatCompletionCache,
     ChatCompletionClient,
@@ -53,8 +55,8 @@ class _OpenAIBase(BaseModel):
     model: str
     api_key: str | None = None
     model_info: dict[str, Any] | None = None
-    timeout: float | None = None
-    max_retries: int = 2
+    timeout: float | None = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: dict[str, str] | None = None
     context_window: int | None = None
     include_name_in_message: bool = True
@@ -79,9 +81,8 @@ _FIXED_AZURE = frozenset(AzureOpenAIConfig.model_fields)
 def _common(client: Any, dumper: Dumper) -> dict[str, Any]:
     sdk = client._client
     config: dict[str, Any] = {"model": client._model, "model_info": dict(client._model_info)}
-    if isinstance(sdk.timeout, (int, float)):
-        config["timeout"] = float(sdk.timeout)
-    config["max_retries"] = sdk.max_retries
+    config["timeout"] = client.timeout  # None (no timeout) is written as null
+    config["max_retries"] = client.max_retries
     headers: dict[str, str] = {}
     for name, value in dict(getattr(sdk, "_custom_headers", {}) or {}).items():
         if name.lower() in _SECRET_HEADERS:
