@@ -217,14 +217,9 @@ class CodeExecutorAgentConfig(_Strict):
 
 
 def _code_executor_to(agent: Any, dumper: Dumper) -> Mapping[str, Any]:
-    if agent._approval_func is not None:
-        dumper.refuse(
-            "approval_func",
-            f"`{agent.name}` asks the Python callable "
-            f"{getattr(agent._approval_func, '__qualname__', agent._approval_func)!r} before "
-            "running code; a loaded agent would run code unapproved, so this dump is "
-            "refused. Build this agent in code.",
-        )
+    # The approval_func (a callable) is not written: loading a CodeExecutorAgent needs
+    # `load_component(..., approval_func=...)` anyway, so a loaded agent never runs code
+    # unapproved (flowlib/component/_policy.py).
     config: dict[str, Any] = {
         "name": agent.name,
         "code_executor": dumper.component(agent._code_executor, "code_executor"),
@@ -268,6 +263,7 @@ def _code_executor_from(target: type, config: Mapping[str, Any], loader: Loader)
             description=parsed.description,
             system_message=parsed.system_message,
             sources=parsed.sources,
+            approval_func=loader.policy.approval_func,
             supported_languages=parsed.supported_languages,
         ),
     )

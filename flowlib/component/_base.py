@@ -3,7 +3,8 @@ gives agents, teams, termination conditions and model clients the same two metho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar, overload
 
 from typing_extensions import Self
@@ -12,6 +13,7 @@ from ._model import ComponentModel
 
 if TYPE_CHECKING:
     # Not imported at run time: the base classes import this module early.
+    from ..agents._code_executor_agent import ApprovalFuncType
     from ..messages import BaseChatMessage
 
 __all__ = ["ComponentBase", "ComponentLoader", "dump_component", "load_component"]
@@ -75,6 +77,9 @@ def load_component(
     expected: None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> Any: ...
 
 
@@ -84,6 +89,9 @@ def load_component(
     expected: type[T],
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> T: ...
 
 
@@ -92,13 +100,18 @@ def load_component(
     expected: type[T] | None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> T | Any:
     """Build a component from a [`ComponentModel`][flowlib.component.ComponentModel] or its JSON
     dict.
 
     Providers are looked up in flowlib's registry only (flowlib's provider paths,
     AutoGen's, and short class names such as ``"OpenAIChatCompletionClient"``); a
-    provider string is never imported, so a config cannot make flowlib run code.
+    provider string is never imported, so a config cannot make flowlib run code. What
+    else a loaded config may touch is given here, and is nothing by default: see
+    "Security" in the docs.
 
     Args:
         model: The component model, or a dict (``model_dump(mode="json")``, parsed JSON,
@@ -106,23 +119,38 @@ def load_component(
         expected: If given, the component must be an instance of this class.
         conditions: Callables for graph edges whose conditions were callables, by the
             name the dump recorded (the function's ``__name__``).
+        allow_paths: Directories under which loaded components may create or change
+            files (a ``SQLiteStore`` path, a ``DiskCacheStore`` directory, a
+            ``LocalCommandLineCodeExecutor`` work_dir); a config naming a path outside
+            them is refused.
+        allow_commands: Whether an ``McpWorkbench`` may start its server's command.
+        approval_func: Asked before every code execution of each loaded
+            ``CodeExecutorAgent``; without it, a config holding one is refused.
 
     Returns:
         The new component.
 
     Raises:
         UnknownProviderError: A provider is not registered (a ``ValueError``).
-        ComponentLoadError: A config is invalid, of a newer version, or a nested
-            component has the wrong kind (a ``ValueError``).
+        ComponentLoadError: A config is invalid, of a newer version, nested too deeply
+            (over 100 components), a nested component has the wrong kind, or it needs
+            a permission not given (a ``ValueError``).
         ConditionSerializationError: A callable edge condition is not in ``conditions``.
-        TypeError: The component is not an ``expected`` instance.
+        ArgumentTypeError: The component is not an ``expected`` instance (a
+            ``TypeError``), or an argument has the wrong type.
     """
+    from ..errors import ArgumentTypeError
     from ._codec import Loader
+    from ._policy import LoadPolicy
 
-    component = Loader(conditions=conditions).root(model, None)
+    policy = LoadPolicy.build(
+        allow_paths=allow_paths, allow_commands=allow_commands, approval_func=approval_func
+    )
+    component = Loader(conditions=conditions, policy=policy).root(model, None)
     if expected is not None and not isinstance(component, expected):
-        raise TypeError(
-            f"The config builds a {type(component).__name__}, not a {expected.__name__}."
+        raise ArgumentTypeError(
+            f"The config builds a {type(component).__name__}, not a {expected.__name__}.",
+            argument="model",
         )
     return component
 
@@ -139,6 +167,9 @@ class ComponentLoader:
         expected: None = None,
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> Self: ...
 
     @overload
@@ -149,6 +180,9 @@ class ComponentLoader:
         expected: type[T],
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> T: ...
 
     @classmethod
@@ -158,6 +192,9 @@ class ComponentLoader:
         expected: type[T] | None = None,
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> Self | T:
         """Build a component from a config and check it is an instance of this class.
 
@@ -170,10 +207,17 @@ class ComponentLoader:
             TypeError: The config builds something that is not an instance of this class
                 (or of ``expected``).
         """
-        target: type[Any] | None = expected
+        target: Any = expected
         if target is None and cls not in (ComponentLoader, ComponentBase):
             target = cls
-        return load_component(model, target, conditions=conditions)  # type: ignore[no-any-return]
+        return load_component(  # type: ignore[no-any-return]
+            model,
+            target,
+            conditions=conditions,
+            allow_paths=allow_paths,
+            allow_commands=allow_commands,
+            approval_func=approval_func,
+        )
 
 
 class ComponentBase(ComponentLoader):

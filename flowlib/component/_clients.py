@@ -1,9 +1,13 @@
 """Configs of the model clients (component type ``"model"``) and cache stores
 (``"cache_store"``).
 
-API keys are never written. A loaded OpenAI client takes its key from an ``api_key``
-the config's author wrote by hand, else from the environment (``OPENAI_API_KEY``,
-``AZURE_OPENAI_API_KEY``), as the constructors do.
+API keys are never written. A loaded client takes its key from an ``api_key`` the
+config's author wrote by hand, or from the environment variable named by
+``api_key_env``. Without either, the key in the environment (``OPENAI_API_KEY``,
+``AZURE_OPENAI_API_KEY``) is used only for the endpoint it belongs to: OpenAI's own, or
+the one the same environment names (``OPENAI_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``). A
+config naming another endpoint gets no key from the environment (issue 11.4): a config
+from elsewhere cannot send the user's key to its own server.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,9 +47,43 @@ _SECRET_HEADERS = frozenset(
 )
 
 
+# Sent to a config's own endpoint when it names no key: the SDK refuses to start without
+# one, and the environment's key is not for that endpoint.
+_NO_KEY = "no-key-needed"
+
+
 def _is_masked(value: str | None) -> bool:
     """AutoGen writes a ``SecretStr`` key as ``**********``: that is no key at all."""
     return value is not None and set(value) == {"*"}
+
+
+def _same_endpoint(url: str | None, other: str | None) -> bool:
+    """Whether two endpoint URLs are the same (scheme and host case-insensitive, a
+    trailing slash ignored)."""
+    if not url or not other:
+        return False
+
+    def norm(text: str) -> tuple[str, str, str]:
+        parts = urlsplit(text.strip())
+        return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/")
+
+    return norm(url) == norm(other)
+
+
+def _named_key(parsed: _OpenAIBase, loader: Loader) -> str | None:
+    """The key the config names: a value, or the value of ``api_key_env``."""
+    if parsed.api_key is not None and not _is_masked(parsed.api_key):
+        return parsed.api_key
+    if parsed.api_key_env is not None:
+        value = os.environ.get(parsed.api_key_env)
+        if not value:
+            raise loader.error(
+                f"`api_key_env` names the environment variable `{parsed.api_key_env}`, "
+                "which is not set.",
+                "api_key_env",
+            )
+        return value
+    return None
 
 
 class _OpenAIBase(BaseModel):
@@ -54,6 +93,7 @@ class _OpenAIBase(BaseModel):
 
     model: str
     api_key: str | None = None
+    api_key_env: str | None = None
     model_info: dict[str, Any] | None = None
     timeout: float | None = DEFAULT_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
@@ -112,6 +152,11 @@ def _openai_to_config(client: Any, dumper: Dumper) -> Mapping[str, Any]:
     base_url = str(sdk.base_url).rstrip("/")
     if base_url != _DEFAULT_BASE_URL:
         config["base_url"] = base_url
+        env_key = os.environ.get("OPENAI_API_KEY")
+        if env_key and sdk.api_key == env_key and not _openai_env_endpoint(base_url):
+            # The client sends the environment's key to this endpoint: say so by name,
+            # since a loaded config gets no key from the environment for it otherwise.
+            config["api_key_env"] = "OPENAI_API_KEY"
     if sdk.organization:
         config["organization"] = sdk.organization
     return config
@@ -125,9 +170,19 @@ def _model_info(parsed: _OpenAIBase) -> ModelInfo | None:
     return None if parsed.model_info is None else cast(ModelInfo, parsed.model_info)
 
 
+def _openai_env_endpoint(base_url: str | None) -> bool:
+    """Whether the environment's ``OPENAI_API_KEY`` belongs to ``base_url``."""
+    return base_url is None or any(
+        _same_endpoint(base_url, known)
+        for known in (_DEFAULT_BASE_URL, os.environ.get("OPENAI_BASE_URL"))
+    )
+
+
 def _openai_from_config(target: type, config: Mapping[str, Any], loader: Loader) -> Any:
     parsed = loader.validate(OpenAIConfig, config)
-    api_key = None if _is_masked(parsed.api_key) else parsed.api_key
+    api_key = _named_key(parsed, loader)
+    if api_key is None and not _openai_env_endpoint(parsed.base_url):
+        api_key = _NO_KEY  # not the environment's key: it is not for this endpoint
     return loader.build(
         target.__name__,
         lambda: target(
@@ -158,6 +213,13 @@ def _azure_to_config(client: Any, dumper: Dumper) -> Mapping[str, Any]:
     endpoint = getattr(sdk, "_azure_endpoint", None)
     if endpoint is not None:
         config["azure_endpoint"] = str(endpoint)
+        env_key = os.environ.get("AZURE_OPENAI_API_KEY")
+        if (
+            env_key
+            and sdk.api_key == env_key
+            and not _same_endpoint(str(endpoint), os.environ.get("AZURE_OPENAI_ENDPOINT"))
+        ):
+            config["api_key_env"] = "AZURE_OPENAI_API_KEY"
     config["api_version"] = sdk._api_version
     deployment = getattr(sdk, "_azure_deployment", None)
     if deployment:
@@ -173,12 +235,25 @@ def _azure_from_config(target: type, config: Mapping[str, Any], loader: Loader) 
             "set AZURE_OPENAI_API_KEY or build the client in code.",
             "azure_ad_token_provider",
         )
-    api_key = None if _is_masked(parsed.api_key) else parsed.api_key
+    api_key = _named_key(parsed, loader)
+    env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
+    if (
+        api_key is None
+        and parsed.azure_endpoint is not None
+        and not _same_endpoint(parsed.azure_endpoint, env_endpoint)
+    ):
+        raise loader.error(
+            f"the config names the endpoint `{parsed.azure_endpoint}` but no key; the "
+            "AZURE_OPENAI_API_KEY in the environment is sent only to AZURE_OPENAI_ENDPOINT. "
+            "If that key belongs to this endpoint, add `api_key_env: AZURE_OPENAI_API_KEY` "
+            "to the config (or `api_key`).",
+            "azure_endpoint",
+        )
     return loader.build(
         target.__name__,
         lambda: target(
             model=parsed.model,
-            azure_endpoint=parsed.azure_endpoint,
+            azure_endpoint=parsed.azure_endpoint or env_endpoint,
             api_version=parsed.api_version,
             azure_deployment=parsed.azure_deployment,
             api_key=api_key,

@@ -26,6 +26,7 @@ from ._errors import (
     UnknownProviderError,
 )
 from ._model import ComponentModel
+from ._policy import MAX_DEPTH, LoadPolicy
 from ._registry import ComponentSpec, known_providers, spec_for_class, spec_for_provider
 
 __all__ = ["FORMAT_VERSION", "RESTORED_PREFIX", "Dumper", "Loader"]
@@ -205,11 +206,20 @@ class Loader:
     Args:
         conditions: Callables for the graph edges whose conditions were callables, by
             the name the dump recorded.
+        policy: What the loaded components may touch (files, programs, code); by
+            default nothing.
     """
 
-    def __init__(self, *, conditions: Mapping[str, EdgeFunction] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        conditions: Mapping[str, EdgeFunction] | None = None,
+        policy: LoadPolicy | None = None,
+    ) -> None:
         self.conditions: Mapping[str, EdgeFunction] = dict(conditions or {})
+        self.policy = policy or LoadPolicy()
         self._segments: list[str] = []
+        self._depth = 0
 
     def path(self, field_name: str = "") -> str:
         """The path of ``field_name`` in the component being loaded."""
@@ -259,7 +269,12 @@ class Loader:
 
     def root(self, data: ComponentModel | Mapping[str, Any], expected: type | None) -> Any:
         """Build the root component."""
-        return self._load(data, "", expected)
+        try:
+            return self._load(data, "", expected)
+        except RecursionError as exc:  # nesting inside one component's own fields
+            raise ComponentLoadError(
+                "The config is nested too deeply to load; flatten it.", path=""
+            ) from exc
 
     def component(
         self,
@@ -289,7 +304,13 @@ class Loader:
         expected: type | tuple[type, ...] | None,
     ) -> Any:
         self._segments.append(segment)
+        self._depth += 1
         try:
+            if self._depth > MAX_DEPTH:
+                raise self.error(
+                    f"components nest more than {MAX_DEPTH} levels deep here; a config "
+                    "this deep is refused (it would exhaust the stack)."
+                )
             model = self._model(data)
             spec = spec_for_provider(model.provider)
             if spec is None:
@@ -301,6 +322,7 @@ class Loader:
             if model.provider == spec.provider:
                 self._check_versions(model, spec)
             self._warn_missing(model)
+            self.policy.check(spec.cls, model.config, self)
             component = spec.from_config(spec.cls, model.config, self)
             if expected is not None and not isinstance(component, expected):
                 raise self.error(
@@ -310,6 +332,7 @@ class Loader:
             return component
         finally:
             self._segments.pop()
+            self._depth -= 1
 
     def _model(self, data: ComponentModel | Mapping[str, Any]) -> ComponentModel:
         if isinstance(data, ComponentModel):
