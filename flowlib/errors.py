@@ -202,3 +202,14 @@ class McpServerError(FlowlibError, RuntimeError):
 
 
 __all__ += ["McpServerError"]
+
+
+# --- harden: loading dumped graphs ------------------------------------------------------
+
+
+class GraphLoadError(GraphError):
+    """Data given to ``DiGraph.load`` is not a dumped graph: the message lists where
+    (``nodes.a.edges.0.target``) and what is wrong."""
+
+
+__all__ += ["GraphLoadError"]

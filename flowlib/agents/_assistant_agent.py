@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ..base import CancellationToken, Handoff, Response
+from ..base._arguments import check_state_argument
 from ..errors import StateError
 from ..memory import Memory
 from ..messages import (
@@ -604,6 +605,7 @@ class AssistantAgent(BaseChatAgent):
         Raises:
             StateError: If ``state`` is not an AssistantAgent state.
         """
+        check_state_argument(state, f"Agent `{self.name}`")
         try:
             parsed = AssistantAgentState.model_validate(dict(state))
         except ValidationError as exc:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from ..base import CancellationToken, Response
+from ..base._arguments import check_state_argument
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
 from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
 from ..messages import (
@@ -441,6 +442,7 @@ class CodeExecutorAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a CodeExecutorAgent state.
         """
+        check_state_argument(state, f"CodeExecutorAgent `{self.name}`")
         context = state.get("llm_context")
         if state.get("type") != "CodeExecutorAgentState" or not isinstance(context, Mapping):
             raise StateError(

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from ..base import CancellationToken, Response, TaskResult, Team
+from ..base._arguments import check_state_argument
 from ..errors import StateError
 from ..messages import (
     BaseAgentEvent,
@@ -237,6 +238,7 @@ class SocietyOfMindAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a SocietyOfMindAgent state.
         """
+        check_state_argument(state, f"SocietyOfMindAgent `{self.name}`")
         team_state = state.get("inner_team_state")
         if state.get("type") != "SocietyOfMindAgentState" or not isinstance(team_state, Mapping):
             raise StateError(

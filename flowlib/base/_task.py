@@ -60,21 +60,30 @@ def task_messages(
     A string becomes ``TextMessage(content=task, source="user")``.
 
     Raises:
-        TypeError: If ``task`` (or an item of it) is not a string or a chat message.
+        ArgumentTypeError: If ``task`` (or an item of it) is not a string or a chat
+            message (a ``TypeError``).
     """
+    from ..errors import ArgumentTypeError
     from ..messages import TextMessage
+    from ._arguments import _kind
 
+    expected = "a str, a chat message (e.g. TextMessage) or a list of chat messages"
     if task is None:
         return []
     if isinstance(task, str):
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
+    if not isinstance(task, (list, tuple)):
+        event = " (an agent event)" if isinstance(task, BaseAgentEvent) else ""
+        raise ArgumentTypeError(
+            f"`task` is {_kind(task)}{event}; a task must be {expected}.", argument="task"
+        )
     messages = list(task)
     for position, item in enumerate(messages):
         if not isinstance(item, BaseChatMessage):
-            raise TypeError(
-                f"task[{position}] is a {type(item).__name__}; a task must be a str, a chat "
-                "message (e.g. TextMessage) or a list of chat messages."
+            raise ArgumentTypeError(
+                f"`task[{position}]` is {_kind(item)}; a task must be {expected}.",
+                argument=f"task[{position}]",
             )
     return messages

@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import FlowlibError
+from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError
 from ..messages import BaseChatMessage
 from ._errors import (
     ComponentLoadError,
@@ -259,6 +259,9 @@ class Loader:
         """Call a constructor, turning its ``ValueError``/``TypeError`` into a load error."""
         try:
             return factory()
+        except (InvalidArgumentError, ArgumentTypeError) as exc:
+            # A constructor's argument check: in a config, the field's fault.
+            raise self.error(f"building {what} failed: {exc}") from exc
         except FlowlibError:
             # flowlib's own errors (graph errors, ...) keep their type: they name the fault.
             raise

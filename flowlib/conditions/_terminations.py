@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
 from ..base import TerminatedException, TerminationCondition
+from ..base._arguments import check_count, check_number
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -157,10 +158,7 @@ class MaxMessageTermination(_LatchedCondition):
 
     def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
         super().__init__()
-        if max_messages < 1:
-            raise ValueError(
-                f"`MaxMessageTermination` max_messages is {max_messages}; it must be at least 1."
-            )
+        check_count(max_messages, "max_messages")
         self._max_messages = max_messages
         self._include_agent_event = include_agent_event
         self._message_count = 0
@@ -387,6 +385,7 @@ class TimeoutTermination(_LatchedCondition):
         self, timeout_seconds: float, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         super().__init__()
+        check_number(timeout_seconds, "timeout_seconds")
         if timeout_seconds < 0:
             raise ValueError(
                 f"`TimeoutTermination` timeout_seconds is {timeout_seconds}; "

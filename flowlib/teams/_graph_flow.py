@@ -7,6 +7,7 @@ from typing import Any
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team, TerminationCondition
+from ..base._arguments import check_team_arguments
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._group_chat import BaseGroupChat, reject_runtime
@@ -69,6 +70,14 @@ class GraphFlow(BaseGroupChat):
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "GraphFlow",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            functions=True,
+            graph=graph,
+        )
         members: list[ChatAgent | Team] = [
             p if isinstance(p, (ChatAgent, Team)) else FunctionAgent(p) for p in participants
         ]

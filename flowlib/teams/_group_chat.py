@@ -12,6 +12,7 @@ from contextlib import aclosing
 from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
+from ..base._arguments import check_state_argument
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
 from ..graph import (
@@ -326,6 +327,7 @@ class BaseGroupChat(Team, ABC):
             StateError: If the state's version, participants or graph do not fit this team.
             RuntimeError: If the team is running.
         """
+        check_state_argument(state, self._name)
         self._require_stopped("load state into")
         version = state.get("version")
         if version != TEAM_STATE_VERSION:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
+from ..base._arguments import check_team_arguments
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, NodeExecutionError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
@@ -862,6 +863,13 @@ class MagenticOneGroupChat(BaseGroupChat):
         emit_team_events: bool = False,
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "MagenticOneGroupChat",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            model_client=model_client,
+        )
         participants = list(participants)
         if not participants:
             raise ValueError(

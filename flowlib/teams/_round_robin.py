@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import ChatAgent, Team, TerminationCondition
+from ..base._arguments import check_team_arguments
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._group_chat import BaseGroupChat, reject_runtime
@@ -63,6 +64,12 @@ class RoundRobinGroupChat(BaseGroupChat):
         emit_team_events: bool = False,
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "RoundRobinGroupChat",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
         super().__init__(
             name=name or self.DEFAULT_NAME,
             description=description or self.DEFAULT_DESCRIPTION,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..base._arguments import check_team_arguments
 from ..errors import DuplicateNodeError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
 from ..messages import (
@@ -503,6 +504,14 @@ class SelectorGroupChat(BaseGroupChat):
         model_context: ChatCompletionContext | None = None,
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "SelectorGroupChat",
+            participants,
+            minimum=2,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            model_client=model_client,
+        )
         team_name = name or self.DEFAULT_NAME
         if len(participants) < 2:
             raise ValueError(

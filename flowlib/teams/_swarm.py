@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, Team, TerminationCondition
+from ..base._arguments import check_team_arguments
 from ..base._task import task_messages
 from ..graph import (
     AnyOf,
@@ -116,6 +117,12 @@ class Swarm(BaseGroupChat):
         emit_team_events: bool = False,
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "Swarm",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
         for participant in participants:
             if isinstance(participant, Team):
                 raise ValueError(

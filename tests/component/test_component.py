@@ -1184,7 +1184,7 @@ def test_newer_versions_and_type_mismatches_are_refused() -> None:
 
 
 def test_constructor_errors_become_load_errors() -> None:
-    with pytest.raises(ComponentLoadError, match="max_messages is 0"):
+    with pytest.raises(ComponentLoadError, match="`max_messages` must be at least 1, not 0"):
         load_component({"provider": "MaxMessageTermination", "config": {"max_messages": 0}})
     with pytest.raises(ComponentLoadError, match="not a component model"):
         load_component({"config": {}})
