@@ -8,16 +8,17 @@ names the argument and what is expected, and nothing has changed yet.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
+from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError, StateError
 
 __all__ = [
     "check_count",
     "check_number",
     "check_state_argument",
     "check_team_arguments",
+    "load_atomically",
 ]
 
 _UNSET: Any = object()
@@ -155,3 +156,32 @@ def check_state_argument(state: object, owner: str) -> Mapping[str, Any]:
             f"{owner}: `state` must be the dict `save_state()` returned, not {_kind(state)}."
         )
     return state
+
+
+async def load_atomically(
+    owner: str,
+    state: Mapping[str, Any],
+    save: Callable[[], Awaitable[Mapping[str, Any]]],
+    load: Callable[[Mapping[str, Any]], Awaitable[None]],
+) -> None:
+    """``await load(state)``, all or nothing: if it fails part-way (a participant's state
+    is malformed after the executor's was taken), the state from before is loaded back,
+    and an error that is not a flowlib error becomes a ``StateError``.
+
+    Args:
+        owner: Names the team in the error.
+        state: The state to load.
+        save: Returns the current state (loaded back on failure).
+        load: Loads a state, possibly in several steps.
+    """
+    before = await save()
+    try:
+        await load(state)
+    except Exception as exc:
+        await load(before)
+        if isinstance(exc, FlowlibError):
+            raise
+        raise StateError(
+            f"{owner}: cannot load this state ({type(exc).__name__}: {exc}); pass the dict "
+            "`save_state()` returned. Nothing was changed."
+        ) from exc

@@ -264,6 +264,12 @@ class DiGraph(BaseModel):
             GraphLoadError: If ``data`` is not a dumped graph (a ``ValueError``); the
                 message says where and what is wrong.
         """
+        if _deeper_than(data, _MAX_LOAD_DEPTH):
+            raise GraphLoadError(
+                f"Cannot load the graph: its data nests more than {_MAX_LOAD_DEPTH} levels "
+                "deep (conditions inside conditions?), which drawing and running could not "
+                "handle; pass what `DiGraph.dump()` wrote."
+            )
         try:
             graph = cls.model_validate(data)
         except ValidationError as exc:
@@ -311,3 +317,22 @@ def _load_problems(exc: ValidationError) -> str:
         + suffix
         + "."
     )
+
+
+_MAX_LOAD_DEPTH = 100
+"""How deeply the data given to ``DiGraph.load`` may nest (a graph's own nesting is
+about six levels; each condition combinator adds one or two)."""
+
+
+def _deeper_than(data: object, limit: int) -> bool:
+    """Whether lists and dicts in ``data`` nest deeper than ``limit`` (no recursion)."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, depth + 1) for value in item)
+    return False

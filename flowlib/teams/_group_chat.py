@@ -12,7 +12,7 @@ from contextlib import aclosing
 from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
-from ..base._arguments import check_state_argument
+from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
 from ..graph import (
@@ -329,6 +329,9 @@ class BaseGroupChat(Team, ABC):
         """
         check_state_argument(state, self._name)
         self._require_stopped("load state into")
+        await load_atomically(self._name, state, self.save_state, self._load_state)
+
+    async def _load_state(self, state: Mapping[str, Any]) -> None:
         version = state.get("version")
         if version != TEAM_STATE_VERSION:
             raise StateError(
