@@ -241,7 +241,7 @@ CONDITIONS: list[TerminationCondition] = [
     TokenUsageTermination(max_total_token=10),
     TokenUsageTermination(max_prompt_token=5, max_completion_token=7),
     HandoffTermination("user"),
-    TimeoutTermination(30.5),
+    TimeoutTermination(86400.5),  # built at import: must not fire during a long test run
     ExternalTermination(),
     SourceMatchTermination(["critic", "writer"]),
     TextMessageTermination(),
