@@ -15,20 +15,35 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, TextIO
 
 from ._cli_errors import add_traceback_option
+from .errors import FlowlibError
 
-__all__ = ["CliError", "load_object", "main"]
-
-EXIT_OK, EXIT_ERROR, EXIT_INVALID = 0, 1, 2
+__all__ = ["CliError", "ExitCode", "load_object", "main"]
 
 
-class CliError(Exception):
+class ExitCode(IntEnum):
+    """The exit codes of ``flowlib`` commands."""
+
+    OK = 0
+    ERROR = 1
+    """The command failed (a missing file, an invalid graph, a failed run)."""
+    INVALID = 2
+    """The command line itself is wrong."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT)."""
+
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID = ExitCode.OK, ExitCode.ERROR, ExitCode.INVALID
+
+
+class CliError(FlowlibError):
     """A command-line failure: printed as one line, exit code ``code``."""
 
-    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+    def __init__(self, message: str, code: int = ExitCode.ERROR) -> None:
         super().__init__(message)
         self.code = code
 
@@ -171,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the command line; return the exit code."""
+    """Run the command line; return the exit code (an `ExitCode`)."""
     from ._cli_errors import report_error
 
     stdout = out or sys.stdout
@@ -193,4 +208,4 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         return report_error(exc, command=args.command, show_traceback=args.traceback)
     except KeyboardInterrupt:
         print(f"flowlib {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED

@@ -13,7 +13,9 @@
     │   ├── CycleWithoutExitError               a cycle with no conditional edge on it
     │   ├── ActivationConflictError             one activation group, two activation conditions
     │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
-    │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    │   ├── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    │   ├── InvalidConditionError               an async condition, a regex that does not compile
+    │   └── GraphLoadError                      DiGraph.load was given something not dumped
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
@@ -25,12 +27,25 @@
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
     ├── ComponentLoadError (ValueError)          a config cannot be loaded (`path` says where)
     │   └── UnknownProviderError                 a provider outside flowlib's registry
-    └── ConversationError (also RuntimeError)   conversation API misuse
-        ├── HumanInputRequiredError             a tool asked a human and no handler is set
-        └── TurnCancelledError                  the turn was cancelled
+    ├── ConversationError (also RuntimeError)   conversation API misuse
+    │   ├── HumanInputRequiredError             a tool asked a human and no handler is set
+    │   └── TurnCancelledError                  the turn was cancelled
+    ├── InvalidArgumentError (also ValueError)  an argument's value, named in `argument`
+    ├── ArgumentTypeError (also TypeError)      an argument's type, named in `argument`
+    ├── InvalidValueError (also ValueError)     any other value flowlib cannot use
+    ├── InvalidTypeError (also TypeError)       any other object of the wrong type
+    ├── ContractError (also RuntimeError)       a participant, model or callback broke a contract
+    ├── TeamRunningError (also RuntimeError)    run/reset/load_state while a run is going
+    ├── McpServerError (also RuntimeError)      an MCP server failed
+    ├── ReplayExhaustedError (also ValueError)  a replay client ran out of responses
+    ├── ScriptExhaustedError (also RuntimeError) a scripted test agent ran out of replies
+    ├── TraceCheckError (also AssertionError)   a run's trace breaks the execution rules
+    └── CliError                                a command-line failure (exit code `code`)
 
 Errors defined next to their subsystem (flowlib.models, flowlib.render,
-flowlib.conversation, flowlib.teams) all derive from FlowlibError.
+flowlib.conversation, flowlib.teams, flowlib.component, flowlib.testing, flowlib.cli) all
+derive from FlowlibError; each is also the built-in type (``ValueError``,
+``TypeError``, ``RuntimeError``) older code may catch.
 
 Every message names the offending node or edge in backticks and says how to fix it.
 """
@@ -204,6 +219,36 @@ class McpServerError(FlowlibError, RuntimeError):
 __all__ += ["McpServerError"]
 
 
+# --- structure: one error tree (issue 9.7) ----------------------------------------------
+
+
+class TeamRunningError(FlowlibError, RuntimeError):
+    """A team (or conversation) was asked to run, reset or load state while a run of it is
+    still going. Wait for the running call to finish, or cancel it, then call again.
+    ``except RuntimeError`` still catches it."""
+
+
+__all__ += ["TeamRunningError"]
+
+
+class InvalidValueError(FlowlibError, ValueError):
+    """A value flowlib cannot use: bad input to a constructor or a call, a malformed
+    message, a model answer that does not parse. ``except ValueError`` still catches it.
+    The message names the offending argument, node or field and says how to fix it."""
+
+
+class InvalidTypeError(FlowlibError, TypeError):
+    """An object of a type flowlib does not accept. ``except TypeError`` still catches it."""
+
+
+class ContractError(FlowlibError, RuntimeError):
+    """A participant, router, model client or callback broke the contract flowlib relies on
+    (a stream that ended without its final result, an input function that returned no
+    string), or a helper was called outside the context it works in.
+    ``except RuntimeError`` still catches it."""
+
+
+__all__ += ["ContractError", "InvalidTypeError", "InvalidValueError"]
 # --- harden: loading dumped graphs ------------------------------------------------------
 
 

@@ -7,13 +7,26 @@ import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+from typing_extensions import Self
 
 from ..base import CancellationToken, Handoff, Response
 from ..base._arguments import check_state_argument
-from ..errors import StateError
+from ..component import (
+    ComponentModel,
+    dump_field,
+    dump_fields,
+    load_error,
+    load_field,
+    load_fields,
+    loading_at,
+    refuse_field,
+    skip_field,
+)
+from ..component._registry import register_builtin
+from ..errors import InvalidTypeError, InvalidValueError, StateError
 from ..memory import Memory
 from ..messages import (
     BaseAgentEvent,
@@ -46,7 +59,7 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
-from ..tools import Tool, Workbench
+from ..tools import BaseTool, Tool, Workbench
 from ..tools._workbench import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
 from ._tool_calls import (
@@ -89,6 +102,33 @@ class _Inference:
     message_id: str
 
 
+# AutoGen wraps an agent's tools in a StaticWorkbench; flowlib reads its tools back.
+_STATIC_WORKBENCH = frozenset({"autogen_core.tools.StaticWorkbench", "StaticWorkbench"})
+
+
+class AssistantAgentConfig(BaseModel):
+    """The config of [`AssistantAgent`][flowlib.agents.AssistantAgent] (AutoGen's shape)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    model_client: ComponentModel
+    tools: list[ComponentModel] | None = None
+    workbench: list[ComponentModel] | None = None
+    handoffs: list[Handoff | str] | None = None
+    model_context: ComponentModel | None = None
+    memory: list[ComponentModel] | None = None
+    description: str = DEFAULT_DESCRIPTION
+    system_message: str | None = None
+    model_client_stream: bool = False
+    reflect_on_tool_use: bool = False
+    tool_call_summary_format: str = "{result}"
+    max_tool_iterations: int = 1
+    metadata: dict[str, str] | None = None
+    output_content_type_format: str | None = None
+    structured_message_factory: ComponentModel | None = None
+
+
 class AssistantAgent(BaseChatAgent):
     """An agent that answers with a model and can call tools and hand off.
 
@@ -116,7 +156,7 @@ class AssistantAgent(BaseChatAgent):
         model_client: The model to call.
         tools: Tools, or plain sync / async functions (wrapped in ``FunctionTool``:
             named after the function, described by its docstring).
-        workbench: A :class:`~flowlib.tools.Workbench` (``StaticWorkbench``,
+        workbench: A [`Workbench`][flowlib.tools.Workbench] (``StaticWorkbench``,
             ``McpWorkbench``, ...) or a list of them, instead of ``tools``: their tools are
             listed at the start of every turn and each call goes to the workbench that
             listed the tool. The agent does not start or stop them (a workbench that needs
@@ -184,16 +224,18 @@ class AssistantAgent(BaseChatAgent):
         super().__init__(name, description)
         self._workbenches = as_workbenches(name, workbench, tools)
         if isinstance(memory, Memory):
-            raise TypeError(f"Agent `{name}`: memory takes a list of memories: memory=[...].")
+            raise InvalidTypeError(
+                f"Agent `{name}`: memory takes a list of memories: memory=[...]."
+            )
         if max_tool_iterations < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{name}`: max_tool_iterations must be at least 1, got "
                 f"{max_tool_iterations}."
             )
         if output_content_type is not None and not (
             isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
         ):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{name}`: output_content_type must be a pydantic BaseModel subclass, "
                 f"not {output_content_type!r}."
             )
@@ -203,7 +245,7 @@ class AssistantAgent(BaseChatAgent):
             "function_calling", False
         ):
             given = "handoffs" if self._handoffs and not self._tools else "tools"
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{name}`: the model does not support function calling "
                 f"(model_info['function_calling'] is False), so it cannot use {given}. "
                 "Use a model that supports function calling, or remove them."
@@ -273,6 +315,79 @@ class AssistantAgent(BaseChatAgent):
         content = self._system_messages[0].content
         assert isinstance(content, str)
         return content
+
+    # --- the component protocol ---------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = AssistantAgentConfig
+
+    def _to_config(self) -> AssistantAgentConfig:
+        if self._output_content_type is not None:
+            refuse_field(
+                "output_content_type",
+                f"`{self.name}` answers with the pydantic class "
+                f"{self._output_content_type.__qualname__}, which a config cannot hold "
+                "(AutoGen blocks this dump too). Build this agent in code.",
+            )
+        if self._tool_call_summary_formatter is not None:
+            skip_field(
+                "tool_call_summary_formatter",
+                "it is a Python callable (documented as ignored by configs); the loaded agent "
+                "formats summaries with tool_call_summary_format.",
+            )
+        return AssistantAgentConfig(
+            name=self.name,
+            model_client=dump_field(self._model_client, "model_client"),
+            tools=dump_fields(list(self._tools), "tools") or None,
+            handoffs=list(self._handoffs.values()) or None,
+            model_context=dump_field(self._model_context, "model_context"),
+            memory=dump_fields(list(self._memory), "memory") or None,
+            description=self.description,
+            system_message=self.system_message,
+            model_client_stream=self._model_client_stream,
+            reflect_on_tool_use=self._reflect_on_tool_use,
+            tool_call_summary_format=self._tool_call_summary_format,
+            max_tool_iterations=self._max_tool_iterations,
+            metadata=dict(self._metadata) or None,
+            output_content_type_format=self._output_content_type_format,
+        )
+
+    @classmethod
+    def _from_config(cls, config: AssistantAgentConfig) -> Self:
+        if config.structured_message_factory is not None:
+            raise load_error(
+                "structured output (`output_content_type`) cannot be loaded from a config; "
+                "build this agent in code.",
+                "structured_message_factory",
+            )
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        tools = load_fields(config.tools or [], "tools", BaseTool)
+        for index, workbench in enumerate(config.workbench or ()):
+            if workbench.provider not in _STATIC_WORKBENCH:
+                raise load_error(
+                    f"workbench `{workbench.provider}` is not supported; flowlib agents take "
+                    "tools directly (`tools=[...]`).",
+                    f"workbench[{index}]",
+                )
+            with loading_at(f"workbench[{index}]"):
+                tools += load_fields(workbench.config.get("tools") or [], "tools", BaseTool)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        memory = load_fields(config.memory or [], "memory", Memory)
+        return cls(
+            config.name,
+            client,
+            tools=tools or None,
+            handoffs=config.handoffs,
+            model_context=context,
+            description=config.description,
+            system_message=config.system_message,
+            model_client_stream=config.model_client_stream,
+            reflect_on_tool_use=config.reflect_on_tool_use,
+            max_tool_iterations=config.max_tool_iterations,
+            tool_call_summary_format=config.tool_call_summary_format,
+            output_content_type_format=config.output_content_type_format,
+            memory=memory or None,
+            metadata=config.metadata,
+        )
 
     # --- the turn -----------------------------------------------------------------------
 
@@ -409,7 +524,7 @@ class AssistantAgent(BaseChatAgent):
                         yield streamed
             assert inference is not None
             if isinstance(inference.result.content, list) and inference.result.content:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Agent `{self.name}`: the model answered the reflection call (made "
                     "without tools) with tool calls; expected a text answer."
                 )
@@ -483,7 +598,7 @@ class AssistantAgent(BaseChatAgent):
                         content=chunk, full_message_id=message_id, source=self.name
                     )
         if final is None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{self.name}`: the model client's stream ended without a "
                 "CreateResult; create_stream must yield the final result last."
             )
@@ -511,7 +626,7 @@ class AssistantAgent(BaseChatAgent):
         try:
             parsed = self._output_content_type.model_validate_json(content)
         except ValidationError as exc:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{self.name}`: the model's answer is not a valid "
                 f"`{self._output_content_type.__name__}` ({exc.error_count()} error(s): "
                 f"{exc.errors()[0]['msg']}). Answer: {content[:200]!r}"
@@ -638,3 +753,10 @@ def _without_images(message: LLMMessage) -> LLMMessage:
         return message
     parts = [part if isinstance(part, str) else _IMAGE_PLACEHOLDER for part in message.content]
     return UserMessage(content="\n".join(parts), source=message.source)
+
+
+register_builtin(
+    AssistantAgent,
+    "flowlib.agents.AssistantAgent",
+    aliases=("autogen_agentchat.agents.AssistantAgent", "AssistantAgent"),
+)

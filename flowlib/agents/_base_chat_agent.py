@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
 from ..base._arguments import check_state_argument
 from ..base._task import task_messages
+from ..errors import ContractError, InvalidValueError
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
 
 __all__ = ["BaseChatAgent"]
@@ -45,7 +46,7 @@ class BaseChatAgent(ChatAgent, ABC):
 
     def __init__(self, name: str, description: str) -> None:
         if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent name `{name}` is not a valid Python identifier; use letters, digits "
                 "and underscores, not starting with a digit (e.g. `writer_1`)."
             )
@@ -154,7 +155,7 @@ class BaseChatAgent(ChatAgent, ABC):
             if isinstance(item, Response):
                 response = item
         if response is None:
-            raise RuntimeError(
+            raise ContractError(
                 f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response."
             )
         return response

@@ -1,4 +1,4 @@
-"""Argument checks shared by the teams, agents and termination conditions (issue 11.5).
+"""Argument checks shared by agents, teams and termination conditions (issue 11.5).
 
 Each check runs first in its constructor or method, so bad input is a named flowlib
 error ([`ArgumentTypeError`][flowlib.errors.ArgumentTypeError], a ``TypeError``, or
@@ -8,7 +8,7 @@ names the argument and what is expected, and nothing has changed yet.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError, StateError
@@ -17,11 +17,8 @@ __all__ = [
     "check_count",
     "check_number",
     "check_state_argument",
-    "check_team_arguments",
     "load_atomically",
 ]
-
-_UNSET: Any = object()
 
 
 def _shown(value: object) -> str:
@@ -63,85 +60,6 @@ def check_number(
     if not value >= minimum:  # NaN fails too
         raise InvalidArgumentError(
             f"`{argument}` must be at least {minimum:g}, not {value}.", argument=argument
-        )
-
-
-def check_team_arguments(
-    team: str,
-    participants: object,
-    *,
-    termination_condition: object = None,
-    max_turns: object = None,
-    functions: bool = False,
-    minimum: int = 1,
-    graph: object = _UNSET,
-    model_client: object = _UNSET,
-) -> None:
-    """Check the arguments every team constructor shares, before anything is built.
-
-    Args:
-        team: The team class's name, for the messages.
-        participants: Must be a list (or tuple) of agents or teams (or, with
-            ``functions``, plain functions).
-        termination_condition: None or a ``TerminationCondition``.
-        max_turns: None or an int >= 1.
-        functions: Whether plain callables are participants (GraphFlow).
-        minimum: How many participants the team needs at least.
-        graph: If given, must be a ``DiGraph``.
-        model_client: If given, must be a ``ChatCompletionClient``.
-    """
-    from ..graph import DiGraph
-    from ..models import ChatCompletionClient
-    from ._chat_agent import ChatAgent
-    from ._team import Team
-    from ._termination import TerminationCondition
-
-    if isinstance(participants, (str, bytes, Mapping)) or not isinstance(participants, Sequence):
-        raise ArgumentTypeError(
-            f"{team}: `participants` must be a list of agents, not {_kind(participants)}.",
-            argument="participants",
-        )
-    if len(participants) < minimum:
-        wanted = "one participant" if minimum == 1 else f"{minimum} participants"
-        wanted = wanted.replace("2 ", "two ")
-        hint = "; for a single agent use RoundRobinGroupChat" if minimum > 1 else ""
-        raise InvalidArgumentError(
-            f"{team} needs at least {wanted}, got {len(participants)}{hint}; pass a list "
-            "of agents as `participants`.",
-            argument="participants",
-        )
-    for position, participant in enumerate(participants):
-        if isinstance(participant, (ChatAgent, Team)):
-            continue
-        if functions and callable(participant):
-            continue
-        hint = " (a name: pass the agent itself)" if isinstance(participant, str) else ""
-        accepted = "an agent, a team or a function" if functions else "an agent or a team"
-        raise ArgumentTypeError(
-            f"{team}: `participants[{position}]` is {_kind(participant)}{hint}; each "
-            f"participant must be {accepted}.",
-            argument=f"participants[{position}]",
-        )
-    if termination_condition is not None and not isinstance(
-        termination_condition, TerminationCondition
-    ):
-        raise ArgumentTypeError(
-            f"{team}: `termination_condition` must be a TerminationCondition (e.g. "
-            f"MaxMessageTermination(10)) or None, not {_kind(termination_condition)}.",
-            argument="termination_condition",
-        )
-    check_count(max_turns, "max_turns", optional=True)
-    if graph is not _UNSET and not isinstance(graph, DiGraph):
-        raise ArgumentTypeError(
-            f"{team}: `graph` must be a DiGraph (e.g. `DiGraphBuilder(...).build()`), not "
-            f"{_kind(graph)}.",
-            argument="graph",
-        )
-    if model_client is not _UNSET and not isinstance(model_client, ChatCompletionClient):
-        raise ArgumentTypeError(
-            f"{team}: `model_client` must be a ChatCompletionClient (e.g. "
-            f"OpenAIChatCompletionClient(...)), not {_kind(model_client)}.",
-            argument="model_client",
         )
 
 

@@ -11,7 +11,7 @@ flowlib's registry only (no imports), and by default it also may not:
   ``allow_commands=True``;
 * run code unasked: a ``CodeExecutorAgent`` loads only with an ``approval_func=``, which
   it then asks before every execution;
-* send the user's API key elsewhere: see ``flowlib/component/_clients.py`` (a key from
+* send the user's API key elsewhere: see ``flowlib/models/_openai.py`` (a key from
   the environment goes only to the endpoint it belongs to).
 
 The checks run before anything is built, so a refused config changes nothing.
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ArgumentTypeError
 
 if TYPE_CHECKING:
-    from ._codec import Loader
+    from ._model import Loader
 
 __all__ = ["MAX_DEPTH", "LoadPolicy"]
 

@@ -33,6 +33,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._telemetry import trace_node_turn
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
 from ..errors import NodeExecutionError, StateError
@@ -46,12 +47,12 @@ from ..messages import (
 from ._activation import ActivationTracker
 from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
 from ._router import Router, Routing
+from ._shapes import Participant
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
 from ._trace import RunTrace
 
 __all__ = ["COMPLETE_REASON", "GraphExecutor", "Participant"]
 
-Participant = ChatAgent | Team | Router
 Item = BaseAgentEvent | BaseChatMessage
 TaskRouter = Callable[[Sequence[BaseChatMessage]], Sequence[str] | None]
 """Given a run's task messages, the nodes to run next (replacing the ready set), or None."""
@@ -260,7 +261,13 @@ class GraphExecutor:
 
     # --- one turn -----------------------------------------------------------------------
 
-    async def _turn(
+    def _turn(
+        self, node: int, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | _Output, None]:
+        # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
+        return trace_node_turn(self, node, self._turn_body(node, messages, token))
+
+    async def _turn_body(
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | _Output, None]:
         participant = self._participants[node]

@@ -1,12 +1,12 @@
-"""Build-time validation of a :class:`DiGraph`, with networkx doing the graph analysis.
+"""Build-time validation of a `DiGraph`, with networkx doing the graph analysis.
 
 One pass, linear in nodes + edges, no Python recursion and no process-wide side effects.
-:func:`analyse` indexes the graph once (names, edge targets, the effective activation
+`analyse()` indexes the graph once (names, edge targets, the effective activation
 group of every edge) and hands the structure to networkx on a ``networkx.DiGraph`` view
 of the IR (node numbers, insertion order): a topological sort recognises a DAG, strongly
 connected components find the loops, a breadth-first search from the start nodes finds
 what is reachable, and ``find_cycle`` shows one loop without a conditional edge.
-:func:`validate_graph` runs every rule on that analysis and returns it, so the
+`validate_graph()` runs every rule on that analysis and returns it, so the
 executor's plan is compiled from the same pass.
 
 Rules, each a [`GraphError`][flowlib.errors.GraphError] subclass whose message names the
@@ -19,13 +19,14 @@ offending nodes or edges and says how to fix it:
   one offending cycle is shown as ``a -> b -> a``;
 - the edges of one activation group agree on ``all``/``any``;
 - a team whose graph loops has a termination condition or ``max_turns``
-  (:func:`check_loop_bounded`, applied when ``has_termination`` is given).
+  (`check_loop_bounded()`, applied when ``has_termination`` is given).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 import networkx as nx
 
@@ -40,10 +41,12 @@ from ..errors import (
     UnreachableNodeError,
 )
 from ._conditions import check_condition
-from ._model import DiGraph, DiGraphEdge
 
 __all__ = [
+    "EdgeIR",
     "GraphAnalysis",
+    "GraphIR",
+    "NodeIR",
     "analyse",
     "check_cycles_have_exits",
     "check_loop_bounded",
@@ -54,6 +57,63 @@ __all__ = [
 _SHOWN = 10  # how many names an error message lists before "and N more"
 
 
+# What the validator reads of the IR. [`DiGraph`][flowlib.graph.DiGraph] and its nodes and
+# edges are these; the validator does not import them, so that `DiGraph`'s own queries
+# (`graph_validate()`, `get_has_cycles()`, ...) can call it without an import cycle.
+
+
+class EdgeIR(Protocol):
+    """An edge as the validator (and the plan compiled from its analysis) reads it."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def condition(self) -> Any: ...
+
+    @property
+    def condition_function(self) -> Callable[[Any], bool] | None: ...
+
+    @property
+    def activation_group(self) -> str: ...
+
+    @property
+    def activation_condition(self) -> Literal["all", "any"] | None: ...
+
+    @property
+    def is_conditional(self) -> bool: ...
+
+    def check_condition(self, message: Any) -> bool: ...
+
+
+class NodeIR(Protocol):
+    """A node as the validator reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def edges(self) -> Sequence[EdgeIR]: ...
+
+    @property
+    def activation(self) -> Literal["all", "any"]: ...
+
+
+class GraphIR(Protocol):
+    """A graph as the validator reads it ([`DiGraph`][flowlib.graph.DiGraph])."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeIR]: ...
+
+    @property
+    def default_start_node(self) -> str | None: ...
+
+    @property
+    def pattern(self) -> str | None: ...
+
+    def iter_edges(self) -> Iterator[tuple[str, EdgeIR]]: ...
+
+
 @dataclass
 class GraphAnalysis:
     """What one pass over a graph learns; the executor compiles its plan from it."""
@@ -62,7 +122,7 @@ class GraphAnalysis:
     index: dict[str, int]
     sources: list[int] = field(default_factory=list)  # per edge, in iter_edges order
     targets: list[int] = field(default_factory=list)
-    edges: list[DiGraphEdge] = field(default_factory=list)
+    edges: list[EdgeIR] = field(default_factory=list)
     scc: list[int] = field(default_factory=list)  # node -> component id
     cyclic: set[int] = field(default_factory=set)  # ids of components that loop
     edge_groups: list[str] = field(default_factory=list)
@@ -122,7 +182,7 @@ def index_view(analysis: GraphAnalysis) -> nx.DiGraph[int]:
     return view
 
 
-def analyse(graph: DiGraph) -> GraphAnalysis:
+def analyse(graph: GraphIR) -> GraphAnalysis:
     """Index ``graph``: edges by number, components, default activation groups.
 
     Raises:
@@ -131,7 +191,7 @@ def analyse(graph: DiGraph) -> GraphAnalysis:
     return _analyse(graph)[0]
 
 
-def _analyse(graph: DiGraph) -> tuple[GraphAnalysis, nx.DiGraph[int]]:
+def _analyse(graph: GraphIR) -> tuple[GraphAnalysis, nx.DiGraph[int]]:
     if not graph.nodes:
         raise EmptyGraphError(
             "The graph has no nodes; add at least one with `DiGraphBuilder.add_node(agent)`."
@@ -206,7 +266,7 @@ def _components(view: nx.DiGraph[int], cyclic: set[int]) -> list[int]:
     return component
 
 
-def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
+def _assign_groups(graph: GraphIR, analysis: GraphAnalysis) -> None:
     """Give every edge its effective activation group and condition.
 
     Explicit groups are kept. An edge without one joins the target's default group:
@@ -229,7 +289,7 @@ def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
         activations.append(edge.activation_condition or node_activation[target])
 
 
-def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
+def check_cycles_have_exits(graph: GraphIR, analysis: GraphAnalysis) -> None:
     """Raise if some cycle has no conditional edge; show one such cycle.
 
     A cycle without a conditional edge exists exactly when the unconditional edges inside
@@ -298,7 +358,7 @@ def check_loop_bounded(
     ``max_turns``: a loop whose exit never matches would run forever.
 
     Args:
-        analysis: The graph's analysis (from :func:`validate_graph` or :func:`analyse`).
+        analysis: The graph's analysis (from `validate_graph()` or `analyse()`).
         has_termination: Whether the team has a termination condition.
         max_turns: The team's turn limit, if any.
         team: The team's name, for the message.
@@ -319,7 +379,7 @@ def check_loop_bounded(
 
 
 def validate_graph(
-    graph: DiGraph,
+    graph: GraphIR,
     *,
     allow_unconditional_cycles: bool | None = None,
     allow_unreachable: bool | None = None,
@@ -340,13 +400,10 @@ def validate_graph(
             start a run at any node, such as a swarm resumed by a handoff task).
         has_termination: For a team's graph: whether the team has a termination
             condition. When given, a looping graph must be bounded by it or by
-            ``max_turns`` (:func:`check_loop_bounded`), except a round-robin ring, which
+            ``max_turns`` (`check_loop_bounded()`), except a round-robin ring, which
             may be built without a bound and is checked when it runs.
         max_turns: The team's turn limit (with ``has_termination``).
         team: The team's name, for the unbounded-loop message.
-
-        The first two default to what the graph's ``pattern`` needs: a round-robin ring
-        may loop without a conditional edge, and a swarm may start at any participant.
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.

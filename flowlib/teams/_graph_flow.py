@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team, TerminationCondition
-from ..base._arguments import check_team_arguments
+from ..component._registry import register_builtin
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._arguments import check_team_arguments
+from ._config import (
+    AUTOGEN_TEAMS,
+    GraphFlowConfig,
+    dump_graph,
+    load_graph,
+    load_members,
+    load_termination,
+    team_fields,
+)
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["GraphFlow"]
@@ -57,6 +70,26 @@ class GraphFlow(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents"
     component_provider_override = "flowlib.teams.GraphFlow"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = GraphFlowConfig
+
+    def _to_config(self) -> GraphFlowConfig:
+        fields = team_fields(self, self._message_factory.custom_types)
+        return GraphFlowConfig(**fields, graph=dump_graph(self.graph))
+
+    @classmethod
+    def _from_config(cls, config: GraphFlowConfig) -> Self:
+        graph = load_graph(config.graph)
+        return cls(
+            load_members(config),
+            graph,
+            name=config.name,
+            description=config.description,
+            termination_condition=load_termination(config),
+            max_turns=config.max_turns,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team | NodeFunction],
@@ -90,3 +123,10 @@ class GraphFlow(BaseGroupChat):
             max_turns=max_turns,
             custom_message_types=custom_message_types,
         )
+
+
+register_builtin(
+    GraphFlow,
+    "flowlib.teams.GraphFlow",
+    aliases=(AUTOGEN_TEAMS + "GraphFlow", "GraphFlow"),
+)

@@ -11,7 +11,8 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
-from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
+from .._telemetry import trace_team_run
+from ..base import CancellationToken, TaskResult, Team, TerminationCondition
 from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
@@ -23,14 +24,13 @@ from ..graph import (
     Router,
     RunTrace,
 )
+from ..graph._shapes import Participant
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
 TEAM_STATE_VERSION = 1
-
-Participant = ChatAgent | Team | Router
 
 
 def reject_runtime(runtime: object) -> None:
@@ -250,10 +250,13 @@ class BaseGroupChat(Team, ABC):
         )
         # Closed at once when the caller stops reading, so the team is free again.
         async with aclosing(
-            self._executor.run_stream(
-                messages,
-                cancellation_token=cancellation_token,
-                output_task_messages=output_task_messages,
+            trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
+                self,
+                self._executor.run_stream(
+                    messages,
+                    cancellation_token=cancellation_token,
+                    output_task_messages=output_task_messages,
+                ),
             )
         ) as stream:
             async for item in stream:

@@ -229,6 +229,6 @@ def test_a_config_nested_500_deep_is_a_load_error() -> None:
 
 
 def test_a_config_of_the_wrong_kind_is_a_named_type_error() -> None:
-    with pytest.raises(ArgumentTypeError, match="builds a MaxMessageTermination") as caught:
+    with pytest.raises(TypeError, match="builds a MaxMessageTermination") as caught:
         load_component(nested_conditions(0), ChatCompletionClient)
-    assert caught.value.argument == "model"
+    assert isinstance(caught.value, FlowlibError)

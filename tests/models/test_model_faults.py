@@ -16,7 +16,7 @@ from openai_server import OpenAIServer, RawReply, Reply, ToolCall
 
 from flowlib.agents import AssistantAgent
 from flowlib.base import TaskResult
-from flowlib.component import dump_component
+from flowlib.component import dump_component, load_component
 from flowlib.conditions import MaxMessageTermination
 from flowlib.errors import NodeExecutionError
 from flowlib.messages import (
@@ -144,7 +144,11 @@ async def test_defaults_are_a_minute_and_two_retries(monkeypatch: pytest.MonkeyP
         assert (config["timeout"], config["max_retries"]) == (60.0, 2)
     async with OpenAIChatCompletionClient("gpt-4o", api_key="sk-test", timeout=None) as client:
         assert client.timeout is None  # waits forever, as asked
-        assert dump_component(client).config["timeout"] is None
+        data = dump_component(client).model_dump(mode="json")
+        assert data["config"]["timeout"] == "none"
+        loaded = load_component({**data, "config": {**data["config"], "api_key": "sk-test"}})
+        assert loaded.timeout is None
+        await loaded.close()
 
 
 @pytest.mark.parametrize("bad", [0, -1, "60", True])
