@@ -10,106 +10,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import sys
 import time
-import uuid
 from collections.abc import Sequence
-from enum import IntEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from . import _cli_check
+from ._cli_common import (
+    EXIT_OK,
+    CliError,
+    ExitCode,
+    graph_of,
+    load_object,
+)
 from ._cli_errors import add_traceback_option
-from .errors import FlowlibError
 
 __all__ = ["CliError", "ExitCode", "load_object", "main"]
-
-
-class ExitCode(IntEnum):
-    """The exit codes of ``flowlib`` commands."""
-
-    OK = 0
-    ERROR = 1
-    """The command failed (a missing file, an invalid graph, a failed run)."""
-    INVALID = 2
-    """The command line itself is wrong."""
-    INTERRUPTED = 130
-    """Ctrl-C (128 + SIGINT)."""
-
-
-EXIT_OK, EXIT_ERROR, EXIT_INVALID = ExitCode.OK, ExitCode.ERROR, ExitCode.INVALID
-
-
-class CliError(FlowlibError):
-    """A command-line failure: printed as one line, exit code ``code``."""
-
-    def __init__(self, message: str, code: int = ExitCode.ERROR) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _import_file(path: Path) -> Any:
-    if not path.is_file():
-        raise CliError(f"{path}: no such file")
-    name = f"_flowlib_cli_{path.stem}_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise CliError(f"{path}: not an importable Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, str(path.parent.resolve()))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent.resolve()))
-    return module
-
-
-def load_object(reference: str) -> Any:
-    """Load ``FILE.py:OBJECT``; call it if it is a factory; build it if it is a builder.
-
-    Raises:
-        CliError: If the file or object is missing or is not a graph or team.
-        GraphError: If building or validating the graph fails (from the module itself).
-    """
-    from .graph import DiGraph
-    from .teams import DiGraphBuilder
-
-    file_part, sep, attribute = reference.rpartition(":")
-    if not sep or not file_part or not attribute:
-        raise CliError(f"{reference!r}: expected FILE.py:OBJECT, e.g. examples/flow.py:team")
-    module = _import_file(Path(file_part))
-    if not hasattr(module, attribute):
-        public = sorted(n for n in vars(module) if not n.startswith("_"))
-        raise CliError(f"{file_part} has no `{attribute}`; it defines: {', '.join(public)}")
-    obj = getattr(module, attribute)
-    is_factory = callable(obj) and not isinstance(obj, (type, DiGraph, DiGraphBuilder))
-    if is_factory and not hasattr(obj, "graph"):
-        obj = obj()
-    if isinstance(obj, DiGraphBuilder):
-        obj = obj.build()
-    if not isinstance(obj, DiGraph) and not hasattr(obj, "graph"):
-        raise CliError(
-            f"`{attribute}` is a {type(obj).__name__}, not a team, DiGraph, DiGraphBuilder "
-            "or a function returning one"
-        )
-    return obj
-
-
-def _graph_of(obj: Any) -> Any:
-    from .graph import DiGraph
-
-    return obj if isinstance(obj, DiGraph) else obj.graph
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     from .graph import validate_graph
 
     obj = load_object(args.target)
-    analysis = validate_graph(_graph_of(obj))
+    analysis = validate_graph(graph_of(obj))
     edges = len(analysis.edges)
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
+    _cli_check.report_warnings(graph_of(obj), analysis, strict=args.strict, out=out)
     print(f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 
@@ -117,6 +45,8 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
 
+    if args.run is not None:
+        return _cli_check.render_run(args, out)
     obj = load_object(args.target)
     fmt = args.format
     if args.output is None:
@@ -170,14 +100,18 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("target", help="FILE.py:OBJECT")
     render.add_argument("-o", "--output", help="output file (format from its suffix)")
     render.add_argument("--format", choices=["svg", "png", "dot", "mermaid"], default=None)
+    render.add_argument("--run", metavar="TASK", help="run the team on TASK; -o run.html page")
 
     validate = commands.add_parser("validate", help="check a flow's graph; exit 1 if invalid")
     validate.add_argument("target", help="FILE.py:OBJECT")
+    validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
 
     run = commands.add_parser("run", help="run a team on a task, streaming to the console")
     run.add_argument("target", help="FILE.py:OBJECT")
     run.add_argument("--task", required=True, help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
+
+    _cli_check.register(commands)
 
     demo = commands.add_parser("demo", help="run the built-in demo flow")
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
@@ -192,6 +126,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "handler", None) is not None:  # commands registered by modules
+            return int(args.handler(args, stdout))
         if args.command == "validate":
             return _cmd_validate(args, stdout)
         if args.command == "render":

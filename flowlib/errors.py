@@ -249,6 +249,29 @@ class ContractError(FlowlibError, RuntimeError):
 
 
 __all__ += ["ContractError", "InvalidTypeError", "InvalidValueError"]
+# --- check: property-testing a user's flow ------------------------------------------------
+
+
+class FlowUnsoundError(FlowlibError, AssertionError):
+    """[`assert_flow_sound`][flowlib.testing.assert_flow_sound] found a way the flow can go
+    wrong (a join that never completes, a dead end, a runaway loop, ...).
+
+    Attributes:
+        report: The exploration report (an [`ExploreReport`][flowlib.testing.ExploreReport]);
+            its findings carry the shrunk counterexamples.
+    """
+
+    def __init__(self, message: str, *, report: object) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class GraphWarningError(GraphError):
+    """A static warning of [`graph_warnings`][flowlib.graph.graph_warnings] treated as an
+    error (``flowlib validate --strict``)."""
+
+
+__all__ += ["FlowUnsoundError", "GraphWarningError"]
 # --- harden: loading dumped graphs ------------------------------------------------------
 
 

@@ -314,6 +314,16 @@ class TextMentionTermination(_LatchedCondition):
             None if sources is None else _names("sources", "TextMentionTermination", sources)
         )
 
+    @property
+    def text(self) -> str:
+        """The text whose mention stops the run."""
+        return self._text
+
+    @property
+    def sources(self) -> tuple[str, ...] | None:
+        """The sources whose messages count, or None for every source."""
+        return None if self._sources is None else tuple(self._sources)
+
     async def _check(self, messages: _Messages) -> StopMessage | None:
         for message in messages:
             if self._sources is not None and message.source not in self._sources:

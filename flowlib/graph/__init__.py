@@ -18,7 +18,7 @@ from ._plan import ExecutionPlan
 from ._router import Router, Routing, Selected
 from ._state import GraphManagerState
 from ._trace import RunTrace
-from ._validate import GraphAnalysis, validate_graph
+from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
 __all__ = [
     "COMPLETE_REASON",
@@ -34,6 +34,7 @@ __all__ = [
     "GraphAnalysis",
     "GraphExecutor",
     "GraphManagerState",
+    "GraphWarning",
     "HandoffTo",
     "IsHandoff",
     "NodeKind",
@@ -44,5 +45,6 @@ __all__ = [
     "RunTrace",
     "Selected",
     "describe_condition",
+    "graph_warnings",
     "validate_graph",
 ]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import networkx as nx
 
@@ -40,16 +40,21 @@ from ..errors import (
     UnknownNodeError,
     UnreachableNodeError,
 )
-from ._conditions import check_condition
+from ._conditions import Contains, EdgeCondition, Not, as_condition, check_condition
+
+if TYPE_CHECKING:
+    from ._model import DiGraph
 
 __all__ = [
     "EdgeIR",
     "GraphAnalysis",
     "GraphIR",
+    "GraphWarning",
     "NodeIR",
     "analyse",
     "check_cycles_have_exits",
     "check_loop_bounded",
+    "graph_warnings",
     "index_view",
     "validate_graph",
 ]
@@ -475,3 +480,145 @@ def _check_activation_conflicts(analysis: GraphAnalysis) -> None:
         nodes=[names[target]],
         edges=conflict_edges,
     )
+
+
+# --- static warnings ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphWarning:
+    """A likely mistake that validation alone cannot prove (see
+    [`graph_warnings`][flowlib.graph.graph_warnings]).
+
+    Attributes:
+        kind: ``"exclusive_join"`` or ``"no_fallback"``.
+        nodes: The nodes it is about.
+        edges: The ``(source, target)`` edges it is about.
+        message: What may go wrong and how to fix it.
+    """
+
+    kind: str
+    nodes: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _key_of(condition: object) -> object:
+    """A comparable key for a condition (a substring and ``Contains`` of it are equal)."""
+    if isinstance(condition, str):
+        return ("contains", condition)
+    if isinstance(condition, Contains):
+        return ("contains", condition.text)
+    if isinstance(condition, EdgeCondition):
+        return condition.model_dump_json()
+    return ("callable", id(condition)) if condition is not None else None
+
+
+def _condition_key(edge: EdgeIR) -> object:
+    return _key_of(edge.condition_function or edge.condition)
+
+
+def _complement(edge: EdgeIR) -> object:
+    """The key of the condition this edge's condition negates, if it is a ``Not``."""
+    condition = edge.condition
+    return _key_of(as_condition(condition.condition)) if isinstance(condition, Not) else None
+
+
+def _branch_edge(analysis: GraphAnalysis, edge_index: int, incoming: list[list[int]]) -> int:
+    """Walk back from an edge through unconditional single-entry nodes to the edge whose
+    condition decides whether it can fire (the edge itself if it is conditional)."""
+    seen: set[int] = set()
+    current = edge_index
+    while not analysis.edges[current].is_conditional:
+        source = analysis.sources[current]
+        if len(incoming[source]) != 1 or source in seen:
+            return -1
+        seen.add(source)
+        current = incoming[source][0]
+    return current
+
+
+def graph_warnings(graph: DiGraph, analysis: GraphAnalysis | None = None) -> list[GraphWarning]:
+    """Cheap checks for flows that validate but are likely wrong; no run needed.
+
+    - ``exclusive_join``: an ``all`` join whose incoming edges depend on different
+      conditions of one source (directly, or through nodes reached only that way); when
+      one reply matches one of them but not the other, the join waits forever.
+    - ``no_fallback``: a node whose outgoing edges are all conditional, with neither an
+      unconditional edge nor a condition and its ``Not``; a reply that matches none ends
+      the run there. Routers and swarms decide their edges themselves and are skipped.
+
+    [`flowlib.testing.explore`][flowlib.testing.explore] confirms (or refutes) both by
+    running the flow with stand-ins.
+
+    Args:
+        graph: A graph that passed [`validate_graph`][flowlib.graph.validate_graph].
+        analysis: Its analysis, if already computed.
+
+    Returns:
+        The warnings, in graph order.
+    """
+    if analysis is None:
+        analysis = analyse(graph)
+    names = analysis.names
+    found: list[GraphWarning] = []
+    incoming: list[list[int]] = [[] for _ in names]
+    groups: dict[tuple[int, str], list[int]] = {}
+    for position, target in enumerate(analysis.targets):
+        incoming[target].append(position)
+        groups.setdefault((target, analysis.edge_groups[position]), []).append(position)
+    for (target, group), members in groups.items():
+        if len(members) < 2 or analysis.edge_activation[members[0]] != "all":
+            continue
+        by_source: dict[int, dict[object, int]] = {}
+        for member in members:
+            branch = _branch_edge(analysis, member, incoming)
+            if branch >= 0:
+                key = _condition_key(analysis.edges[branch])
+                by_source.setdefault(analysis.sources[branch], {}).setdefault(key, member)
+        for source, keyed in by_source.items():
+            if len(keyed) < 2:
+                continue
+            pairs = [(names[analysis.sources[m]], names[target]) for m in keyed.values()]
+            shown = ", ".join(f"`{s} -> {t}`" for s, t in pairs)
+            found.append(
+                GraphWarning(
+                    "exclusive_join",
+                    (names[target], names[source]),
+                    tuple(pairs),
+                    f"`{names[target]}` waits for all of {shown} (activation group "
+                    f"`{group}`), which depend on different conditions of `{names[source]}`; "
+                    f"a reply that matches only some leaves `{names[target]}` waiting "
+                    "forever. Use activation_condition='any' if one branch is enough.",
+                )
+            )
+    kinds = [node.kind for node in graph.nodes.values()]
+    if graph.pattern != "swarm":
+        out: list[list[int]] = [[] for _ in names]
+        for position, source in enumerate(analysis.sources):
+            out[source].append(position)
+        for node, edges in enumerate(out):
+            if not edges or kinds[node] == "router":
+                continue
+            if any(not analysis.edges[e].is_conditional for e in edges):
+                continue
+            keys = {_condition_key(analysis.edges[e]) for e in edges}
+            if any(_complement(analysis.edges[e]) in keys for e in edges):
+                continue
+            pairs = [(names[node], names[analysis.targets[e]]) for e in edges]
+            shown = ", ".join(f"`{s} -> {t}`" for s, t in pairs)
+            found.append(
+                GraphWarning(
+                    "no_fallback",
+                    (names[node],),
+                    tuple(pairs),
+                    f"every edge out of `{names[node]}` is conditional ({shown}) and none is "
+                    "a fallback; a reply that matches none ends the run at "
+                    f"`{names[node]}`. Add an edge without a condition, or the `Not` of "
+                    "another edge's condition.",
+                )
+            )
+    return found
