@@ -2,7 +2,8 @@
 
 ``FILE.py:OBJECT`` names a team, a ``DiGraph``, a ``DiGraphBuilder``, or a function
 taking no arguments that returns one of those (a factory, so a module can build a fresh
-team per run). Errors are one clear line on stderr and a non-zero exit code.
+team per run). Errors are one clear line on stderr (``FILE:LINE: Error: message`` when
+the user's own code raised) and a non-zero exit code; ``--traceback`` shows the whole.
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from typing import TextIO
 
 from . import _cli_check
 from ._cli_common import (
-    EXIT_ERROR,
     EXIT_OK,
     CliError,
     ExitCode,
     graph_of,
     load_object,
 )
-from .errors import FlowlibError
+from ._cli_errors import add_traceback_option
 
 __all__ = ["CliError", "ExitCode", "load_object", "main"]
 
@@ -115,11 +115,14 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the built-in demo flow")
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
+    add_traceback_option(parser, commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code (an `ExitCode`)."""
+    from ._cli_errors import report_error
+
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
@@ -135,10 +138,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except CliError as exc:
         print(f"flowlib {args.command}: {exc}", file=sys.stderr)
         return exc.code
-    except (FlowlibError, ValueError) as exc:
-        # Graph and team errors (ValueErrors that name nodes, edges and the fix).
-        print(f"flowlib {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except Exception as exc:
+        # One line: FILE:LINE when the user's code raised, else the command (graph and
+        # team errors name their nodes, edges and the fix); --traceback for the whole.
+        return report_error(exc, command=args.command, show_traceback=args.traceback)
     except KeyboardInterrupt:
         print(f"flowlib {args.command}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED

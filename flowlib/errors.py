@@ -15,7 +15,8 @@
     │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
     │   ├── ConditionSerializationError         a dumped callable condition cannot be loaded back
     │   ├── InvalidConditionError               an async callable, a regex that does not compile
-    │   └── GraphWarningError                   `validate --strict`: a static warning
+    │   ├── GraphWarningError                   `validate --strict`: a static warning
+    │   └── GraphLoadError                      DiGraph.load was given something not dumped
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     │   └── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
@@ -329,3 +330,12 @@ __all__ += [
     "InvalidArgumentTypeError",
     "UnknownMessageTypeError",
 ]
+# --- harden: loading dumped graphs ------------------------------------------------------
+
+
+class GraphLoadError(GraphError):
+    """Data given to ``DiGraph.load`` is not a dumped graph: the message lists where
+    (``nodes.a.edges.0.target``) and what is wrong."""
+
+
+__all__ += ["GraphLoadError"]

@@ -32,6 +32,11 @@ command -v redis-server >/dev/null 2>&1 || apt_install redis-server
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
   || apt_install chromium
 
+# Test-only JavaScript tools: npm's mermaid under jsdom checks the Mermaid drawings
+# (tests/render/test_render_hostile.py). Node.js itself is needed only for this.
+command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+[ -d tests/js/node_modules/mermaid ] || npm ci --prefix tests/js --no-audit --no-fund --silent
+
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
 fi

@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib.graph",),
     ("flowlib.teams",),
     ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing"),
-    ("flowlib._demo", "flowlib._cli_common"),
+    ("flowlib._demo", "flowlib._cli_common", "flowlib._cli_errors"),
     ("flowlib._cli_check",),
     ("flowlib.cli",),
     ("flowlib.__main__",),

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import Self
 
 from ..base import CancellationToken, Handoff, Response
+from ..base._arguments import check_state_argument
 from ..component import (
     ComponentModel,
     dump_field,
@@ -737,6 +738,7 @@ class AssistantAgent(BaseChatAgent):
         Raises:
             StateError: If ``state`` is not an AssistantAgent state.
         """
+        check_state_argument(state, f"Agent `{self.name}`")
         try:
             parsed = AssistantAgentState.model_validate(dict(state))
         except ValidationError as exc:

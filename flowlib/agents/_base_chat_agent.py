@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
+from ..base._arguments import check_state_argument
 from ..base._task import task_messages
 from ..errors import AgentError, InvalidArgumentError
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
@@ -172,7 +173,12 @@ class BaseChatAgent(ChatAgent, ABC):
         return {"type": "BaseState", "version": "1.0.0"}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Load state; a stateless agent has nothing to restore."""
+        """Load state; a stateless agent has nothing to restore.
+
+        Raises:
+            StateError: ``state`` is not a mapping.
+        """
+        check_state_argument(state, f"Agent `{self.name}`")
 
     async def close(self) -> None:
         """Release resources; does nothing by default."""

@@ -11,8 +11,10 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response
+from ..base._arguments import check_state_argument
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
-from ..component import ComponentModel, dump_field, load_field, refuse_field
+from ..component import ComponentModel, dump_field, load_field
+from ..component._model import active_policy
 from ..component._registry import register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
 from ..messages import (
@@ -250,14 +252,9 @@ class CodeExecutorAgent(BaseChatAgent):
     component_config_schema: ClassVar[type[BaseModel]] = CodeExecutorAgentConfig
 
     def _to_config(self) -> CodeExecutorAgentConfig:
-        if self._approval_func is not None:
-            refuse_field(
-                "approval_func",
-                f"`{self.name}` asks the Python callable "
-                f"{getattr(self._approval_func, '__qualname__', self._approval_func)!r} before "
-                "running code; a loaded agent would run code unapproved, so this dump is "
-                "refused. Build this agent in code.",
-            )
+        # The approval_func (a callable) is not written: loading a CodeExecutorAgent needs
+        # `load_component(..., approval_func=...)` anyway, so a loaded agent never runs
+        # code unapproved (flowlib/component/_policy.py).
         system = self._system_messages[0].content if self._system_messages else None
         return CodeExecutorAgentConfig(
             name=self.name,
@@ -292,6 +289,7 @@ class CodeExecutorAgent(BaseChatAgent):
             system_message=config.system_message,
             sources=config.sources,
             supported_languages=config.supported_languages,
+            approval_func=active_policy().approval_func,
         )
 
     # --- calls --------------------------------------------------------------------------
@@ -510,6 +508,7 @@ class CodeExecutorAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a CodeExecutorAgent state.
         """
+        check_state_argument(state, f"CodeExecutorAgent `{self.name}`")
         context = state.get("llm_context")
         if state.get("type") != "CodeExecutorAgentState" or not isinstance(context, Mapping):
             raise StateError(

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response, TaskResult, Team
+from ..base._arguments import check_state_argument
 from ..base._task import task_messages
 from ..component import ComponentModel, dump_field, load_field
 from ..component._registry import register_builtin
@@ -302,6 +303,7 @@ class SocietyOfMindAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a SocietyOfMindAgent state.
         """
+        check_state_argument(state, f"SocietyOfMindAgent `{self.name}`")
         team_state = state.get("inner_team_state")
         if state.get("type") != "SocietyOfMindAgentState" or not isinstance(team_state, Mapping):
             raise StateError(

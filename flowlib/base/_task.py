@@ -68,25 +68,25 @@ def task_messages(
             message (a ``TypeError`` and, as in AutoGen, a ``ValueError``).
     """
     from ..messages import TextMessage
+    from ._arguments import _kind
 
+    expected = "a str, a chat message (e.g. TextMessage) or a list of chat messages"
     if task is None:
         return []
     if isinstance(task, str):
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
-    if not isinstance(task, Sequence):
+    if not isinstance(task, (list, tuple)):
+        event = " (an agent event)" if isinstance(task, BaseAgentEvent) else ""
         raise InvalidArgumentTypeError(
-            f"task is a {type(task).__name__}; a task must be a str, a chat message (e.g. "
-            "TextMessage) or a list of chat messages.",
-            argument="task",
+            f"`task` is {_kind(task)}{event}; a task must be {expected}.", argument="task"
         )
-    messages: list[object] = list(task)
+    messages = list(task)
     for position, item in enumerate(messages):
         if not isinstance(item, BaseChatMessage):
             raise InvalidArgumentTypeError(
-                f"task[{position}] is a {type(item).__name__}; a task must be a str, a chat "
-                "message (e.g. TextMessage) or a list of chat messages.",
+                f"`task[{position}]` is {_kind(item)}; a task must be {expected}.",
                 argument=f"task[{position}]",
             )
     return cast("list[BaseChatMessage]", messages)

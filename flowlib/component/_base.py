@@ -5,13 +5,17 @@ and yours) writes itself to a config and builds itself from one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Generic, TypeVar, overload
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 from typing_extensions import Self
 
 from ._model import ComponentModel, EdgeFunction, dump, load
+
+if TYPE_CHECKING:
+    from ..agents._code_executor_agent import ApprovalFuncType
 
 __all__ = [
     "Component",
@@ -77,6 +81,9 @@ def load_component(
     expected: None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> Any: ...
 
 
@@ -86,6 +93,9 @@ def load_component(
     expected: type[T],
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> T: ...
 
 
@@ -94,13 +104,18 @@ def load_component(
     expected: type[T] | None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> T | Any:
     """Build a component from a [`ComponentModel`][flowlib.component.ComponentModel] or its JSON
     dict.
 
     Providers are looked up in flowlib's registry only (flowlib's provider paths,
     AutoGen's, and short class names such as ``"OpenAIChatCompletionClient"``); a
-    provider string is never imported, so a config cannot make flowlib run code.
+    provider string is never imported, so a config cannot make flowlib run code. What
+    else a loaded config may touch is given here, and is nothing by default: see
+    "Security" in the docs.
 
     Args:
         model: The component model, or a dict (``model_dump(mode="json")``, parsed JSON,
@@ -108,18 +123,31 @@ def load_component(
         expected: If given, the component must be an instance of this class.
         conditions: Callables for graph edges whose conditions were callables, by the
             name the dump recorded (the function's ``__name__``).
+        allow_paths: Directories under which loaded components may create or change
+            files (a ``SQLiteStore`` path, a ``DiskCacheStore`` directory, a
+            ``LocalCommandLineCodeExecutor`` work_dir); a config naming a path outside
+            them is refused.
+        allow_commands: Whether an ``McpWorkbench`` may start its server's command.
+        approval_func: Asked before every code execution of each loaded
+            ``CodeExecutorAgent``; without it, a config holding one is refused.
 
     Returns:
         The new component.
 
     Raises:
         UnknownProviderError: A provider is not registered (a ``ValueError``).
-        ComponentLoadError: A config is invalid, of a newer version, or a nested
-            component has the wrong kind (a ``ValueError``).
+        ComponentLoadError: A config is invalid, of a newer version, nested too deeply
+            (over 100 components), a nested component has the wrong kind, or it needs
+            a permission not given (a ``ValueError``).
         ConditionSerializationError: A callable edge condition is not in ``conditions``.
         TypeError: The component is not an ``expected`` instance.
     """
-    return load(model, expected, conditions=conditions)
+    from ._policy import LoadPolicy
+
+    policy = LoadPolicy.build(
+        allow_paths=allow_paths, allow_commands=allow_commands, approval_func=approval_func
+    )
+    return load(model, expected, conditions=conditions, policy=policy)
 
 
 class ComponentLoader:
@@ -134,6 +162,9 @@ class ComponentLoader:
         expected: None = None,
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> Self: ...
 
     @overload
@@ -144,6 +175,9 @@ class ComponentLoader:
         expected: type[T],
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> T: ...
 
     @classmethod
@@ -153,6 +187,9 @@ class ComponentLoader:
         expected: type[T] | None = None,
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> Self | T:
         """Build a component from a config and check it is an instance of this class.
 
@@ -165,10 +202,17 @@ class ComponentLoader:
             TypeError: The config builds something that is not an instance of this class
                 (or of ``expected``).
         """
-        target: type[Any] | None = expected
+        target: Any = expected
         if target is None and cls not in (ComponentLoader, ComponentBase):
             target = cls
-        return load_component(model, target, conditions=conditions)  # type: ignore[no-any-return]
+        return load_component(  # type: ignore[no-any-return]
+            model,
+            target,
+            conditions=conditions,
+            allow_paths=allow_paths,
+            allow_commands=allow_commands,
+            approval_func=approval_func,
+        )
 
 
 class ComponentBase(ComponentLoader):

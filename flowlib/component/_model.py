@@ -31,6 +31,7 @@ from ._errors import (
     ComponentTypeError,
     UnknownProviderError,
 )
+from ._policy import MAX_DEPTH, LoadPolicy
 from ._registry import (
     ComponentSpec,
     known_providers,
@@ -331,11 +332,20 @@ class Loader:
     Args:
         conditions: Callables for the graph edges whose conditions were callables, by
             the name the dump recorded.
+        policy: What the loaded components may touch (files, programs, code); by
+            default nothing (see ``_policy.py``).
     """
 
-    def __init__(self, *, conditions: Mapping[str, EdgeFunction] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        conditions: Mapping[str, EdgeFunction] | None = None,
+        policy: LoadPolicy | None = None,
+    ) -> None:
         self.conditions: Mapping[str, EdgeFunction] = dict(conditions or {})
+        self.policy = policy or LoadPolicy()
         self._segments: list[str] = []
+        self._depth = 0
 
     def path(self, field_name: str = "") -> str:
         """The path of ``field_name`` in the component being loaded."""
@@ -385,7 +395,12 @@ class Loader:
 
     def root(self, data: ComponentModel | Mapping[str, Any], expected: type | None) -> Any:
         """Build the root component."""
-        return self._load(data, "", expected)
+        try:
+            return self._load(data, "", expected)
+        except RecursionError as exc:  # nesting inside one component's own fields
+            raise ComponentLoadError(
+                "The config is nested too deeply to load; flatten it.", path=""
+            ) from exc
 
     def component(
         self,
@@ -415,8 +430,14 @@ class Loader:
         expected: type | tuple[type, ...] | None,
     ) -> Any:
         self._segments.append(segment)
+        self._depth += 1
         token = ACTIVE_LOADER.set(self)
         try:
+            if self._depth > MAX_DEPTH:
+                raise self.error(
+                    f"components nest more than {MAX_DEPTH} levels deep here; a config "
+                    "this deep is refused (it would exhaust the stack)."
+                )
             model = self._model(data)
             spec = spec_for_provider(model.provider)
             if spec is None:
@@ -424,6 +445,7 @@ class Loader:
             if model.provider == spec.provider:
                 self._check_versions(model, spec)
             self._warn_missing(model)
+            self.policy.check(spec.cls, model.config, self)
             component = self._build(spec, model.config)
             if expected is not None and not isinstance(component, expected):
                 raise self.error(
@@ -434,6 +456,7 @@ class Loader:
         finally:
             ACTIVE_LOADER.reset(token)
             self._segments.pop()
+            self._depth -= 1
 
     def _build(self, spec: ComponentSpec, config: Mapping[str, Any]) -> Any:
         target = spec.cls
@@ -511,6 +534,7 @@ def load(
     expected: type | None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    policy: LoadPolicy | None = None,
 ) -> Any:
     """Build a component; nested under the load in progress when called from a
     ``_from_config``. See [`load_component`][flowlib.component.load_component].
@@ -519,13 +543,20 @@ def load(
         ComponentTypeError: The component is not an ``expected`` instance.
     """
     active = ACTIVE_LOADER.get()
-    if active is not None and conditions is None:
+    if active is not None and conditions is None and policy is None:
         component = active.component(model, "", object)
     else:
-        component = Loader(conditions=conditions).root(model, None)
+        component = Loader(conditions=conditions, policy=policy).root(model, None)
     if expected is not None and not isinstance(component, expected):
         raise ComponentTypeError(
             f"The config builds a {type(component).__name__}, not a {expected.__name__}; "
             f"load it with the matching class, or pass the config of a {expected.__name__}."
         )
     return component
+
+
+def active_policy() -> LoadPolicy:
+    """The permissions of the load in progress (for a class's ``_from_config``); outside
+    a load, the default, which allows nothing."""
+    loader = ACTIVE_LOADER.get()
+    return LoadPolicy() if loader is None else loader.policy

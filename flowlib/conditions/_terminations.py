@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import TerminatedException, TerminationCondition
+from ..base._arguments import check_count, check_number
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
 from ..errors import InvalidArgumentError, InvalidTypeError, InvalidValueError
@@ -240,10 +241,7 @@ class MaxMessageTermination(_LatchedCondition):
 
     def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
         super().__init__()
-        if max_messages < 1:
-            raise InvalidValueError(
-                f"`MaxMessageTermination` max_messages is {max_messages}; it must be at least 1."
-            )
+        check_count(max_messages, "max_messages")
         self._max_messages = max_messages
         self._include_agent_event = include_agent_event
         self._message_count = 0
@@ -486,6 +484,7 @@ class TimeoutTermination(_LatchedCondition):
         self, timeout_seconds: float, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         super().__init__()
+        check_number(timeout_seconds, "timeout_seconds")
         if timeout_seconds < 0:
             raise InvalidValueError(
                 f"`TimeoutTermination` timeout_seconds is {timeout_seconds}; "

@@ -35,12 +35,17 @@ from ._client import (
 from ._known_models import lookup_context_window, lookup_model_info
 from ._openai_config import (
     DEFAULT_BASE_URL,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
     SECRET_HEADERS,
     AzureOpenAIClientConfig,
     OpenAIClientConfig,
     create_args_of,
-    is_masked,
+    env_key_belongs_to,
+    key_of,
     model_info_of,
+    same_endpoint,
+    timeout_of,
 )
 from ._openai_mapping import (
     count_tokens,
@@ -58,10 +63,13 @@ if TYPE_CHECKING:
     from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 __all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
     "AzureOpenAIChatCompletionClient",
     "ModelResponseError",
     "OpenAIChatCompletionClient",
 ]
+
 
 _T = TypeVar("_T")
 
@@ -84,8 +92,10 @@ _EXAMPLE_INFO = (
 
 class ModelResponseError(FlowlibError, RuntimeError):
     """The model server answered with something that is not a usable completion:
-    a body that is not JSON, no choices, a malformed tool call, or structured output
-    that does not match the requested model.
+    a body that is not JSON, no choices, a malformed tool call, structured output
+    that does not match the requested model, or a stream that was cut off (it ended
+    without a finish reason, was not an event stream, stalled past the timeout, or
+    carried an error event). Nothing of a failed answer is returned.
     """
 
 
@@ -142,6 +152,15 @@ _END: Any = object()
 
 
 async def _next_or_end(iterator: Any, model: str) -> Any:
+    """The next chunk of a stream, or ``_END``; a broken stream is a ModelResponseError.
+
+    The SDK retries a request only until its answer starts; errors while the stream is
+    read (the connection closes, a read times out, the server sends an error event)
+    reach the reader unwrapped, as ``httpx`` or ``openai.APIError`` exceptions.
+    """
+    import httpx
+    import openai
+
     try:
         return await iterator.__anext__()
     except StopAsyncIteration:
@@ -149,6 +168,20 @@ async def _next_or_end(iterator: Any, model: str) -> Any:
     except json.JSONDecodeError as exc:
         raise ModelResponseError(
             f"The server streamed a chunk for `{model}` that is not valid JSON: {exc}"
+        ) from exc
+    except (httpx.TimeoutException, openai.APITimeoutError) as exc:
+        raise ModelResponseError(
+            f"The stream from `{model}` stalled: no data within the client's timeout. "
+            "Raise `timeout=` if the server is just slow."
+        ) from exc
+    except (httpx.TransportError, openai.APIConnectionError) as exc:
+        raise ModelResponseError(
+            f"The connection to the server of `{model}` broke mid-stream "
+            f"({type(exc).__name__}: {exc})."
+        ) from exc
+    except openai.APIError as exc:
+        raise ModelResponseError(
+            f"The server of `{model}` sent an error event mid-stream: {exc.message}"
         ) from exc
 
 
@@ -311,9 +344,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
         """The config fields both OpenAI clients share (the component protocol)."""
         sdk = self._client
         config: dict[str, Any] = {"model": self._model, "model_info": dict(self._model_info)}
-        if isinstance(sdk.timeout, (int, float)):
-            config["timeout"] = float(sdk.timeout)
-        config["max_retries"] = sdk.max_retries
+        config["timeout"] = "none" if self.timeout is None else self.timeout
+        config["max_retries"] = self.max_retries
         headers: dict[str, str] = {}
         # The SDK keeps the caller's own headers private (its public default_headers adds
         # its own); reading them is allow-listed in tests/test_layers.py.
@@ -342,6 +374,21 @@ class _BaseOpenAIClient(ChatCompletionClient):
     def model(self) -> str:
         """The model name sent with every request."""
         return self._model
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds the SDK waits for the connection and for each read, per try (``None``:
+        forever; a ``client=`` given with an ``httpx.Timeout`` reports its read timeout)."""
+        value = self._client.timeout
+        if value is None or isinstance(value, (int, float)):
+            return None if value is None else float(value)
+        read = getattr(value, "read", None)
+        return None if read is None else float(read)
+
+    @property
+    def max_retries(self) -> int:
+        """How often the SDK retries a failed request."""
+        return int(self._client.max_retries)
 
     @property
     def model_info(self) -> ModelInfo:
@@ -555,6 +602,15 @@ class _BaseOpenAIClient(ChatCompletionClient):
                     yield delta.content
         finally:
             await stream.close()
+        if reason is None:
+            # A complete stream ends with a finish reason: without one the connection
+            # was cut, or the body was no event stream (an HTML error page, ...).
+            got = f"{len(''.join(text))} characters" if text or calls else "no content"
+            raise ModelResponseError(
+                f"The stream from `{self._model}` ended without a finish reason "
+                f"(after {got}): the connection was cut or the answer was not an event "
+                "stream. The partial answer is discarded."
+            )
         result_usage = _usage(usage)
         result = self._result(
             text="".join(text) if text else None,
@@ -693,10 +749,25 @@ def _preview(value: Any) -> str:
 def _sdk_options(
     timeout: float | None, max_retries: int, default_headers: Mapping[str, str] | None
 ) -> dict[str, Any]:
-    options: dict[str, Any] = {"max_retries": max_retries, "default_headers": default_headers}
+    from ..errors import ArgumentTypeError, InvalidArgumentError
+
     if timeout is not None:
-        options["timeout"] = timeout
-    return options
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise ArgumentTypeError(
+                f"timeout must be a number of seconds or None, not {timeout!r}.",
+                argument="timeout",
+            )
+        if not timeout > 0:
+            raise InvalidArgumentError(
+                f"timeout must be > 0 seconds (or None to wait forever), not {timeout!r}.",
+                argument="timeout",
+            )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise InvalidArgumentError(
+            f"max_retries must be an int >= 0, not {max_retries!r}.", argument="max_retries"
+        )
+    # timeout=None reaches the SDK as None: no timeout (leaving it out would mean 600 s).
+    return {"max_retries": max_retries, "default_headers": default_headers, "timeout": timeout}
 
 
 class OpenAIChatCompletionClient(_BaseOpenAIClient):
@@ -714,9 +785,11 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             key (``api_key=""``, as configs write it) builds, and sends a placeholder.
         base_url: The server's base URL, e.g. ``http://localhost:11434/v1``.
         model_info: What the model supports; required for models flowlib does not know.
-        timeout: Seconds before a request times out (each try); the SDK default when
-            None.
-        max_retries: How often the SDK retries connection errors, 408, 409, 429 and 5xx.
+        timeout: Seconds to wait for the connection and for each read of the answer,
+            per try ([`DEFAULT_TIMEOUT`][flowlib.models.DEFAULT_TIMEOUT], 60 s); ``None``
+            waits forever.
+        max_retries: How often the SDK retries connection errors, timeouts, 408, 409,
+            429 and 5xx ([`DEFAULT_MAX_RETRIES`][flowlib.models.DEFAULT_MAX_RETRIES], 2).
         organization: The OpenAI organization id.
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncOpenAI`` to use instead of building one from the
@@ -762,8 +835,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         api_key: str | None = None,
         base_url: str | None = None,
         model_info: ModelInfo | None = None,
-        timeout: float | None = None,
-        max_retries: int = 2,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         organization: str | None = None,
         default_headers: Mapping[str, str] | None = None,
         client: AsyncOpenAI | None = None,
@@ -792,7 +865,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
                 organization=organization,
                 **_sdk_options(timeout, max_retries, default_headers),
             )
-        elif api_key or base_url or organization or default_headers or timeout is not None:
+        elif api_key or base_url or organization or default_headers or timeout != DEFAULT_TIMEOUT:
             raise InvalidTypeError(
                 "Pass either client= or connection options (api_key, base_url, organization, "
                 "default_headers, timeout), not both: configure the AsyncOpenAI you pass."
@@ -815,18 +888,26 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         base_url = str(self._client.base_url).rstrip("/")
         if base_url != DEFAULT_BASE_URL:
             config["base_url"] = base_url
+            env_key = os.environ.get("OPENAI_API_KEY")
+            if env_key and self._client.api_key == env_key and not env_key_belongs_to(base_url):
+                # The client sends the environment's key to this endpoint: say so by
+                # name, since a loaded config gets no key from the environment for it.
+                config["api_key_env"] = "OPENAI_API_KEY"
         if self._client.organization:
             config["organization"] = self._client.organization
         return OpenAIClientConfig.model_validate(config)
 
     @classmethod
     def _from_config(cls, config: OpenAIClientConfig) -> Self:
+        api_key = key_of(config)
+        if api_key is None and not env_key_belongs_to(config.base_url):
+            api_key = _PLACEHOLDER_KEY  # not the environment's key: it is not for this endpoint
         return cls(
             config.model,
-            api_key=None if is_masked(config.api_key) else config.api_key,
+            api_key=api_key,
             base_url=config.base_url,
             model_info=model_info_of(config),
-            timeout=config.timeout,
+            timeout=timeout_of(config),
             max_retries=config.max_retries,
             organization=config.organization,
             default_headers=config.default_headers,
@@ -852,8 +933,9 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         azure_ad_token_provider: A callable returning Entra ID tokens, instead of a key.
         model_info: As for
             [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient].
-        timeout: Seconds before a request times out; the SDK default when None.
-        max_retries: How often the SDK retries.
+        timeout: Seconds to wait for the connection and each read, per try (60 s);
+            ``None`` waits forever.
+        max_retries: How often the SDK retries (2).
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncAzureOpenAI`` to use instead (taken over).
         context_window: The context window in tokens, for
@@ -893,8 +975,8 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         api_key: str | None = None,
         azure_ad_token_provider: Callable[[], str | Awaitable[str]] | None = None,
         model_info: ModelInfo | None = None,
-        timeout: float | None = None,
-        max_retries: int = 2,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         client: AsyncAzureOpenAI | None = None,
         context_window: int | None = None,
@@ -954,6 +1036,13 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         endpoint = getattr(sdk, "_azure_endpoint", None)
         if endpoint is not None:
             config["azure_endpoint"] = str(endpoint)
+            env_key = os.environ.get("AZURE_OPENAI_API_KEY")
+            if (
+                env_key
+                and sdk.api_key == env_key
+                and not same_endpoint(str(endpoint), os.environ.get("AZURE_OPENAI_ENDPOINT"))
+            ):
+                config["api_key_env"] = "AZURE_OPENAI_API_KEY"
         config["api_version"] = getattr(sdk, "_api_version", None)
         deployment = getattr(sdk, "_azure_deployment", None)
         if deployment:
@@ -968,14 +1057,28 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
                 "code); set AZURE_OPENAI_API_KEY or build the client in code.",
                 "azure_ad_token_provider",
             )
+        api_key = key_of(config)
+        env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if (
+            api_key is None
+            and config.azure_endpoint is not None
+            and not same_endpoint(config.azure_endpoint, env_endpoint)
+        ):
+            raise load_error(
+                f"the config names the endpoint `{config.azure_endpoint}` but no key; the "
+                "AZURE_OPENAI_API_KEY in the environment is sent only to AZURE_OPENAI_ENDPOINT. "
+                "If that key belongs to this endpoint, add `api_key_env: AZURE_OPENAI_API_KEY` "
+                "to the config (or `api_key`).",
+                "azure_endpoint",
+            )
         return cls(
             model=config.model,
-            azure_endpoint=config.azure_endpoint,
+            azure_endpoint=config.azure_endpoint or env_endpoint,
             api_version=config.api_version,
             azure_deployment=config.azure_deployment,
-            api_key=None if is_masked(config.api_key) else config.api_key,
+            api_key=api_key,
             model_info=model_info_of(config),
-            timeout=config.timeout,
+            timeout=timeout_of(config),
             max_retries=config.max_retries,
             default_headers=config.default_headers,
             context_window=config.context_window,

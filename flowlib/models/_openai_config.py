@@ -1,27 +1,49 @@
 """The declarative configs of the OpenAI clients (component type ``"model"``).
 
-API keys are never written. A loaded OpenAI client takes its key from an ``api_key``
-the config's author wrote by hand, else from the environment (``OPENAI_API_KEY``,
-``AZURE_OPENAI_API_KEY``), as the constructors do.
+API keys are never written. A loaded client takes its key from an ``api_key`` the
+config's author wrote by hand, or from the environment variable named by
+``api_key_env``. Without either, the key in the environment (``OPENAI_API_KEY``,
+``AZURE_OPENAI_API_KEY``) is used only for the endpoint it belongs to: OpenAI's own, or
+the one the same environment names (``OPENAI_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``). A
+config naming another endpoint gets no key from the environment (issue 11.4): a config
+from elsewhere cannot send the user's key to its own server.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+import os
+from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
+from ..component import load_error
 from ._client import ModelInfo
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
     "SECRET_HEADERS",
     "AzureOpenAIClientConfig",
     "OpenAIClientConfig",
     "create_args_of",
+    "env_key_belongs_to",
     "is_masked",
+    "key_of",
     "model_info_of",
+    "same_endpoint",
+    "timeout_of",
 ]
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds the OpenAI clients wait by default for a connection, for a request to be
+sent, and for each read of the answer (every streamed chunk resets the read clock).
+The SDK's own default is 600 s, which with its retries held a team for half an hour."""
+
+DEFAULT_MAX_RETRIES = 2
+"""How often the OpenAI clients retry by default (connection errors, timeouts, 408,
+409, 429, 5xx), so a hanging server costs at most about 3 x ``DEFAULT_TIMEOUT``."""
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 SECRET_HEADERS = frozenset(
@@ -37,9 +59,11 @@ class _OpenAIBase(BaseModel):
 
     model: str
     api_key: str | None = None
+    api_key_env: str | None = None
     model_info: dict[str, Any] | None = None
-    timeout: float | None = None
-    max_retries: int = 2
+    # "none" is no timeout (a null would be dropped from the dump and read as the default).
+    timeout: float | Literal["none"] | None = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: dict[str, str] | None = None
     context_window: int | None = None
     include_name_in_message: bool = True
@@ -77,3 +101,53 @@ def create_args_of(config: _OpenAIBase) -> dict[str, Any]:
 def model_info_of(config: _OpenAIBase) -> ModelInfo | None:
     """The config's ``model_info`` as a [`ModelInfo`][flowlib.models.ModelInfo]."""
     return None if config.model_info is None else cast(ModelInfo, config.model_info)
+
+
+def same_endpoint(url: str | None, other: str | None) -> bool:
+    """Whether two endpoint URLs are the same (scheme and host case-insensitive, a
+    trailing slash ignored)."""
+    if not url or not other:
+        return False
+
+    def norm(text: str) -> tuple[str, str, str]:
+        parts = urlsplit(text.strip())
+        return parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/")
+
+    return norm(url) == norm(other)
+
+
+def env_key_belongs_to(base_url: str | None) -> bool:
+    """Whether the environment's ``OPENAI_API_KEY`` belongs to ``base_url``: OpenAI's
+    own endpoint, or the one in ``OPENAI_BASE_URL`` (``None`` is one of those)."""
+    return base_url is None or any(
+        same_endpoint(base_url, known)
+        for known in (DEFAULT_BASE_URL, os.environ.get("OPENAI_BASE_URL"))
+    )
+
+
+def key_of(config: _OpenAIBase) -> str | None:
+    """The key a config names: a value, or the value of its ``api_key_env``.
+
+    Raises:
+        ComponentLoadError: ``api_key_env`` names a variable that is not set.
+    """
+    if config.api_key is not None and not is_masked(config.api_key):
+        return config.api_key
+    if config.api_key_env is not None:
+        value = os.environ.get(config.api_key_env)
+        if not value:
+            raise load_error(
+                f"`api_key_env` names the environment variable `{config.api_key_env}`, "
+                "which is not set.",
+                "api_key_env",
+            )
+        return value
+    return None
+
+
+def timeout_of(config: _OpenAIBase) -> float | None:
+    """The config's timeout in seconds: ``"none"`` is no timeout, a missing or null one
+    the default."""
+    if config.timeout == "none":
+        return None
+    return DEFAULT_TIMEOUT if config.timeout is None else float(config.timeout)

@@ -14,6 +14,7 @@ from ..checkpoint import CheckpointStore
 from ..component._registry import register_builtin
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._arguments import check_team_arguments
 from ._config import (
     AUTOGEN_TEAMS,
     GraphFlowConfig,
@@ -106,6 +107,14 @@ class GraphFlow(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "GraphFlow",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            functions=True,
+            graph=graph,
+        )
         members: list[ChatAgent | Team] = [
             p if isinstance(p, (ChatAgent, Team)) else FunctionAgent(p) for p in participants
         ]

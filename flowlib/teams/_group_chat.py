@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from .._telemetry import trace_team_run
 from ..base import CancellationToken, TaskResult, Team, TerminationCondition
+from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..checkpoint import (
     CheckpointRecord,
@@ -661,7 +662,11 @@ class BaseGroupChat(Team, ABC):
             StateError: If the state's version, participants or graph do not fit this team.
             TeamRunningError: If the team is running.
         """
+        check_state_argument(state, self._name)
         self._require_stopped("load state into")
+        await load_atomically(self._name, state, self.save_state, self._load_state)
+
+    async def _load_state(self, state: Mapping[str, Any]) -> None:
         version = state.get("version")
         if version != TEAM_STATE_VERSION:
             raise StateError(

@@ -55,6 +55,7 @@ from ..models import (
     RequestUsage,
     UserMessage,
 )
+from ._arguments import check_team_arguments
 from ._config import (
     AUTOGEN_TEAMS,
     MagenticOneGroupChatConfig,
@@ -913,6 +914,13 @@ class MagenticOneGroupChat(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "MagenticOneGroupChat",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            model_client=model_client,
+        )
         participants = list(participants)
         if not participants:
             raise InvalidValueError(

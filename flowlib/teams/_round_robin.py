@@ -13,6 +13,7 @@ from ..checkpoint import CheckpointStore
 from ..component._registry import register_builtin
 from ..graph._shapes import ring_graph
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._arguments import check_team_arguments
 from ._config import (
     AUTOGEN_TEAMS,
     GroupChatConfig,
@@ -89,6 +90,12 @@ class RoundRobinGroupChat(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "RoundRobinGroupChat",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
         super().__init__(
             name=name or self.DEFAULT_NAME,
             description=description or self.DEFAULT_DESCRIPTION,

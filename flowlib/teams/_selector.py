@@ -48,6 +48,7 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
+from ._arguments import check_team_arguments
 from ._config import (
     AUTOGEN_TEAMS,
     SelectorGroupChatConfig,
@@ -614,6 +615,14 @@ class SelectorGroupChat(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "SelectorGroupChat",
+            participants,
+            minimum=2,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            model_client=model_client,
+        )
         team_name = name or self.DEFAULT_NAME
         if len(participants) < 2:
             raise InvalidArgumentError(

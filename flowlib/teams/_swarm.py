@@ -23,6 +23,7 @@ from ..graph import (
     Not,
 )
 from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
+from ._arguments import check_team_arguments
 from ._config import (
     AUTOGEN_TEAMS,
     GroupChatConfig,
@@ -143,6 +144,12 @@ class Swarm(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "Swarm",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
         check_agents_only("Swarm", participants)
         names = [p.name for p in participants]
         nodes: dict[str, DiGraphNode] = {}

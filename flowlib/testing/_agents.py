@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from ..agents import BaseChatAgent
 from ..base import CancellationToken, Response
+from ..base._arguments import check_state_argument
 from ..errors import FlowlibError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import BaseChatMessage, TextMessage
 
@@ -277,6 +278,7 @@ class ScriptedAgent(BaseChatAgent):
         Raises:
             StateError: If ``state`` is not a scripted agent's state.
         """
+        check_state_argument(state, f"Agent `{self.name}`")
         position = state.get("position")
         if state.get("type") != _STATE_TYPE or not isinstance(position, int) or position < 0:
             raise StateError(
