@@ -147,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         "function returning one.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _register_batch(commands)  # flowlib batch (flowlib/_cli_batch.py)
 
     render = commands.add_parser("render", help="draw a flow as SVG, PNG, DOT or Mermaid")
     render.add_argument("target", help="FILE.py:OBJECT")
@@ -173,6 +174,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
+        handler = getattr(args, "handler", None)  # commands registered by other modules
+        if handler is not None:
+            return int(handler(args, stdout))
         if args.command == "validate":
             return _cmd_validate(args, stdout)
         if args.command == "render":
@@ -190,3 +194,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print(f"flowlib {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _register_batch(commands: Any) -> None:
+    from ._cli_batch import register
+
+    register(commands)

@@ -34,7 +34,7 @@ RunItem = BaseAgentEvent | BaseChatMessage | TaskResult | RunFailedError
 [`RunFailedError`][flowlib.errors.RunFailedError]."""
 
 _FINISHED = frozenset({"complete", "completed"})
-_CANCELLED = ("cancel",)
+_CANCELLED = ("cancel", "closed the stream")
 
 
 @dataclass(frozen=True)

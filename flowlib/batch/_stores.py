@@ -1,7 +1,8 @@
 """Checkpoint stores named by a URL, so a worker process can open the same store again.
 
-``sqlite:///abs/path.db`` (or ``sqlite://relative.db``, or a path ending in ``.db`` /
-``.sqlite``) opens a [`SQLiteCheckpointStore`][flowlib.checkpoint.SQLiteCheckpointStore];
+``sqlite:///runs.db`` (relative to the working directory; ``sqlite:////abs/runs.db`` for an
+absolute path, as in SQLAlchemy; or a plain path ending in ``.db`` / ``.sqlite``) opens a
+[`SQLiteCheckpointStore`][flowlib.checkpoint.SQLiteCheckpointStore];
 ``postgresql://...`` / ``postgres://...`` a
 [`PostgresCheckpointStore`][flowlib.checkpoint.PostgresCheckpointStore]; ``memory://`` an
 [`InMemoryCheckpointStore`][flowlib.checkpoint.InMemoryCheckpointStore] (one process only).
@@ -28,8 +29,8 @@ def open_store(spec: str | os.PathLike[str]) -> CheckpointStore:
     """Open the checkpoint store a URL names.
 
     Args:
-        spec: ``sqlite:///path.db``, a path ending in ``.db``/``.sqlite``,
-            ``postgresql://user@host/db`` or ``memory://``.
+        spec: ``sqlite:///runs.db`` (relative), ``sqlite:////abs/runs.db``, a path
+            ending in ``.db``/``.sqlite``, ``postgresql://user@host/db`` or ``memory://``.
 
     Returns:
         A new store object (the caller closes it).
@@ -44,10 +45,12 @@ def open_store(spec: str | os.PathLike[str]) -> CheckpointStore:
     """
     text = os.fspath(spec)
     if text.startswith("sqlite://"):
-        path = text[len("sqlite://") :]
+        rest = text[len("sqlite://") :]
+        path = rest[1:] if rest.startswith("/") else ""
         if not path:
             raise CheckpointArgumentError(
-                f"Store URL `{text}` names no file; write `sqlite:///path/to/runs.db`."
+                f"Store URL `{text}` names no file; write `sqlite:///runs.db` (relative) "
+                "or `sqlite:////abs/runs.db`."
             )
         return SQLiteCheckpointStore(path)
     if text.startswith(("postgresql://", "postgres://")):
@@ -88,7 +91,7 @@ def store_url(store: str | os.PathLike[str] | CheckpointStore) -> str:
             raise CheckpointArgumentError(
                 "A SQLite store on `:memory:` lives in one process; give it a file path."
             )
-        return "sqlite://" + os.path.abspath(store.path)
+        return "sqlite:///" + os.path.abspath(store.path)
     if isinstance(store, PostgresCheckpointStore):
         return store.dsn
     raise CheckpointArgumentError(

@@ -1,0 +1,145 @@
+"""RayRunner on a local two-CPU Ray cluster: 200 runs, agent errors, a worker SIGKILLed
+mid-batch (SQLite and PostgreSQL stores)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import inspect
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from _batch_flows import FAIL_ON, build, lines, transcript  # noqa: E402
+
+from flowlib.base import TaskResult  # noqa: E402
+from flowlib.distributed import RayRunner  # noqa: E402
+from flowlib.errors import CheckpointArgumentError, InvalidArgumentError, RunFailedError  # noqa: E402
+from flowlib.teams import GraphFlow  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).parents[1]
+ROOT = TESTS.parent
+DURABLE = "checkpoint_store" in inspect.signature(GraphFlow).parameters
+needs_durable_runs = pytest.mark.skipif(
+    not DURABLE, reason="teams without checkpoint_store= (the durable-runs core is not merged)"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    """A local Ray cluster whose workers import this worktree's flowlib and the tests."""
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}"}},
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+async def reference(tasks: list[str]) -> list[list[str]]:
+    """Each task run alone in this process on a fresh team: the one-process reference."""
+    return [transcript((await build(think=0).run(task=task)).messages) for task in tasks]
+
+
+async def test_200_runs_on_two_workers_match_the_one_process_reference(cluster: None) -> None:
+    tasks = [f"task-{i}" for i in range(200)]
+    async with RayRunner("_batch_flows:build", checkpoint_store=None, workers=2) as runner:
+        pids = {await actor.pid.remote() for actor in runner.actors}
+        assert len(pids) == 2 and os.getpid() not in pids  # two worker processes
+        results = await runner.run_many(tasks)
+    assert all(isinstance(r, TaskResult) for r in results)
+    assert [transcript(r.messages) for r in results] == await reference(tasks)
+
+
+async def test_an_agent_error_is_reported_not_retried(cluster: None, tmp_path: Path) -> None:
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    async with RayRunner(factory, checkpoint_store=None, workers=1) as runner:
+        results = await runner.run_many(["ok", FAIL_ON], run_ids=["ok", "bad"])
+    assert isinstance(results[0], TaskResult)
+    failure = results[1]
+    assert isinstance(failure, RunFailedError) and failure.run_id == "bad"
+    assert failure.error_type == "RuntimeError"
+    assert transcript(failure.partial_result.messages)[:2] == [  # type: ignore[union-attr]
+        f"user:{FAIL_ON}",
+        f"src:src|{FAIL_ON}",
+    ]
+    assert lines(tmp_path, "starts.txt").count(f"{FAIL_ON} middle") == 1  # ran once
+
+
+async def test_stream_many_tags_items_with_their_run(cluster: None) -> None:
+    async with RayRunner(build, checkpoint_store=None, workers=2) as runner:
+        events = [e async for e in runner.stream_many(["x", "y"], run_ids=["rx", "ry"])]
+    for run_id, key in (("rx", "x"), ("ry", "y")):
+        mine = [e for e in events if e.run_id == run_id]
+        assert [e.done for e in mine] == [False] * (len(mine) - 1) + [True]
+        assert transcript([e.item for e in mine[:-1]])[-1] == f"join:join|{key}"
+
+
+async def test_bad_factories_and_stores_are_refused_up_front(cluster: None) -> None:
+    runner = RayRunner("_batch_flows:no_such_function", checkpoint_store=None, workers=1)
+    with pytest.raises(InvalidArgumentError, match="no function `no_such_function`"):
+        await runner.start()
+    with pytest.raises(CheckpointArgumentError, match="lives in one process"):
+        RayRunner(build, checkpoint_store="memory://")
+    with pytest.raises(InvalidArgumentError, match="max_retries"):
+        RayRunner(build, checkpoint_store=None, max_retries=-1)
+
+
+async def _batch_with_a_kill(store: str, log_dir: Path, tasks: list[str]) -> list[Any]:
+    """Run ``tasks`` on two workers; SIGKILL one of them once a fifth of the turns ran."""
+    factory = functools.partial(build, log_dir=str(log_dir))
+    runner = RayRunner(factory, checkpoint_store=store, workers=2, max_concurrency=10)
+    async with runner:
+        victim = await runner.actors[0].pid.remote()
+        batch = asyncio.ensure_future(runner.run_many(tasks, run_ids=tasks))
+        while len(lines(log_dir, "ends.txt")) < len(tasks):  # a fifth of 5 turns per run
+            assert not batch.done(), "the batch ended before the worker could be killed"
+            await asyncio.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+        results = await batch
+        assert await runner.actors[0].pid.remote() != victim  # Ray restarted the worker
+    return results
+
+
+async def _check_no_finished_turn_ran_twice(
+    results: list[Any], tasks: list[str], log_dir: Path
+) -> None:
+    assert [type(r).__name__ for r in results] == ["TaskResult"] * len(tasks)
+    assert [transcript(r.messages) for r in results] == await reference(tasks)
+    ends = collections.Counter(lines(log_dir, "ends.txt"))
+    assert sorted(ends) == sorted(
+        f"{t} {n}" for t in tasks for n in ("src", "left", "middle", "right", "join")
+    )
+    assert max(ends.values()) == 1, [line for line, n in ends.items() if n > 1]
+    # The kill interrupted turns in flight: they started twice, finished once.
+    assert len(lines(log_dir, "starts.txt")) > len(ends)
+
+
+@needs_durable_runs
+async def test_a_killed_worker_resumes_its_runs_from_sqlite(cluster: None, tmp_path: Path) -> None:
+    tasks = [f"k{i}" for i in range(200)]
+    store = f"sqlite:///{tmp_path}/runs.db"
+    results = await _batch_with_a_kill(store, tmp_path, tasks)
+    await _check_no_finished_turn_ran_twice(results, tasks, tmp_path)
+
+
+@needs_durable_runs
+async def test_a_killed_worker_resumes_its_runs_from_postgres(
+    cluster: None, tmp_path: Path, postgres_dsn: str
+) -> None:
+    tasks = [f"p{i}" for i in range(200)]
+    results = await _batch_with_a_kill(postgres_dsn, tmp_path, tasks)
+    await _check_no_finished_turn_ran_twice(results, tasks, tmp_path)
