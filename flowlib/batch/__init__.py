@@ -8,7 +8,15 @@ Ray cluster is [`flowlib.distributed.RayRunner`][flowlib.distributed.RayRunner] 
 
 from ._factory import Factory, build_team, resolve_factory
 from ._local import LocalRunner
-from ._run import BatchTask, RunEvent, RunItem, is_finished, stored_result, stream_run
+from ._run import (
+    BatchTask,
+    RunEvent,
+    RunItem,
+    TeamPool,
+    is_finished,
+    stored_result,
+    stream_run,
+)
 from ._stores import open_store, store_url
 
 __all__ = [
@@ -17,6 +25,7 @@ __all__ = [
     "LocalRunner",
     "RunEvent",
     "RunItem",
+    "TeamPool",
     "build_team",
     "is_finished",
     "open_store",

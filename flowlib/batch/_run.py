@@ -23,7 +23,15 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
 )
 
-__all__ = ["BatchTask", "RunEvent", "RunItem", "is_finished", "stored_result", "stream_run"]
+__all__ = [
+    "BatchTask",
+    "RunEvent",
+    "RunItem",
+    "TeamPool",
+    "is_finished",
+    "stored_result",
+    "stream_run",
+]
 
 BatchTask = str | BaseChatMessage | Sequence[BaseChatMessage]
 """One task of a batch: what ``team.run(task=...)`` accepts (a string, a chat message or a
@@ -99,6 +107,46 @@ async def stored_result(
     return _result([messages.create(m) for m in folded.messages], stop_reason, run_id)
 
 
+class TeamPool:
+    """Teams built by a factory, reset and reused by later runs of a batch.
+
+    Building a team (agents, graph validation) costs more CPU than running a short one,
+    so a batch of thousands of runs keeps the teams of finished runs: a run takes an idle
+    team (``team.reset()`` was called when it was given back) or builds a new one. A team
+    whose run failed or was cancelled is dropped, never reused.
+
+    Args:
+        factory: Builds a team: ``factory(checkpoint_store=store)``.
+        store: The store the teams checkpoint to, or None.
+        reuse: False builds a fresh team for every run.
+    """
+
+    def __init__(
+        self, factory: Callable[..., Any], store: CheckpointStore | None, *, reuse: bool = True
+    ) -> None:
+        self.factory = factory
+        self.store = store
+        self.reuse = reuse
+        self.built = 0
+        self._idle: list[Any] = []
+
+    def acquire(self) -> Any:
+        """An idle team, or a new one from the factory."""
+        from ._factory import build_team
+
+        if self._idle:
+            return self._idle.pop()
+        team = build_team(self.factory, self.store)
+        self.built += 1
+        return team
+
+    async def release(self, team: Any) -> None:
+        """Give back the team of a run that ended normally (reset here, for the next)."""
+        if self.reuse:
+            await team.reset()
+            self._idle.append(team)
+
+
 def _accepts(function: Callable[..., Any], name: str) -> bool:
     try:
         return name in inspect.signature(function).parameters
@@ -120,12 +168,7 @@ def _failure(run_id: str, exc: BaseException, seen: list[Any]) -> RunFailedError
     )
 
 
-async def stream_run(
-    factory: Callable[..., Any],
-    store: CheckpointStore | None,
-    run_id: str,
-    task: BatchTask,
-) -> AsyncIterator[RunItem]:
+async def stream_run(teams: TeamPool, run_id: str, task: BatchTask) -> AsyncIterator[RunItem]:
     """Run one task of a batch, yielding its messages and events, then its result.
 
     With a store: a run the store holds as finished yields its stored result and runs
@@ -139,14 +182,12 @@ async def stream_run(
     is not raised. Cancellation is raised.
 
     Args:
-        factory: Called as ``factory(checkpoint_store=store)`` (or ``factory()`` without
-            a store) to build a fresh team for the run.
-        store: Where the run checkpoints, or None.
+        teams: Where the run's team comes from (and goes back to), and the store the
+            run checkpoints to.
         run_id: The run's id (the key in the store).
         task: The task.
     """
-    from ._factory import build_team
-
+    store = teams.store
     resume = False
     if store is not None:
         record = await store.get_run(run_id)
@@ -156,7 +197,7 @@ async def stream_run(
         resume = record is not None
     seen: list[Any] = []
     try:
-        team = build_team(factory, store)
+        team = teams.acquire()
         arguments: dict[str, Any] = {}
         if _accepts(team.run_stream, "run_id"):
             arguments["run_id"] = run_id
@@ -179,6 +220,7 @@ async def stream_run(
     except Exception as exc:
         yield _failure(run_id, exc, seen)
         return
+    await teams.release(team)
     if resume and store is not None:
         result = await stored_result(store, run_id)
     if result is None:  # pragma: no cover - teams end their stream with a TaskResult

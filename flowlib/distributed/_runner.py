@@ -73,6 +73,8 @@ class RayRunner:
         max_retries: How often a run is retried after its worker died.
         workers: How many worker actors (None: one per CPU of the cluster). Each takes
             one CPU.
+        reuse_teams: Reset and reuse the teams of finished runs on each worker (see
+            [`TeamPool`][flowlib.batch.TeamPool]).
 
     Raises:
         InvalidArgumentError: If an argument is out of range, or
@@ -97,6 +99,7 @@ class RayRunner:
         max_concurrency: int | None = None,
         max_retries: int = 3,
         workers: int | None = None,
+        reuse_teams: bool = True,
     ) -> None:
         check_concurrency(max_concurrency, "max_concurrency")
         check_concurrency(workers, "workers")
@@ -116,6 +119,7 @@ class RayRunner:
         self._max_concurrency = max_concurrency or 1000
         self._max_retries = max_retries
         self._workers = workers
+        self._reuse = reuse_teams
         self._actors: list[Any] = []
         self._started_ray = False
 
@@ -146,7 +150,9 @@ class RayRunner:
             max_concurrency=self._max_concurrency,
             scheduling_strategy="SPREAD",
         )
-        actors: list[Any] = [actor.remote(self._factory, self._store_url) for _ in range(count)]
+        actors: list[Any] = [
+            actor.remote(self._factory, self._store_url, self._reuse) for _ in range(count)
+        ]
         problems = await asyncio.gather(*(a.check.remote() for a in actors))
         if any(problems):
             for handle in actors:

@@ -7,8 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..base import TaskResult
-from ..batch import BatchTask, RunItem, open_store, resolve_factory, stream_run
-from ..checkpoint import CheckpointStore
+from ..batch import BatchTask, RunItem, TeamPool, open_store, resolve_factory, stream_run
 from ..errors import RunFailedError
 
 __all__ = ["RunWorker"]
@@ -24,28 +23,30 @@ class RunWorker:
     Args:
         factory: The team factory (a reference string or a picklable callable).
         store_url: The store's URL, or None (no checkpoints).
+        reuse_teams: Reset and reuse the teams of finished runs (see
+            [`TeamPool`][flowlib.batch.TeamPool]).
     """
 
-    def __init__(self, factory: Any, store_url: str | None) -> None:
+    def __init__(self, factory: Any, store_url: str | None, reuse_teams: bool = True) -> None:
         self._factory_ref = factory
         self._store_url = store_url
-        self._store: CheckpointStore | None = None
-        self._factory: Any = None
+        self._reuse = reuse_teams
+        self._teams: TeamPool | None = None
 
-    def _ready(self) -> tuple[Any, CheckpointStore | None]:
-        if self._factory is None:
-            self._factory = resolve_factory(self._factory_ref)
-        if self._store is None and self._store_url is not None:
-            self._store = open_store(self._store_url)
-        return self._factory, self._store
+    def _ready(self) -> TeamPool:
+        if self._teams is None:
+            factory = resolve_factory(self._factory_ref)
+            store = None if self._store_url is None else open_store(self._store_url)
+            self._teams = TeamPool(factory, store, reuse=self._reuse)
+        return self._teams
 
     async def check(self) -> str | None:
         """Resolve the factory and build one team; return what failed, or None."""
         from ..batch import build_team
 
         try:
-            factory, store = self._ready()
-            build_team(factory, store)
+            teams = self._ready()
+            build_team(teams.factory, teams.store)
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
         return None
@@ -56,15 +57,13 @@ class RunWorker:
 
     async def run(self, run_id: str, task: BatchTask) -> TaskResult | RunFailedError:
         """Run one task to its end; return its result or its failure."""
-        factory, store = self._ready()
         last: RunItem | None = None
-        async for item in stream_run(factory, store, run_id, task):
+        async for item in stream_run(self._ready(), run_id, task):
             last = item
         assert isinstance(last, (TaskResult, RunFailedError))
         return last
 
     async def stream(self, run_id: str, task: BatchTask) -> AsyncIterator[RunItem]:
         """Run one task, yielding its items (a Ray streaming generator)."""
-        factory, store = self._ready()
-        async for item in stream_run(factory, store, run_id, task):
+        async for item in stream_run(self._ready(), run_id, task):
             yield item

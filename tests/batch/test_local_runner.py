@@ -32,14 +32,34 @@ async def reference(tasks: list[str]) -> list[list[str]]:
 
 async def test_200_runs_share_one_loop_and_match_the_reference() -> None:
     tasks = [f"task-{i}" for i in range(200)]
-    runner = LocalRunner(build)
+    built: list[int] = []
+
+    def factory() -> object:
+        built.append(1)
+        return build()
+
+    runner = LocalRunner(factory, max_concurrency=50)
     started = time.perf_counter()
     results = await runner.run_many(tasks)
     elapsed = time.perf_counter() - started
     assert all(isinstance(r, TaskResult) for r in results)
     assert [transcript(r.messages) for r in results] == await reference(tasks)
-    # 200 runs of a 3 x 50 ms critical path at once: far below 200 x 0.15 s in sequence.
-    assert elapsed < 2.0
+    # Four waves of 50 runs of a 3 x 50 ms critical path: far below 200 x 0.15 s.
+    assert elapsed < 3.0
+    assert len(built) == 50  # finished runs' teams were reset and reused
+
+
+async def test_teams_are_built_per_run_without_reuse() -> None:
+    built: list[int] = []
+
+    def factory() -> object:
+        built.append(1)
+        return build(think=0)
+
+    tasks = [f"t{i}" for i in range(6)]
+    results = await LocalRunner(factory, max_concurrency=2, reuse_teams=False).run_many(tasks)
+    assert len(built) == 6
+    assert [transcript(r.messages) for r in results] == await reference(tasks)  # type: ignore[union-attr]
 
 
 async def test_an_agent_error_fails_its_run_only_with_the_partial_result() -> None:
