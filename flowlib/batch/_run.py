@@ -119,6 +119,11 @@ class TeamPool:
         factory: Builds a team: ``factory(checkpoint_store=store)``.
         store: The store the teams checkpoint to, or None.
         reuse: False builds a fresh team for every run.
+
+    Attributes:
+        built: Teams built so far.
+        counts: Runs by how they began: ``started`` (new), ``resumed`` (from a
+            checkpoint), ``finished_before`` (found finished in the store, not run).
     """
 
     def __init__(
@@ -128,6 +133,7 @@ class TeamPool:
         self.store = store
         self.reuse = reuse
         self.built = 0
+        self.counts = {"started": 0, "resumed": 0, "finished_before": 0}
         self._idle: list[Any] = []
 
     def acquire(self) -> Any:
@@ -145,6 +151,12 @@ class TeamPool:
         if self.reuse:
             await team.reset()
             self._idle.append(team)
+
+
+async def _task_recorded(store: CheckpointStore, record: RunRecord) -> bool:
+    if record.last_checkpoint == 0:
+        return False
+    return any(step.kind in ("start", "turn") for step in await store.history(record.run_id))
 
 
 def _accepts(function: Callable[..., Any], name: str) -> bool:
@@ -192,9 +204,16 @@ async def stream_run(teams: TeamPool, run_id: str, task: BatchTask) -> AsyncIter
     if store is not None:
         record = await store.get_run(run_id)
         if record is not None and is_finished(record):
+            teams.counts["finished_before"] += 1
             yield await stored_result(store, run_id)
             return
+        if record is not None and not await _task_recorded(store, record):
+            # Its worker died before the run's task was recorded: nothing can resume, so
+            # the run starts over (nothing of it ran: a turn is recorded after the task).
+            await store.delete(run_id)
+            record = None
         resume = record is not None
+    teams.counts["resumed" if resume else "started"] += 1
     seen: list[Any] = []
     try:
         team = teams.acquire()

@@ -51,6 +51,11 @@ class RunWorker:
             return f"{type(exc).__name__}: {exc}"
         return None
 
+    def stats(self) -> dict[str, int]:
+        """This worker process's runs by how they began, and the teams it built."""
+        teams = self._ready()
+        return {**teams.counts, "teams_built": teams.built}
+
     def pid(self) -> int:
         """The worker's process id (tests kill it)."""
         return os.getpid()
