@@ -11,7 +11,9 @@ call's latency), so a run's critical path is 150 ms. Rows:
 Every row runs at the same total concurrency ``C`` (runs in flight at once; on Ray
 split evenly over the workers). The latency-bound ideal is ``runs x critical path / C``.
 Scheduler overhead per run is the extra latency each run sees beyond its critical path:
-``wall x C / runs - critical path``.
+``wall x C / runs - critical path``. "One run alone" is the wall time of one run of
+instant agents, runs one after another: on Ray minus in one process, it is what Ray
+adds to a run (the actor call, pickling the task and the result).
 
     python -m bench.throughput                  # 1,000 runs, C=100
     python -m bench.throughput --runs 200 --json out.json --skip-ray
@@ -38,7 +40,7 @@ CRITICAL_PATH = 3 * THINK
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build(*, checkpoint_store: Any = None) -> Any:
+def build(*, checkpoint_store: Any = None, think: float = THINK) -> Any:
     """The flowlib team of one run (the batch factory; importable on Ray workers)."""
     from flowlib.agents import FunctionAgent
     from flowlib.messages import BaseChatMessage
@@ -46,7 +48,7 @@ def build(*, checkpoint_store: Any = None) -> Any:
 
     def node(name: str) -> FunctionAgent:
         async def step(messages: Sequence[BaseChatMessage]) -> str:
-            await asyncio.sleep(THINK)
+            await asyncio.sleep(think)
             return name
 
         return FunctionAgent(step, name=name)
@@ -67,6 +69,22 @@ class State(TypedDict):
     messages: Annotated[list[str], operator.add]
 
 
+def build_instant(*, checkpoint_store: Any = None) -> Any:
+    """The same team with agents that answer at once (for the dispatch latency)."""
+    return build(checkpoint_store=checkpoint_store, think=0.0)
+
+
+SEQUENTIAL = 100
+
+
+async def _sequential_ms(runner: Any) -> float:
+    """Mean wall time of one run of instant agents, runs one after another (ms)."""
+    started = time.perf_counter()
+    for i in range(SEQUENTIAL):
+        await runner.run_many([f"seq {i}"])
+    return (time.perf_counter() - started) / SEQUENTIAL * 1000
+
+
 def _row(name: str, runs: int, concurrency: int, wall: float, failed: int) -> dict[str, Any]:
     ideal = runs * CRITICAL_PATH / concurrency
     return {
@@ -79,6 +97,7 @@ def _row(name: str, runs: int, concurrency: int, wall: float, failed: int) -> di
         "x_ideal": round(wall / ideal, 3),
         "overhead_ms_per_run": round((wall * concurrency / runs - CRITICAL_PATH) * 1000, 2),
         "failed": failed,
+        "sequential_ms_per_run": None,
     }
 
 
@@ -97,7 +116,9 @@ async def _local(runs: int, concurrency: int, store: str | None) -> dict[str, An
     results = await runner.run_many(tasks)
     wall = time.perf_counter() - started
     label = "flowlib one process (asyncio)" + (" + store" if store else "")
-    return _row(label, runs, concurrency, wall, _failed(results))
+    row = _row(label, runs, concurrency, wall, _failed(results))
+    row["sequential_ms_per_run"] = round(await _sequential_ms(LocalRunner(build_instant)), 2)
+    return row
 
 
 async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> dict[str, Any]:
@@ -116,7 +137,12 @@ async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> 
         results = await runner.run_many(tasks)
         wall = time.perf_counter() - started
     label = f"flowlib on Ray, {workers} worker{'s' if workers > 1 else ''}"
-    return _row(label + (" + store" if store else ""), runs, concurrency, wall, _failed(results))
+    row = _row(label + (" + store" if store else ""), runs, concurrency, wall, _failed(results))
+    instant = RayRunner("bench.throughput:build_instant", checkpoint_store=None, workers=workers)
+    async with instant:
+        await instant.run_many(["warm up"])
+        row["sequential_ms_per_run"] = round(await _sequential_ms(instant), 2)
+    return row
 
 
 async def _langgraph(runs: int, concurrency: int) -> dict[str, Any] | None:
@@ -150,7 +176,16 @@ async def _langgraph(runs: int, concurrency: int) -> dict[str, Any] | None:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    head = ("row", "runs/s", "wall s", "ideal s", "x ideal", "overhead ms/run", "failed")
+    head = (
+        "row",
+        "runs/s",
+        "wall s",
+        "ideal s",
+        "x ideal",
+        "overhead ms/run",
+        "one run alone, ms",
+        "failed",
+    )
     body = [
         (
             r["row"],
@@ -159,6 +194,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"{r['ideal_s']:.2f}",
             f"{r['x_ideal']:.2f}",
             f"{r['overhead_ms_per_run']:.2f}",
+            "-" if r["sequential_ms_per_run"] is None else f"{r['sequential_ms_per_run']:.2f}",
             str(r["failed"]),
         )
         for r in rows
