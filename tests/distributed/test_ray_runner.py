@@ -172,3 +172,41 @@ async def test_a_killed_worker_resumes_its_runs_from_postgres(
     tasks = [f"p{i}" for i in range(200)]
     results, recorded = await _batch_with_a_kill(postgres_dsn, tmp_path, tasks)
     await _check_no_finished_turn_ran_twice(results, recorded, tasks, tmp_path)
+
+
+@needs_durable_runs
+def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
+    import io
+    import json
+
+    from flowlib.cli import main
+
+    tasks = tmp_path / "evals.jsonl"
+    tasks.write_text("".join(json.dumps(f"q{i}") + "\n" for i in range(30)), encoding="utf-8")
+    out = tmp_path / "results.jsonl"
+    argv = [
+        "batch",
+        f"{TESTS}/_batch_flows.py:build",
+        str(tasks),
+        "--store",
+        f"sqlite:///{tmp_path}/runs.db",
+        "--ray",
+        "local",
+        "--workers",
+        "2",
+        "--concurrency",
+        "10",
+        "--out",
+        str(out),
+    ]
+    report = io.StringIO()
+    assert main(argv, out=report) == 0
+    assert "done     30 (0 already finished in the store)" in report.getvalue()
+    rows = sorted(
+        (json.loads(line) for line in out.read_text().splitlines()), key=lambda r: r["index"]
+    )
+    assert [r["turns"] for r in rows] == [5] * 30
+    assert [r["messages"][-1]["content"] for r in rows] == [f"join|q{i}" for i in range(30)]
+    report = io.StringIO()
+    assert main(argv, out=report) == 0
+    assert "done     30 (30 already finished in the store)" in report.getvalue()
