@@ -3,13 +3,12 @@
 The executor tells a [`Checkpointer`] when a run starts, when each turn is recorded and
 when the run stops. Each checkpoint holds only what changed since the previous one: the
 thread's new messages, the executor's small bookkeeping, and a patch of each participant
-whose turn was recorded. Writes are shielded from cancellation, so a record is either
-in the store and counted here, or neither.
+whose turn was recorded. A write that was interrupted is settled by asking the store
+before the next one, so a record is either in the store and counted here, or neither.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,7 +84,7 @@ class Checkpointer:
         self._latest: dict[str, Any] = {}
         self._dirty: set[str] = set()
         self._unsnapped: set[str] = set()
-        self._inflight: asyncio.Future[None] | None = None
+        self._unsure: tuple[CheckpointRecord, int, dict[str, Any]] | None = None
 
     def settled_state(self, name: str) -> Any | None:
         """The participant's state after its last recorded turn, if known."""
@@ -135,12 +134,8 @@ class Checkpointer:
         node: str | None = None,
         stop_reason: str | None = None,
     ) -> None:
-        previous, self._inflight = self._inflight, None
-        if previous is not None:
-            if not previous.done():
-                await asyncio.shield(previous)
-            elif not previous.cancelled() and previous.exception() is not None:
-                pass  # that write failed and was reported; this one retries its content
+        if self._unsure is not None:
+            await self._reconcile()
         executor = self._executor
         thread = executor.thread
         upto = len(thread)
@@ -170,15 +165,23 @@ class Checkpointer:
             bookkeeping=bookkeeping,
             participants=patches,
         )
-        # Shielded: a cancellation while the store writes does not leave the record
-        # written but uncounted (the next write waits for this one).
-        self._inflight = asyncio.ensure_future(self._commit(record, status, upto, states))
-        await asyncio.shield(self._inflight)
-
-    async def _commit(
-        self, record: CheckpointRecord, status: RunStatus, upto: int, states: dict[str, Any]
-    ) -> None:
+        # If the write is interrupted (cancelled mid-await, or it raises), whether the
+        # store has the record is unknown: the next write asks the store first.
+        self._unsure = (record, upto, states)
         await self._store.append(record, status=status)
+        self._unsure = None
+        self._advance(record, upto, states)
+
+    async def _reconcile(self) -> None:
+        """Settle an interrupted write: count it if the store has it."""
+        assert self._unsure is not None
+        record, upto, states = self._unsure
+        run = await self._store.get_run(record.run_id)
+        self._unsure = None
+        if run is not None and run.last_checkpoint >= record.checkpoint_id:
+            self._advance(record, upto, states)
+
+    def _advance(self, record: CheckpointRecord, upto: int, states: dict[str, Any]) -> None:
         self._stored.last_checkpoint = record.checkpoint_id
         self._saved_upto = upto
         self._stored.states.update(states)

@@ -495,7 +495,7 @@ class BaseGroupChat(Team, ABC):
             self._stored = stored
             return self._new_checkpointer(stored)
         run = await store.get_run(run_id)
-        if run is not None:
+        if run is not None and run.last_checkpoint > 0:
             self._check_stored_graph(run)
             current = self._stored
             if (
@@ -521,9 +521,13 @@ class BaseGroupChat(Team, ABC):
                 )
             return self._new_checkpointer(current)
         # A new run starts from whatever state the team is in: a base record holds it.
+        # (A run stored without any record died before its first write: it starts so.)
+        if run is not None:
+            self._check_stored_graph(run)
         states = {p.name: json_state(await p.save_state()) for p in self._participants}
         names = self._plan.names
-        await store.create_run(self._run_record(run_id, None))
+        if run is None:
+            await store.create_run(self._run_record(run_id, None))
         await store.append(
             CheckpointRecord(
                 run_id=run_id,
