@@ -159,11 +159,19 @@ async def _task_recorded(store: CheckpointStore, record: RunRecord) -> bool:
     return any(step.kind in ("start", "turn") for step in await store.history(record.run_id))
 
 
-def _accepts(function: Callable[..., Any], name: str) -> bool:
-    try:
-        return name in inspect.signature(function).parameters
-    except (TypeError, ValueError):  # pragma: no cover - teams' run_stream has a signature
-        return False
+_TAKES_RUN_ID: dict[type[Any], bool] = {}
+
+
+def _takes_run_id(team: Any) -> bool:
+    # Cached per class: inspecting a signature costs more than a short run's turns.
+    kind = type(team)
+    if kind not in _TAKES_RUN_ID:
+        try:
+            found = "run_id" in inspect.signature(kind.run_stream).parameters
+        except (TypeError, ValueError):  # pragma: no cover - teams' run_stream has one
+            found = False
+        _TAKES_RUN_ID[kind] = found
+    return _TAKES_RUN_ID[kind]
 
 
 def _failure(run_id: str, exc: BaseException, seen: list[Any]) -> RunFailedError:
@@ -218,7 +226,7 @@ async def stream_run(teams: TeamPool, run_id: str, task: BatchTask) -> AsyncIter
     try:
         team = teams.acquire()
         arguments: dict[str, Any] = {}
-        if _accepts(team.run_stream, "run_id"):
+        if _takes_run_id(team):
             arguments["run_id"] = run_id
         elif store is not None:
             raise InvalidArgumentError(
