@@ -245,7 +245,10 @@ class RayRunner:
         actor = self._actors[index % len(self._actors)]
         try:
             if events:
-                generator = actor.stream.options(num_returns="streaming").remote(run_id, task)
+                # Not retried by Ray: a retried stream of a resumed run yields other items
+                # than the first attempt did; below, the run resumes as a plain call.
+                stream = actor.stream.options(num_returns="streaming", max_task_retries=0)
+                generator = stream.remote(run_id, task)
                 async for ref in generator:
                     item: RunItem = await ref
                     await queue.put(RunEvent(run_id, index, item))

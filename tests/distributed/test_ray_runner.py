@@ -210,3 +210,27 @@ def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
     report = io.StringIO()
     assert main(argv, out=report) == 0
     assert "done     30 (30 already finished in the store)" in report.getvalue()
+
+
+@needs_durable_runs
+async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Path) -> None:
+    tasks = [f"s{i}" for i in range(60)]
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    store = f"sqlite:///{tmp_path}/runs.db"
+    runner = RayRunner(factory, checkpoint_store=store, workers=2, max_concurrency=5)
+    finals: dict[str, Any] = {}
+    killed = False
+    async with runner:
+        victim = await runner.actors[0].pid.remote()
+        async for event in runner.stream_many(tasks, run_ids=tasks):
+            if event.done:
+                assert event.run_id not in finals  # one result per run
+                finals[event.run_id] = event.item
+            if not killed and len(lines(tmp_path, "ends.txt")) >= 60:
+                os.kill(victim, signal.SIGKILL)
+                killed = True
+        assert killed and await runner.actors[0].pid.remote() != victim
+    assert sorted(finals) == sorted(tasks)
+    results = [finals[t] for t in tasks]
+    assert all(isinstance(r, TaskResult) for r in results)
+    assert [transcript(r.messages) for r in results] == await reference(tasks)
