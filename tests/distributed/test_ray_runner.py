@@ -234,3 +234,29 @@ async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Pat
     results = [finals[t] for t in tasks]
     assert all(isinstance(r, TaskResult) for r in results)
     assert [transcript(r.messages) for r in results] == await reference(tasks)
+
+
+@needs_durable_runs
+async def test_runs_whose_worker_died_too_often_fail_then_resume(
+    cluster: None, tmp_path: Path
+) -> None:
+    tasks = [f"d{i}" for i in range(30)]
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    store = f"sqlite:///{tmp_path}/runs.db"
+    runner = RayRunner(factory, checkpoint_store=store, workers=1, max_concurrency=5, max_retries=0)
+    async with runner:
+        victim = await runner.actors[0].pid.remote()
+        batch = asyncio.ensure_future(runner.run_many(tasks, run_ids=tasks))
+        while len(lines(tmp_path, "ends.txt")) < 20:
+            await asyncio.sleep(0.01)
+        os.kill(victim, signal.SIGKILL)
+        first = await batch
+    died = [r for r in first if isinstance(r, RunFailedError)]
+    assert died and all(r.error_type == "WorkerDied" for r in died)
+    assert any(r.partial_result.messages for r in died)  # type: ignore[union-attr]
+    again = RayRunner(factory, checkpoint_store=store, workers=1, max_concurrency=5)
+    async with again:
+        results = await again.run_many(tasks, run_ids=tasks)
+    assert [transcript(r.messages) for r in results] == await reference(tasks)  # type: ignore[union-attr]
+    ends = collections.Counter(lines(tmp_path, "ends.txt"))
+    assert max(ends.values()) <= 2 and len(ends) == len(tasks) * len(NODES)
