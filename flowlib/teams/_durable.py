@@ -42,6 +42,8 @@ class StoredRun:
         states: Each participant's state as stored (patches are made against these).
         turns: Agent turns run in the run so far.
         result_from: Thread index where the latest ``run()`` call's messages start.
+        saved_upto: How many thread entries the store holds (the next record starts
+            there, even after a write failed).
     """
 
     run_id: str
@@ -49,6 +51,7 @@ class StoredRun:
     states: dict[str, Any] = field(default_factory=dict)
     turns: int = 0
     result_from: int = 0
+    saved_upto: int = 0
 
 
 class Checkpointer:
@@ -80,7 +83,6 @@ class Checkpointer:
         self._participants = list(participants)
         self._names = [p.name for p in self._participants]
         self._counts_turn = list(counts_turn)
-        self._saved_upto = len(executor.thread)
         self._latest: dict[str, Any] = {}
         self._dirty: set[str] = set()
         self._unsnapped: set[str] = set()
@@ -157,10 +159,10 @@ class Checkpointer:
             node=node,
             stop_reason=stop_reason,
             created_at=time.time(),
-            messages=[message.dump() for message in thread[self._saved_upto : upto]],
+            messages=[message.dump() for message in thread[self._stored.saved_upto : upto]],
             message_nodes=[
                 names[origin] if origin >= 0 else None
-                for origin in origins[self._saved_upto : upto]
+                for origin in origins[self._stored.saved_upto : upto]
             ],
             bookkeeping=bookkeeping,
             participants=patches,
@@ -183,7 +185,7 @@ class Checkpointer:
 
     def _advance(self, record: CheckpointRecord, upto: int, states: dict[str, Any]) -> None:
         self._stored.last_checkpoint = record.checkpoint_id
-        self._saved_upto = upto
+        self._stored.saved_upto = upto
         self._stored.states.update(states)
         for name, state in states.items():
             if self._latest.get(name) is state:

@@ -491,7 +491,13 @@ class BaseGroupChat(Team, ABC):
             await store.append(
                 base_record(folded, run_id=run_id, checkpoint_id=1), status="stopped"
             )
-            stored = StoredRun(run_id, 1, dict(folded.participants), folded.turn)
+            stored = StoredRun(
+                run_id,
+                1,
+                dict(folded.participants),
+                folded.turn,
+                saved_upto=len(folded.messages),
+            )
             self._stored = stored
             return self._new_checkpointer(stored)
         run = await store.get_run(run_id)
@@ -511,6 +517,7 @@ class BaseGroupChat(Team, ABC):
                     dict(folded.participants),
                     folded.turn,
                     int(folded.bookkeeping.get("result_from", 0)),
+                    len(folded.messages),
                 )
                 self._stored = current
             if run.status == "complete" and not task:
@@ -542,7 +549,7 @@ class BaseGroupChat(Team, ABC):
             ),
             status="running",
         )
-        stored = StoredRun(run_id, 1, states, 0)
+        stored = StoredRun(run_id, 1, states, 0, saved_upto=len(self._executor.thread))
         self._stored = stored
         return self._new_checkpointer(stored)
 

@@ -21,6 +21,7 @@ from flowlib.checkpoint import (
     InMemoryCheckpointStore,
     PostgresCheckpointStore,
     SQLiteCheckpointStore,
+    fold,
 )
 from flowlib.conditions import HandoffTermination, MaxMessageTermination
 from flowlib.errors import (
@@ -385,3 +386,30 @@ async def test_a_write_cancelled_after_its_commit_is_counted_once() -> None:
     again = await chain([a, b, c], store).run(run_id="r")
     assert texts(again.messages) == texts(result.messages)  # stored result, nothing re-run
     assert a.seen == b.seen == c.seen == []
+
+
+class FailingWrites(InMemoryCheckpointStore):
+    """Refuses ``failures`` appends from the ``first``-th on (a store that was briefly down)."""
+
+    def __init__(self, first: int, failures: int) -> None:
+        super().__init__()
+        self.first, self.failures, self.appends = first, failures, 0
+
+    async def append(self, record: Any, *, status: Any) -> None:
+        self.appends += 1
+        if self.first <= self.appends < self.first + self.failures:
+            raise ConnectionError("store down")
+        await super().append(record, status=status)
+
+
+async def test_messages_of_failed_writes_go_into_the_next_record() -> None:
+    store = FailingWrites(first=4, failures=2)  # B's turn record and the stop record fail
+    flow = chain(fakes("A", "B", "C"), store, max_turns=2)
+    with pytest.raises(ConnectionError):
+        await flow.run(task="go", run_id="r")
+    await flow.run(run_id="r")  # the same team goes on; its next record catches up
+    state = await flow.save_state()
+    thread = state["agent_states"]["GraphFlowManager"]["message_thread"]
+    folded = fold(await store.records("r"))
+    assert [m["content"] for m in folded.messages] == [m["content"] for m in thread]
+    assert [m["content"] for m in thread] == ["go", "A1", "B1", "C1"]
