@@ -13,7 +13,9 @@ split evenly over the workers). The latency-bound ideal is ``runs x critical pat
 Scheduler overhead per run is the extra latency each run sees beyond its critical path:
 ``wall x C / runs - critical path``. "One run alone" is the wall time of one run of
 instant agents, runs one after another: on Ray minus in one process, it is what Ray
-adds to a run (the actor call, pickling the task and the result).
+adds to a run (the actor call, pickling the task and the result). "Driver cpu" is the
+CPU time of this process per run (on Ray: submitting, awaiting and unpickling), a figure
+that does not depend on what else the machine runs.
 
     python -m bench.throughput                  # 1,000 runs, C=100
     python -m bench.throughput --runs 200 --json out.json --skip-ray
@@ -85,7 +87,9 @@ async def _sequential_ms(runner: Any) -> float:
     return (time.perf_counter() - started) / SEQUENTIAL * 1000
 
 
-def _row(name: str, runs: int, concurrency: int, wall: float, failed: int) -> dict[str, Any]:
+def _row(
+    name: str, runs: int, concurrency: int, wall: float, failed: int, cpu: float
+) -> dict[str, Any]:
     ideal = runs * CRITICAL_PATH / concurrency
     return {
         "row": name,
@@ -97,6 +101,7 @@ def _row(name: str, runs: int, concurrency: int, wall: float, failed: int) -> di
         "x_ideal": round(wall / ideal, 3),
         "overhead_ms_per_run": round((wall * concurrency / runs - CRITICAL_PATH) * 1000, 2),
         "failed": failed,
+        "driver_cpu_ms_per_run": round(cpu / runs * 1000, 3),
         "sequential_ms_per_run": None,
     }
 
@@ -112,11 +117,11 @@ async def _local(runs: int, concurrency: int, store: str | None) -> dict[str, An
 
     runner = LocalRunner(build, checkpoint_store=store, max_concurrency=concurrency)
     tasks = [f"task {i}" for i in range(runs)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     results = await runner.run_many(tasks)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     label = "flowlib one process (asyncio)" + (" + store" if store else "")
-    row = _row(label, runs, concurrency, wall, _failed(results))
+    row = _row(label, runs, concurrency, wall, _failed(results), cpu)
     row["sequential_ms_per_run"] = round(await _sequential_ms(LocalRunner(build_instant)), 2)
     return row
 
@@ -133,11 +138,12 @@ async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> 
     tasks = [f"task {i}" for i in range(runs)]
     async with runner:
         await runner.run_many(tasks[: 2 * workers])  # warm the workers up (imports)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         results = await runner.run_many(tasks)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     label = f"flowlib on Ray, {workers} worker{'s' if workers > 1 else ''}"
-    row = _row(label + (" + store" if store else ""), runs, concurrency, wall, _failed(results))
+    label += " + store" if store else ""
+    row = _row(label, runs, concurrency, wall, _failed(results), cpu)
     instant = RayRunner("bench.throughput:build_instant", checkpoint_store=None, workers=workers)
     async with instant:
         await instant.run_many(["warm up"])
@@ -168,11 +174,11 @@ async def _langgraph(runs: int, concurrency: int) -> dict[str, Any] | None:
     graph.add_edge("join", END)
     app = graph.compile()
     inputs = [{"messages": [f"task {i}"]} for i in range(runs)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     outputs = await app.abatch(inputs, config={"max_concurrency": concurrency})
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     failed = sum(len(o["messages"]) != 6 for o in outputs)
-    return _row("LangGraph abatch (one process)", runs, concurrency, wall, failed)
+    return _row("LangGraph abatch (one process)", runs, concurrency, wall, failed, cpu)
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -184,6 +190,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         "x ideal",
         "overhead ms/run",
         "one run alone, ms",
+        "driver cpu ms/run",
         "failed",
     )
     body = [
@@ -195,6 +202,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"{r['x_ideal']:.2f}",
             f"{r['overhead_ms_per_run']:.2f}",
             "-" if r["sequential_ms_per_run"] is None else f"{r['sequential_ms_per_run']:.2f}",
+            f"{r['driver_cpu_ms_per_run']:.3f}",
             str(r["failed"]),
         )
         for r in rows

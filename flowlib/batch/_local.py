@@ -176,7 +176,7 @@ class LocalRunner:
 
         async def one(teams: TeamPool, index: int) -> None:
             async with limit:
-                async for item in stream_run(teams, ids[index], tasks[index]):
+                async for item in stream_run(teams, ids[index], tasks[index], events=events):
                     if events or isinstance(item, (TaskResult, RunFailedError)):
                         await queue.put(RunEvent(ids[index], index, item))
 

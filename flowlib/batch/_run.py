@@ -188,7 +188,9 @@ def _failure(run_id: str, exc: BaseException, seen: list[Any]) -> RunFailedError
     )
 
 
-async def stream_run(teams: TeamPool, run_id: str, task: BatchTask) -> AsyncIterator[RunItem]:
+async def stream_run(
+    teams: TeamPool, run_id: str, task: BatchTask, *, events: bool = True
+) -> AsyncIterator[RunItem]:
     """Run one task of a batch, yielding its messages and events, then its result.
 
     With a store: a run the store holds as finished yields its stored result and runs
@@ -206,6 +208,7 @@ async def stream_run(teams: TeamPool, run_id: str, task: BatchTask) -> AsyncIter
             run checkpoints to.
         run_id: The run's id (the key in the store).
         task: The task.
+        events: False yields only the result (the run goes through ``team.run``).
     """
     store = teams.store
     resume = False
@@ -237,13 +240,16 @@ async def stream_run(teams: TeamPool, run_id: str, task: BatchTask) -> AsyncIter
         if not resume:
             arguments["task"] = task
         result: TaskResult | None = None
-        async for item in team.run_stream(**arguments):
-            if isinstance(item, TaskResult):
-                result = item
-                continue
-            if not isinstance(item, ModelClientStreamingChunkEvent):
-                seen.append(item)
-            yield item
+        if not events:
+            result = await team.run(**arguments)
+        else:
+            async for item in team.run_stream(**arguments):
+                if isinstance(item, TaskResult):
+                    result = item
+                    continue
+                if not isinstance(item, ModelClientStreamingChunkEvent):
+                    seen.append(item)
+                yield item
     except Exception as exc:
         yield _failure(run_id, exc, seen)
         return

@@ -63,7 +63,7 @@ class RunWorker:
     async def run(self, run_id: str, task: BatchTask) -> TaskResult | RunFailedError:
         """Run one task to its end; return its result or its failure."""
         last: RunItem | None = None
-        async for item in stream_run(self._ready(), run_id, task):
+        async for item in stream_run(self._ready(), run_id, task, events=False):
             last = item
         assert isinstance(last, (TaskResult, RunFailedError))
         return last
