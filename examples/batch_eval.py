@@ -27,7 +27,6 @@ from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.base import TaskResult
-from flowlib.batch import LocalRunner
 from flowlib.teams import DiGraphBuilder, GraphFlow
 
 QUESTIONS = [
@@ -58,11 +57,14 @@ def build(*, checkpoint_store: Any = None) -> GraphFlow:
         builder.add_node(node)
     builder.add_edge(planner, optimist).add_edge(planner, pessimist)
     builder.add_edge(optimist, judge).add_edge(pessimist, judge)
-    return GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=checkpoint_store)
+    durable = {} if checkpoint_store is None else {"checkpoint_store": checkpoint_store}
+    return GraphFlow(builder.get_participants(), builder.build(), **durable)
 
 
 async def main() -> None:
     """Run the batch, then run it again: the second time nothing runs."""
+    from flowlib.batch import LocalRunner
+
     folder = Path(tempfile.mkdtemp(prefix="flowlib-batch-"))
     store = f"sqlite:///{folder / 'runs.db'}"
     run_ids = [f"question-{i}" for i in range(len(QUESTIONS))]
