@@ -86,7 +86,8 @@ class Checkpointer:
         self._latest: dict[str, Any] = {}
         self._dirty: set[str] = set()
         self._unsnapped: set[str] = set()
-        self._unsure: tuple[CheckpointRecord, int, dict[str, Any]] | None = None
+        self._unsure: tuple[CheckpointRecord, int, dict[str, Any], int] | None = None
+        self._fired_upto = 0  # entries of the run's trace.fired already written
 
     def settled_state(self, name: str) -> Any | None:
         """The participant's state after its last recorded turn, if known."""
@@ -151,6 +152,11 @@ class Checkpointer:
                 patches[name] = patch
         bookkeeping = executor.bookkeeping(settled=True)
         bookkeeping["result_from"] = self._stored.result_from
+        # The edges the record's turns fired, so a stored run's path can be drawn exactly.
+        trace = executor.trace
+        fired = trace.fired[self._fired_upto :]
+        bookkeeping["edges_fired"] = [list(trace.edge_ends[edge]) for _, edge in fired]
+        fired_upto = len(trace.fired)
         record = CheckpointRecord(
             run_id=self._stored.run_id,
             checkpoint_id=self._stored.last_checkpoint + 1,
@@ -169,21 +175,24 @@ class Checkpointer:
         )
         # If the write is interrupted (cancelled mid-await, or it raises), whether the
         # store has the record is unknown: the next write asks the store first.
-        self._unsure = (record, upto, states)
+        self._unsure = (record, upto, states, fired_upto)
         await self._store.append(record, status=status)
         self._unsure = None
-        self._advance(record, upto, states)
+        self._advance(record, upto, states, fired_upto)
 
     async def _reconcile(self) -> None:
         """Settle an interrupted write: count it if the store has it."""
         assert self._unsure is not None
-        record, upto, states = self._unsure
+        record, upto, states, fired_upto = self._unsure
         run = await self._store.get_run(record.run_id)
         self._unsure = None
         if run is not None and run.last_checkpoint >= record.checkpoint_id:
-            self._advance(record, upto, states)
+            self._advance(record, upto, states, fired_upto)
 
-    def _advance(self, record: CheckpointRecord, upto: int, states: dict[str, Any]) -> None:
+    def _advance(
+        self, record: CheckpointRecord, upto: int, states: dict[str, Any], fired_upto: int
+    ) -> None:
+        self._fired_upto = fired_upto
         self._stored.last_checkpoint = record.checkpoint_id
         self._stored.saved_upto = upto
         self._stored.states.update(states)
