@@ -155,8 +155,8 @@ class RayRunner:
         ]
         problems = await asyncio.gather(*(a.check.remote() for a in actors))
         if any(problems):
-            for handle in actors:
-                ray.kill(handle)
+            self._actors = actors
+            await self.close()
             problem = next(p for p in problems if p)
             raise InvalidArgumentError(
                 f"A Ray worker cannot build a team from `factory`: {problem}",
