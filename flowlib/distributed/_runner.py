@@ -77,7 +77,8 @@ class RayRunner:
             [`TeamPool`][flowlib.batch.TeamPool]).
 
     Raises:
-        InvalidArgumentError: If an argument is out of range, or
+        InvalidArgumentError: If an argument is out of range (at the first batch: if no
+            cluster answers at ``address``), or
             [`CheckpointArgumentError`][flowlib.errors.CheckpointArgumentError] if the
             store cannot be reopened on a worker (an in-memory store).
 
@@ -139,7 +140,14 @@ class RayRunner:
         if self._actors:
             return
         if not ray.is_initialized():
-            ray.init(address=self._address, include_dashboard=False, log_to_driver=False)
+            try:
+                ray.init(address=self._address, include_dashboard=False, log_to_driver=False)
+            except ConnectionError as exc:
+                raise InvalidArgumentError(
+                    f"No Ray cluster at `{self._address}`: {exc}. Start one (`ray start "
+                    "--head`), or pass `address=None` for a local cluster.",
+                    argument="address",
+                ) from exc
             self._started_ray = True
         cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
         count = self._workers or max(1, int(cpus))
@@ -165,7 +173,8 @@ class RayRunner:
         self._actors = actors
 
     async def close(self) -> None:
-        """Stop the workers (and the local cluster if the runner started it)."""
+        """Stop the workers; disconnect from Ray if the runner connected (a local cluster
+        it started stops)."""
         for handle in self._actors:
             ray.kill(handle)
         self._actors = []
