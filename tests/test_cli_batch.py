@@ -117,3 +117,26 @@ def test_batch_then_rerun_skips_finished_runs(
     rows_again = [json.loads(line) for line in out.read_text().splitlines()]
     again = next(r for r in rows_again if r["task"] == "t0")
     assert again["messages"] == ok["messages"]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_redraws_in_place_on_a_terminal_and_prints_lines_otherwise() -> None:
+    from flowlib._cli_batch import _Bar
+
+    terminal, log = _Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        bar = _Bar(BatchProgress(total=2), stream)
+        bar.draw(force=True)
+        bar.progress.done = 2
+        bar.draw()  # too soon after the last one: skipped
+        bar.close()  # always drawn
+    assert terminal.getvalue().count("\r") == 2 and terminal.getvalue().endswith("\n")
+    assert "2/2 runs (2 done, 0 failed)" in terminal.getvalue().split("\r")[-1]
+    assert [line.split("]")[1].split(" runs")[0] for line in log.getvalue().splitlines()] == [
+        " 0/2",
+        " 2/2",
+    ]
