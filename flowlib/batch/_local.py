@@ -172,17 +172,20 @@ class LocalRunner:
         if not tasks:
             return
         queue: asyncio.Queue[RunEvent | object] = asyncio.Queue()
-        limit = asyncio.Semaphore(self._limit or len(tasks))
+        pending = iter(range(len(tasks)))
 
-        async def one(teams: TeamPool, index: int) -> None:
-            async with limit:
+        async def work(teams: TeamPool) -> None:
+            # A fixed pool of workers pulls the next task: no coroutine per waiting task,
+            # so a batch of 100,000 tasks costs no more memory than its concurrency.
+            for index in pending:
                 async for item in stream_run(teams, ids[index], tasks[index], events=events):
                     if events or isinstance(item, (TaskResult, RunFailedError)):
                         await queue.put(RunEvent(ids[index], index, item))
 
         async with self._store() as store:
             teams = TeamPool(self._factory, store, reuse=self._reuse)
-            workers = [asyncio.ensure_future(one(teams, i)) for i in range(len(tasks))]
+            count = min(self._limit or len(tasks), len(tasks))
+            workers = [asyncio.ensure_future(work(teams)) for _ in range(count)]
 
             def finished(_: Any) -> None:
                 queue.put_nowait(_DONE)
