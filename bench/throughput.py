@@ -20,6 +20,9 @@ that does not depend on what else the machine runs.
     python -m bench.throughput                  # 1,000 runs, C=100
     python -m bench.throughput --runs 200 --json out.json --skip-ray
     python -m bench.throughput --store sqlite   # durable runs (a checkpoint per turn)
+
+A last row measures the design not taken: each run a plain Ray task (``--ray-tasks N``
+runs); a task holds its worker process, so only as many runs as CPUs are in flight.
 """
 
 from __future__ import annotations
@@ -151,6 +154,26 @@ async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> 
     return row
 
 
+def _one_run_blocking(task: str) -> int:
+    """One run in its own event loop: the body of a plain Ray task (no shared loop)."""
+    result = asyncio.run(build().run(task=task))
+    return len(result.messages)
+
+
+async def _ray_tasks(runs: int) -> dict[str, Any]:
+    """The alternative design: one plain Ray task per run (a worker process each)."""
+    import ray
+
+    remote: Any = ray.remote(_one_run_blocking)
+    await asyncio.gather(*(remote.remote("warm") for _ in range(2)))
+    started, cpu = time.perf_counter(), time.process_time()
+    counts = await asyncio.gather(*(remote.remote(f"task {i}") for i in range(runs)))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    concurrency = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
+    failed = sum(count != 6 for count in counts)
+    return _row("Ray tasks, one run per task", runs, concurrency, wall, failed, cpu)
+
+
 async def _langgraph(runs: int, concurrency: int) -> dict[str, Any] | None:
     try:
         from langgraph.graph import END, START, StateGraph
@@ -223,6 +246,13 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--store", choices=["sqlite"], default=None, help="checkpoint runs")
     parser.add_argument("--json", metavar="OUT.json")
+    parser.add_argument(
+        "--ray-tasks",
+        type=int,
+        default=40,
+        metavar="N",
+        help="also N runs as plain Ray tasks, one run per task (0: skip)",
+    )
     args = parser.parse_args(argv)
     folder = tempfile.mkdtemp(prefix="flowlib-throughput-")
     store = f"sqlite:///{folder}/runs.db" if args.store else None
@@ -243,6 +273,8 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
                 # A fresh store per row: the same run ids would be skipped as finished.
                 row_store = f"sqlite:///{folder}/ray{workers}.db" if args.store else None
                 rows.append(await _ray(args.runs, args.concurrency, workers, row_store))
+            if args.ray_tasks:
+                rows.append(await _ray_tasks(args.ray_tasks))
         finally:
             ray.shutdown()
     peer = await _langgraph(args.runs, args.concurrency)
