@@ -199,9 +199,9 @@ async def stream_run(
     run ``run_id``. A resumed run's result is rebuilt from the store, so it holds the
     whole transcript, including the turns run before the resume.
 
-    An exception of the run itself (an agent error) becomes the last item, a
-    [`RunFailedError`][flowlib.errors.RunFailedError] carrying the partial result; it
-    is not raised. Cancellation is raised.
+    An exception of the run itself (an agent error, or its store failing) becomes the
+    last item, a [`RunFailedError`][flowlib.errors.RunFailedError] carrying the partial
+    result; it is not raised. Cancellation is raised.
 
     Args:
         teams: Where the run's team comes from (and goes back to), and the store the
@@ -212,21 +212,25 @@ async def stream_run(
     """
     store = teams.store
     resume = False
-    if store is not None:
-        record = await store.get_run(run_id)
-        if record is not None and is_finished(record):
-            teams.counts["finished_before"] += 1
-            yield await stored_result(store, run_id)
-            return
-        if record is not None and not await _task_recorded(store, record):
-            # Its worker died before the run's task was recorded: nothing can resume, so
-            # the run starts over (nothing of it ran: a turn is recorded after the task).
-            await store.delete(run_id)
-            record = None
-        resume = record is not None
-    teams.counts["resumed" if resume else "started"] += 1
     seen: list[Any] = []
     try:
+        if store is not None:
+            record = await store.get_run(run_id)
+            if record is not None and is_finished(record):
+                teams.counts["finished_before"] += 1
+                finished = await stored_result(store, run_id)
+            else:
+                finished = None
+                if record is not None and not await _task_recorded(store, record):
+                    # Its worker died before the run's task was recorded: nothing can
+                    # resume, so it starts over (a turn is only recorded after the task).
+                    await store.delete(run_id)
+                    record = None
+                resume = record is not None
+            if finished is not None:
+                yield finished
+                return
+        teams.counts["resumed" if resume else "started"] += 1
         team = teams.acquire()
         arguments: dict[str, Any] = {}
         if _takes_run_id(team):
@@ -250,12 +254,12 @@ async def stream_run(
                 if not isinstance(item, ModelClientStreamingChunkEvent):
                     seen.append(item)
                 yield item
-    except Exception as exc:
+        await teams.release(team)
+        if resume and store is not None:
+            result = await stored_result(store, run_id)
+    except Exception as exc:  # the run's own error, or its store's: reported in its place
         yield _failure(run_id, exc, seen)
         return
-    await teams.release(team)
-    if resume and store is not None:
-        result = await stored_result(store, run_id)
     if result is None:  # pragma: no cover - teams end their stream with a TaskResult
         result = _result(seen, None, run_id)
     yield result

@@ -95,3 +95,11 @@ async def test_open_store_round_trip_for_sqlite_urls(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path}/runs.db")
     assert await store.list_runs() == []
     await store.close()
+
+
+async def test_a_store_that_fails_fails_the_runs_not_the_batch(tmp_path: Path) -> None:
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    await store.close()  # every call now raises CheckpointError
+    results = await LocalRunner(build, checkpoint_store=store).run_many(["a", "b"])
+    assert [type(r).__name__ for r in results] == ["RunFailedError", "RunFailedError"]
+    assert all(r.error_type == "CheckpointError" for r in results)  # type: ignore[union-attr]
