@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import _cli_check
+from . import _cli_batch, _cli_check
 from ._cli_common import (
     EXIT_OK,
     CliError,
@@ -95,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         "function returning one.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _cli_batch.register(commands)  # flowlib batch
 
     render = commands.add_parser("render", help="draw a flow as SVG, PNG, DOT or Mermaid")
     render.add_argument("target", help="FILE.py:OBJECT")

@@ -339,3 +339,69 @@ class GraphLoadError(GraphError):
 
 
 __all__ += ["GraphLoadError"]
+# --- ray: batches of runs (flowlib.batch, flowlib.distributed) ---------------------------
+
+
+class RunFailedError(FlowlibError, RuntimeError):
+    """One run of a batch failed for its own reason (an agent raised), or its worker died
+    more often than the runner retries. Batch runners return it in the run's place
+    instead of raising, so one bad task does not stop the others.
+
+    The original exception may not survive the trip from a worker, so its type name,
+    message and formatted traceback are kept as text.
+
+    Attributes:
+        run_id: The run that failed.
+        error_type: The original exception's class name (``"WorkerDied"`` when the
+            worker process died on every try).
+        error_message: The original exception's message.
+        partial_result: What the run produced before it failed (a ``TaskResult``).
+        traceback: The original traceback, formatted (empty if unknown).
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        error_type: str,
+        error_message: str,
+        *,
+        partial_result: object = None,
+        traceback: str = "",
+    ) -> None:
+        super().__init__(
+            f"Run `{run_id}` failed: {error_type}: {error_message}. Its checkpoints are "
+            "kept: run the batch again to resume it once the cause is fixed."
+        )
+        self.run_id = run_id
+        self.error_type = error_type
+        self.error_message = error_message
+        self.partial_result = partial_result
+        self.traceback = traceback
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Crosses process boundaries (Ray): rebuild from the fields, not from `args`.
+        return (
+            _rebuild_run_failed,
+            (
+                self.run_id,
+                self.error_type,
+                self.error_message,
+                self.partial_result,
+                self.traceback,
+            ),
+        )
+
+
+def _rebuild_run_failed(
+    run_id: str, error_type: str, error_message: str, partial_result: object, traceback: str
+) -> RunFailedError:
+    return RunFailedError(
+        run_id, error_type, error_message, partial_result=partial_result, traceback=traceback
+    )
+
+
+class RayNotInstalledError(FlowlibError, ImportError):
+    """``flowlib.distributed`` was imported but Ray is not installed."""
+
+
+__all__ += ["RayNotInstalledError", "RunFailedError"]

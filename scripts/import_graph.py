@@ -46,9 +46,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib.conditions", "flowlib.agents", "flowlib.tools._agent_tool"),
     ("flowlib.graph",),
     ("flowlib.teams",),
-    ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing"),
+    ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing", "flowlib.batch"),
+    ("flowlib.distributed",),
     ("flowlib._demo", "flowlib._cli_common", "flowlib._cli_errors"),
-    ("flowlib._cli_check",),
+    ("flowlib._cli_check", "flowlib._cli_batch"),
     ("flowlib.cli",),
     ("flowlib.__main__",),
 )
