@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 
 from ..graph import DiGraph
 from ._path import TraceArg
@@ -58,7 +59,9 @@ def mermaid_text(text: str) -> str:
     for position, char in enumerate(text):
         if char == "\n":
             out.append("<br/>")
-        elif char in _ENTITIES or position in hashes:
+        elif char in _ENTITIES or position in hashes or _is_unicode_space(char):
+            # Unicode spaces too: the sanitizer Mermaid runs on labels turns a raw
+            # no-break space (U+00A0) into the text "&nbsp;".
             out.append(f"#{ord(char)};")
         else:
             out.append(_plain(char))
@@ -70,6 +73,11 @@ def mermaid_text(text: str) -> str:
                 break
             out[index] = f"#{ord(out[index])};"
     return "".join(out) or "#32;"
+
+
+def _is_unicode_space(char: str) -> bool:
+    """A space separator other than the ASCII space (U+00A0, U+2003, ...)."""
+    return char != " " and unicodedata.category(char) in ("Zs", "Zl", "Zp")
 
 
 def _plain(char: str) -> str:
