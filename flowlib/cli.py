@@ -140,6 +140,8 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ._cli_runs import register as register_runs
+
     parser = argparse.ArgumentParser(
         prog="flowlib",
         description="Multi-agent LLM workflows, graph-first.",
@@ -158,9 +160,10 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a team on a task, streaming to the console")
     run.add_argument("target", help="FILE.py:OBJECT")
-    run.add_argument("--task", required=True, help="the task")
+    run.add_argument("--task", help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
 
+    register_runs(commands)  # run --store, runs ..., render --store --run (_cli_runs.py)
     demo = commands.add_parser("demo", help="run the built-in demo flow")
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
     return parser
@@ -173,6 +176,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     stdout = out or sys.stdout
     args = _parser().parse_args(argv)
     try:
+        handler = getattr(args, "handler", None)  # commands registered by other modules
+        if handler is not None:
+            return int(handler(args, stdout))
         if args.command == "validate":
             return _cmd_validate(args, stdout)
         if args.command == "render":

@@ -1,0 +1,330 @@
+"""The command line for stored runs: ``run --store``, ``runs list|show|resume|prune|delete``
+and ``render --store --run``.
+
+A store is named by a URL (see [`open_store`][flowlib.checkpoint.open_store]). To run or
+resume a team with a store, ``FILE.py:OBJECT`` must be a function that accepts the keyword
+``checkpoint_store`` and passes it to the team's constructor, so each command builds a
+fresh team on the store::
+
+    def build(checkpoint_store=None):
+        return GraphFlow(participants, graph, checkpoint_store=checkpoint_store)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+from .cli import CliError, _import_file, load_object
+
+__all__ = ["register"]
+
+T = TypeVar("T")
+
+_STORE_HELP = "the checkpoint store: sqlite:///runs.db, postgresql://user@host/db"
+
+
+def register(commands: Any) -> None:
+    """Add ``runs`` and the ``--store`` options of ``run`` and ``render`` to the parser.
+
+    Args:
+        commands: The ``add_subparsers()`` object of the ``flowlib`` parser; its ``run``
+            and ``render`` commands must already exist.
+    """
+    run = commands.choices["run"]
+    run.add_argument("task_text", nargs="?", metavar="TASK", help="the task (or --task)")
+    run.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    run.add_argument("--run-id", metavar="ID", help="the run's id (default: a new one)")
+    run.set_defaults(handler=_cmd_run)
+
+    render = commands.choices["render"]
+    render.add_argument("--store", metavar="URL", help=_STORE_HELP + " (with --run)")
+    render.add_argument("--run", metavar="ID", dest="run_id", help="overlay a stored run's path")
+    render.set_defaults(handler=_cmd_render)
+
+    runs = commands.add_parser("runs", help="list, show, resume, prune or delete stored runs")
+    actions = runs.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="every stored run, newest first")
+    listing.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    show = actions.add_parser("show", help="a run's status, checkpoints and messages")
+    show.add_argument("run_id", metavar="ID")
+    show.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    resume = actions.add_parser("resume", help="continue a run from its latest checkpoint")
+    resume.add_argument("run_id", metavar="ID")
+    resume.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
+    resume.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    resume.add_argument("--task", help="deliver this as a new turn of the run (human input)")
+    prune = actions.add_parser("prune", help="fold all but the newest checkpoints into one")
+    prune.add_argument("run_id", metavar="ID")
+    prune.add_argument("--keep-last", type=int, required=True, metavar="N")
+    prune.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    delete = actions.add_parser("delete", help="remove a run and all its checkpoints")
+    delete.add_argument("run_id", metavar="ID")
+    delete.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    runs.set_defaults(handler=_cmd_runs)
+
+
+# --- plumbing -------------------------------------------------------------------------
+
+
+def _open(url: str) -> Any:
+    from .checkpoint import open_store
+
+    return open_store(url)
+
+
+def _with_store(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Open the store, run ``work(store)`` on a new event loop, close the store."""
+
+    async def main() -> T:
+        store = _open(url)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def _build_team(reference: str, store: Any) -> Any:
+    """Build the team ``reference`` names with ``checkpoint_store=store``."""
+    file_part, sep, attribute = reference.rpartition(":")
+    if not sep or not file_part or not attribute:
+        raise CliError(f"{reference!r}: expected FILE.py:FUNCTION, e.g. examples/flow.py:build")
+    module = _import_file(Path(file_part))
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise CliError(f"{file_part} has no `{attribute}`")
+    if not _accepts_store(factory):
+        raise CliError(
+            f"`{attribute}` must be a function accepting `checkpoint_store=` to run with a "
+            f"store: `def {attribute}(checkpoint_store=None): return "
+            "GraphFlow(..., checkpoint_store=checkpoint_store)`"
+        )
+    team = factory(checkpoint_store=store)
+    if not hasattr(team, "run_stream"):
+        raise CliError(f"`{attribute}` returned a {type(team).__name__}, not a team")
+    return team
+
+
+def _accepts_store(factory: Any) -> bool:
+    if not callable(factory) or isinstance(factory, type) or hasattr(factory, "run_stream"):
+        return False
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return False
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (p.name == "checkpoint_store" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+        for p in parameters
+    )
+
+
+def _when(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def _message_line(dumped: dict[str, Any], node: str | None) -> str:
+    source = dumped.get("source") or node or "?"
+    content = dumped.get("content")
+    text = content if isinstance(content, str) else f"<{dumped.get('type', 'message')}>"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if len(first) > 100:
+        first = first[:97] + "..."
+    return f"{source}: {first}"
+
+
+async def _stream(team: Any, out: TextIO, **kwargs: Any) -> Any:
+    from .base import TaskResult
+    from .ui import Console
+
+    result = await Console(team.run_stream(**kwargs), output=out, output_stats=True)
+    if not isinstance(result, TaskResult):  # pragma: no cover - teams end with a TaskResult
+        raise CliError("the run did not end with a TaskResult")
+    return result
+
+
+# --- run --store ----------------------------------------------------------------------
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+    from .cli import _run
+
+    if args.task is not None and args.task_text is not None:
+        raise CliError("give the task once: as TASK or as --task, not both")
+    args.task = args.task if args.task is not None else args.task_text
+    if args.store is None:
+        if args.run_id is not None:
+            raise CliError("--run-id needs --store URL (where the run is checkpointed)")
+        if args.task is None:
+            raise CliError("give the task: flowlib run FILE.py:OBJECT TASK")
+        return asyncio.run(_run(args, out))
+    run_id = args.run_id or uuid.uuid4().hex
+
+    async def work(store: Any) -> int:
+        from . import render
+
+        team = _build_team(args.target, store)
+        started = time.perf_counter()
+        result = await _stream(team, out, task=args.task, run_id=run_id)
+        if args.trace:
+            render.render(team, Path(args.trace), trace=True)
+            print(f"wrote the path taken to {args.trace}", file=out)
+        elapsed = time.perf_counter() - started
+        print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+        print(f"run id: {result.run_id or run_id}", file=out)
+        return 0
+
+    return _with_store(args.store, work)
+
+
+# --- runs -----------------------------------------------------------------------------
+
+
+def _cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
+    handlers: dict[str, Callable[[Any, argparse.Namespace, TextIO], Awaitable[int]]] = {
+        "list": _list,
+        "show": _show,
+        "resume": _resume,
+        "prune": _prune,
+        "delete": _delete,
+    }
+    handler = handlers[args.action]
+    return _with_store(args.store, lambda store: handler(store, args, out))
+
+
+async def _known(store: Any, run_id: str) -> Any:
+    run = await store.get_run(run_id)
+    if run is None:
+        raise CliError(f"no run `{run_id}` in the store (see `flowlib runs list --store ...`)")
+    return run
+
+
+async def _list(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    runs = await store.list_runs()
+    if not runs:
+        print("no runs", file=out)
+        return 0
+    rows = [("RUN", "TEAM", "STATUS", "TURNS", "CHECKPOINTS", "UPDATED", "STOP REASON")]
+    for run in runs:
+        rows.append(
+            (
+                run.run_id,
+                run.team_type,
+                run.status,
+                str(run.turns),
+                str(run.last_checkpoint),
+                _when(run.updated_at),
+                (run.stop_reason or "").splitlines()[0][:60] if run.stop_reason else "",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+    return 0
+
+
+async def _show(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    from .checkpoint import fold
+
+    run = await _known(store, args.run_id)
+    print(f"run {run.run_id} ({run.team_type}): {run.status}, {run.turns} turns", file=out)
+    if run.stop_reason:
+        print(f"stop reason: {run.stop_reason}", file=out)
+    if run.forked_from is not None:
+        print(f"forked from {run.forked_from[0]} at checkpoint {run.forked_from[1]}", file=out)
+    print(f"created {_when(run.created_at)}, updated {_when(run.updated_at)}", file=out)
+    print("checkpoints:", file=out)
+    for info in await store.history(run.run_id):
+        what = info.node or info.stop_reason or ""
+        print(
+            f"  {info.checkpoint_id:>5}  {info.kind:<5} turn {info.turn:<4} "
+            f"+{info.message_count} msg  {_when(info.created_at)}  {what}".rstrip(),
+            file=out,
+        )
+    folded = fold(await store.records(run.run_id), run_id=run.run_id)
+    print(f"messages ({len(folded.messages)}):", file=out)
+    for dumped, node in zip(folded.messages, folded.message_nodes, strict=True):
+        print(f"  {_message_line(dumped, node)}", file=out)
+    return 0
+
+
+async def _resume(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    await _known(store, args.run_id)
+    team = _build_team(args.target, store)
+    started = time.perf_counter()
+    result = await _stream(team, out, task=args.task, run_id=args.run_id)
+    elapsed = time.perf_counter() - started
+    print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+    print(f"run id: {args.run_id}", file=out)
+    return 0
+
+
+async def _prune(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    await _known(store, args.run_id)
+    folded = await store.prune(args.run_id, keep_last=args.keep_last)
+    print(f"run {args.run_id}: {folded} checkpoint(s) pruned (folded into one base)", file=out)
+    return 0
+
+
+async def _delete(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    await _known(store, args.run_id)
+    await store.delete(args.run_id)
+    print(f"deleted run {args.run_id}", file=out)
+    return 0
+
+
+# --- render --store --run -------------------------------------------------------------
+
+
+def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
+    from .cli import _cmd_render as plain_render
+
+    if args.store is None and args.run_id is None:
+        return plain_render(args, out)
+    if args.store is None or args.run_id is None:
+        raise CliError("--store URL and --run ID go together: they name the run to draw")
+    if args.output is None:
+        raise CliError("drawing a stored run needs an output file: -o path.svg")
+    return _with_store(args.store, lambda store: _render_run(store, args, out))
+
+
+async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    from . import render
+
+    obj = load_object(args.target)
+    result = await _stored_result(store, args.run_id, obj)
+    render.render(obj, Path(args.output), format=args.format, trace=result)
+    print(f"wrote {args.output} (the path of run {args.run_id})", file=out)
+    return 0
+
+
+async def _stored_result(store: Any, run_id: str, team: Any) -> Any:
+    """The stored run's messages as a ``TaskResult`` (what the renderer overlays)."""
+    from .base import TaskResult
+    from .checkpoint import fold
+    from .messages import MessageFactory
+
+    run = await _known(store, run_id)
+    folded = fold(await store.records(run_id), run_id=run_id)
+    factory = getattr(team, "_message_factory", None)
+    if not isinstance(factory, MessageFactory):
+        factory = MessageFactory()
+    messages: list[Any] = []
+    for dumped in folded.messages:
+        try:
+            messages.append(factory.create(dumped))
+        except (ValueError, TypeError) as exc:
+            raise CliError(
+                f"run `{run_id}` holds a message the team cannot load ({exc}); register "
+                "its type with the team's `custom_message_types=`"
+            ) from exc
+    return TaskResult(messages=messages, stop_reason=run.stop_reason)
