@@ -202,3 +202,15 @@ class McpServerError(FlowlibError, RuntimeError):
 
 
 __all__ += ["McpServerError"]
+
+
+# --- structure: one error tree (issue 9.7) ----------------------------------------------
+
+
+class TeamRunningError(FlowlibError, RuntimeError):
+    """A team (or conversation) was asked to run, reset or load state while a run of it is
+    still going. Wait for the running call to finish, or cancel it, then call again.
+    ``except RuntimeError`` still catches it."""
+
+
+__all__ += ["TeamRunningError"]

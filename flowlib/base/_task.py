@@ -20,10 +20,13 @@ class TaskResult:
         messages: Every message and event of the run, task messages first (unless
             ``output_task_messages=False``); streaming chunks are not kept.
         stop_reason: Why the run stopped, or ``None`` (an agent's single step).
+        run_id: Which run of a team this was (the ``run_id`` given to ``run()`` or the one
+            generated for it); ``None`` for an agent's run.
     """
 
     messages: Sequence[BaseAgentEvent | BaseChatMessage]
     stop_reason: str | None = None
+    run_id: str | None = None
 
 
 @runtime_checkable

@@ -3,6 +3,8 @@ within one process."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from ..errors import CheckpointError
 from ._common import (
     check_keep_last,
@@ -17,6 +19,13 @@ from ._fold import base_record, fold
 from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
 
 __all__ = ["InMemoryCheckpointStore"]
+
+_Model = TypeVar("_Model", CheckpointRecord, RunRecord)
+
+
+def _copy(model: _Model) -> _Model:
+    """A deep copy through JSON in pydantic-core (several times faster than deepcopy)."""
+    return type(model).model_validate_json(model.model_dump_json())
 
 
 class InMemoryCheckpointStore:
@@ -55,20 +64,20 @@ class InMemoryCheckpointStore:
             raise CheckpointError(
                 f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
             )
-        self._runs[run.run_id] = run.model_copy(deep=True)
+        self._runs[run.run_id] = _copy(run)
         self._records[run.run_id] = []
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
         self._check_open()
         run = self._runs.get(run_id)
-        return None if run is None else run.model_copy(deep=True)
+        return None if run is None else _copy(run)
 
     async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
         """Add ``record`` as the run's next checkpoint and update the run."""
         run = self._run(record.run_id)
         check_next(run, record)
-        self._records[record.run_id].append(record.model_copy(deep=True))
+        self._records[record.run_id].append(_copy(record))
         self._runs[record.run_id] = updated_run(run, record, status)
 
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
@@ -79,13 +88,13 @@ class InMemoryCheckpointStore:
             first = records[0].checkpoint_id if records else 0
             check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
             records = [r for r in records if r.checkpoint_id <= upto]
-        return [r.model_copy(deep=True) for r in records]
+        return [_copy(r) for r in records]
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
         self._check_open()
         runs = sorted(self._runs.values(), key=lambda r: r.created_at, reverse=True)
-        return [r.model_copy(deep=True) for r in runs]
+        return [_copy(r) for r in runs]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

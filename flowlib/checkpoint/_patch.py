@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..errors import CheckpointError
 
 __all__ = ["apply_patch", "diff_state"]
@@ -60,7 +62,7 @@ def diff_state(old: Any, new: Any) -> Patch:
         return patch
     if type(old) is list and type(new) is list and len(new) > len(old):
         size = len(old)
-        if all(_same(a, b) for a, b in zip(old, new[:size], strict=True)):
+        if _same(old, new[:size]):
             return {"append": new[size:]}
     return {"set": new}
 
@@ -110,13 +112,28 @@ def apply_patch(old: Any, patch: Patch) -> Any:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """JSON equality that also tells ``1``, ``1.0`` and ``True`` apart."""
+    """JSON equality that also tells ``1``, ``1.0`` and ``True`` apart.
+
+    Containers are compared by Python's own (C) equality first, which is fast but treats
+    ``1 == 1.0 == True``; only containers that pass are compared again as JSON text, which
+    tells those apart. (Equal dicts with their keys in another order then count as
+    changed: the patch is larger, never wrong.)
+    """
     if a is b:
         return True
     if type(a) is not type(b):
         return False
+    if type(a) is dict or type(a) is list:
+        if a != b:
+            return False
+        try:
+            return bool(to_json(a) == to_json(b))
+        except Exception:  # not JSON after all: compare strictly, item by item
+            return _same_items(a, b)
+    return bool(a == b)
+
+
+def _same_items(a: Any, b: Any) -> bool:
     if type(a) is dict:
         return len(a) == len(b) and all(k in b and _same(v, b[k]) for k, v in a.items())
-    if type(a) is list:
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))

@@ -12,10 +12,11 @@ from ._conditions import (
     Regex,
     describe_condition,
 )
-from ._executor import COMPLETE_REASON, GraphExecutor
+from ._executor import COMPLETE_REASON, GraphExecutor, RunRecorder
 from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
 from ._plan import ExecutionPlan
 from ._router import Router, Routing, Selected
+from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
 from ._trace import RunTrace
 from ._validate import GraphAnalysis, validate_graph
@@ -41,8 +42,12 @@ __all__ = [
     "Regex",
     "Router",
     "Routing",
+    "RunRecorder",
     "RunTrace",
     "Selected",
     "describe_condition",
+    "graph_description",
+    "graph_difference",
+    "graph_signature",
     "validate_graph",
 ]

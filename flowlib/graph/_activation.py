@@ -35,6 +35,10 @@ class ActivationTracker:
         self._fired.clear()
         self._absorbed.clear()
 
+    def is_absorbed(self, edge: PlanEdge) -> bool:
+        """Whether the next firing of ``edge`` will be swallowed (no change)."""
+        return edge.index in self._absorbed
+
     def take_absorbed(self, edge: PlanEdge) -> bool:
         """If ``edge`` is absorbed, clear the mark and return True (its firing is void)."""
         if edge.index in self._absorbed:

@@ -31,11 +31,11 @@ import sys
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
-from ..errors import NodeExecutionError, StateError
+from ..errors import NodeExecutionError, StateError, TeamRunningError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -49,7 +49,7 @@ from ._router import Router, Routing
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
 from ._trace import RunTrace
 
-__all__ = ["COMPLETE_REASON", "GraphExecutor", "Participant"]
+__all__ = ["COMPLETE_REASON", "YIELD_EVERY", "GraphExecutor", "Participant", "RunRecorder"]
 
 Participant = ChatAgent | Team | Router
 Item = BaseAgentEvent | BaseChatMessage
@@ -61,6 +61,33 @@ DeadEndDescriber = Callable[[str, BaseChatMessage | None], str | None]
 COMPLETE_REASON = "Digraph execution is complete"
 
 _AGENT, _TEAM, _FUNCTION, _ROUTER = 0, 1, 2, 3
+
+YIELD_EVERY = 4
+"""Inline turns run between two chances for the event loop to run something else. One
+``asyncio.sleep(0)`` costs about 3 µs here, so every 4th turn adds under 1 µs per turn
+(docs/choices.md, "Durable runs"), and a cancellation, an external stop or another run
+on the loop waits at most 4 turns of nodes that never await."""
+
+RunOutcome = Literal["complete", "stopped", "failed"]
+
+
+class RunRecorder(Protocol):
+    """Told about a run's progress so it can write checkpoints (a team's checkpointer).
+
+    Each call happens before the messages it covers reach the run's consumer.
+    """
+
+    async def started(self) -> None:
+        """The task messages are in the thread and the ready set is chosen."""
+        ...
+
+    async def recorded(self, node: int) -> None:
+        """The turn of ``node`` was recorded (thread, edges, ready set updated)."""
+        ...
+
+    async def stopped(self, outcome: RunOutcome, reason: str | None) -> None:
+        """The run stopped (after the interrupted turns were put back in the ready set)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -169,6 +196,21 @@ class GraphExecutor:
     def thread(self) -> list[BaseChatMessage]:
         """The chat messages published so far (read-only view by convention)."""
         return self._thread
+
+    @property
+    def thread_nodes(self) -> list[int]:
+        """For each thread entry, the plan node that published it (-1: the task)."""
+        return self._thread_node
+
+    @property
+    def running(self) -> list[str]:
+        """The nodes whose turn is running now."""
+        return [name for node, name in enumerate(self._plan.names) if self._running[node]]
+
+    @property
+    def counts_turn(self) -> list[bool]:
+        """Per node, whether its turns count toward ``max_turns`` (routers' do not)."""
+        return [kind != _ROUTER for kind in self._kind]
 
     @property
     def ready(self) -> list[str]:
@@ -390,52 +432,56 @@ class GraphExecutor:
             return
         queue.put_nowait(_Done(node, output, None))
 
-    async def _complete(
+    def _record(
         self,
         node: int,
         output: _Output | None,
-        stop_reason: str | None,
         dead_ends: list[tuple[int, BaseChatMessage | None]],
     ) -> str | None:
-        """Publish a finished turn, check termination, fire edges; return the stop reason."""
-        self._running[node] = False
-        final: BaseChatMessage | None = None
-        if output is not None:
-            if output.published:
-                for message in output.published:
-                    self._thread.append(message)
-                    self._thread_node.append(node)
-                self._last_own[node] = len(self._thread) - 1
-            final = output.final
-            if stop_reason is None and self._termination is not None and output.delta:
-                stop = await self._termination(output.delta)
-                if stop is not None:
-                    stop_reason = stop.content
-            if stop_reason is None and output.stop_reason is not None:
-                stop_reason = output.stop_reason
+        """Record a finished turn: publish its messages and fire its edges, all or nothing.
+
+        Every edge condition is evaluated before anything changes, so a condition that
+        raises leaves the turn unrecorded (the node runs again) instead of half-recorded.
+        Returns the stop reason a router asked for, if any.
+        """
         out_edges = self._plan.out_edges[node]
+        final = output.final if output is not None else None
+        passed: list[bool] = []
         if out_edges:
-            step = self._turn_step[node]
-            text: str | None = None
-            progressed = False
             selected = output.selected if output is not None else None
+            text: str | None = None
+            is_absorbed = self._tracker.is_absorbed
             for edge in out_edges:
-                if self._tracker.take_absorbed(edge):
-                    progressed = True
-                    continue
-                if selected is not None:
-                    passed = edge.target in selected
+                if is_absorbed(edge):
+                    ok = False
+                elif selected is not None:
+                    ok = edge.target in selected
                 elif edge.test == ALWAYS:
-                    passed = True
+                    ok = True
                 elif final is None:
-                    passed = False
+                    ok = False
                 elif edge.test == SUBSTRING:
                     if text is None:
                         text = final.to_model_text()
-                    passed = edge.text in text
+                    ok = edge.text in text
                 else:
-                    passed = self._check(edge, final)
-                if passed:
+                    ok = self._check(edge, final)
+                passed.append(ok)
+        # Nothing below raises: the turn is recorded whole, exactly once.
+        self._running[node] = False
+        if output is not None and output.published:
+            for message in output.published:
+                self._thread.append(message)
+                self._thread_node.append(node)
+            self._last_own[node] = len(self._thread) - 1
+        if out_edges:
+            step = self._turn_step[node]
+            progressed = False
+            for edge, ok in zip(out_edges, passed, strict=True):
+                if self._tracker.take_absorbed(edge):
+                    progressed = True
+                    continue
+                if ok:
                     progressed = True
                     self.trace.fired.append((step, edge.index))
                     if self._tracker.fire(edge, self._in_flight):
@@ -446,7 +492,7 @@ class GraphExecutor:
             self._pending[node] = False
             if not self._queued[node]:
                 self._enqueue(node)
-        return stop_reason
+        return output.stop_reason if output is not None else None
 
     def _check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:
         assert edge.predicate is not None
@@ -467,16 +513,27 @@ class GraphExecutor:
         *,
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
+        run_id: str | None = None,
+        recorder: RunRecorder | None = None,
     ) -> AsyncGenerator[Item | TaskResult, None]:
         """Run until a stop; yield task messages, events and messages, then a TaskResult.
 
+        Args:
+            task: The new task messages (may be empty: resume).
+            cancellation_token: Cancels the run.
+            output_task_messages: Whether the task messages are yielded and kept.
+            run_id: Put into the [`TaskResult`][flowlib.base.TaskResult] and the partial
+                result of an error.
+            recorder: Told about the start, every recorded turn and the stop (checkpoints).
+
         Raises:
-            RuntimeError: If a run is already in progress.
-            NodeExecutionError: If a node raises (state is kept; ``run()`` retries it).
+            TeamRunningError: If a run is already in progress.
+            NodeExecutionError: If a node raises (state is kept; ``run()`` retries it). The
+                error's ``partial_result`` holds what the run produced before it.
             asyncio.CancelledError: If the token is cancelled.
         """
         if self._is_running:
-            raise RuntimeError(
+            raise TeamRunningError(
                 "The team is already running; wait for the current run to finish (or stop it "
                 "with ExternalTermination or a cancellation token) before starting another."
             )
@@ -505,9 +562,11 @@ class GraphExecutor:
         max_turns = self._max_turns
         stop_reason: str | None = None
         turns = 0
+        since_yield = 0
         self._current_turn = 0
+        failure: BaseException | None = None
         try:
-            if self._fresh:
+            if self._fresh or (task and not self._ready):
                 self._start_from_entry()
             if task and self._task_router is not None:
                 chosen = self._task_router(task)
@@ -516,6 +575,8 @@ class GraphExecutor:
             for message in task:
                 self._thread.append(message)
                 self._thread_node.append(-1)
+            if recorder is not None:
+                await recorder.started()
             if output_task_messages:
                 for message in task:
                     kept.append(message)
@@ -544,6 +605,14 @@ class GraphExecutor:
                             self._drive(node, messages, token, queue)
                         )
                         continue
+                    if since_yield >= YIELD_EVERY:
+                        # Inline turns of nodes that never await would otherwise keep the
+                        # loop to themselves: no cancellation, external stop or other run
+                        # could get in. (Concurrent turns run as tasks and yield anyway.)
+                        since_yield = 0
+                        await asyncio.sleep(0)
+                        continue
+                    since_yield += 1
                     node = self._pop_ready()
                     if self._kind[node] != _ROUTER:
                         turns += 1
@@ -572,11 +641,13 @@ class GraphExecutor:
                         raise NodeExecutionError(self._plan.names[node], exc) from exc
                     finally:
                         inline_active = False
-                    # The turn finished: record it before anything else, so neither a late
-                    # cancellation nor a consumer that stops reading can take it back.
-                    inline = -1
+                    # The turn finished: record it before anything else can happen, so
+                    # neither a late cancellation nor a consumer that stops reading can
+                    # take it back or make it run again.
                     self._current_turn = turns
-                    stop_reason = await self._complete(node, output, stop_reason, dead_ends)
+                    self._record_or_raise(node, output, dead_ends)
+                    inline = -1
+                    stop_reason = await self._after_record(node, output, stop_reason, recorder)
                     if output is not None:
                         for item in output.tail:
                             kept.append(item)
@@ -589,8 +660,8 @@ class GraphExecutor:
                     break
                 entry = await queue.get()
                 if type(entry) is _Done:
-                    del tasks[entry.node]
                     if entry.error is not None:
+                        del tasks[entry.node]
                         self._requeue_front([entry.node])
                         if isinstance(entry.error, asyncio.CancelledError):
                             raise asyncio.CancelledError()
@@ -598,8 +669,10 @@ class GraphExecutor:
                             self._plan.names[entry.node], entry.error
                         ) from entry.error
                     self._current_turn = turns
-                    stop_reason = await self._complete(
-                        entry.node, entry.output, stop_reason, dead_ends
+                    self._record_or_raise(entry.node, entry.output, dead_ends)
+                    del tasks[entry.node]
+                    stop_reason = await self._after_record(
+                        entry.node, entry.output, stop_reason, recorder
                     )
                     if entry.output is not None:
                         for item in entry.output.tail:
@@ -612,28 +685,130 @@ class GraphExecutor:
                         kept.append(entry)
                     yield entry
 
+            natural = False
             if stop_reason is None:
                 if self._ready:
                     stop_reason = f"Maximum number of turns {max_turns} reached."
                 else:
+                    natural = True
                     stop_reason = self._completion_reason(dead_ends)
-            if not self._ready:
+            if natural:
+                # Only a natural completion starts the next run from the entry; a run
+                # stopped by termination as its last node finished has nothing left to do.
                 self._fresh = True
             self.trace.stop_reason = stop_reason
             if self._termination is not None:
                 await self._termination.reset()
-            yield TaskResult(messages=kept, stop_reason=stop_reason)
+            if recorder is not None:
+                await recorder.stopped("complete" if natural else "stopped", stop_reason)
+            yield TaskResult(messages=kept, stop_reason=stop_reason, run_id=run_id)
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
-            token.remove_callback(on_cancel)
-            interrupted = [inline] if inline >= 0 else []
-            if tasks:
-                for running in tasks.values():
-                    running.cancel()
-                await asyncio.gather(*tasks.values(), return_exceptions=True)
-                interrupted.extend(tasks)
-            if interrupted:
-                self._requeue_front(interrupted)
-            self._is_running = False
+            try:
+                await self._cleanup(
+                    token, on_cancel, inline, tasks, queue, dead_ends, kept, failure, recorder
+                )
+            finally:
+                if failure is not None and not isinstance(failure, GeneratorExit):
+                    failure.partial_result = TaskResult(  # type: ignore[attr-defined]
+                        messages=list(kept), stop_reason=None, run_id=run_id
+                    )
+                self._is_running = False
+
+    def _record_or_raise(
+        self,
+        node: int,
+        output: _Output | None,
+        dead_ends: list[tuple[int, BaseChatMessage | None]],
+    ) -> None:
+        try:
+            self._record(node, output, dead_ends)
+        except NodeExecutionError:
+            raise
+        except Exception as exc:  # pragma: no cover - _record raises only condition errors
+            raise NodeExecutionError(self._plan.names[node], exc) from exc
+
+    async def _after_record(
+        self,
+        node: int,
+        output: _Output | None,
+        stop_reason: str | None,
+        recorder: RunRecorder | None,
+    ) -> str | None:
+        """Checkpoint a recorded turn and check termination; return the stop reason."""
+        if recorder is not None:
+            await recorder.recorded(node)
+        if output is not None and stop_reason is None:
+            if self._termination is not None and output.delta:
+                stop = await self._termination(output.delta)
+                if stop is not None:
+                    stop_reason = stop.content
+            if stop_reason is None and output.stop_reason is not None:
+                stop_reason = output.stop_reason
+        return stop_reason
+
+    async def _cleanup(
+        self,
+        token: CancellationToken,
+        on_cancel: Callable[[], None],
+        inline: int,
+        tasks: dict[int, asyncio.Task[None]],
+        queue: asyncio.Queue[Any],
+        dead_ends: list[tuple[int, BaseChatMessage | None]],
+        kept: list[Item],
+        failure: BaseException | None,
+        recorder: RunRecorder | None,
+    ) -> None:
+        """After a run: stop running turns, record the ones that had already finished,
+        put the others back in front of the ready set, write the stop checkpoint."""
+        token.remove_callback(on_cancel)
+        interrupted = [inline] if inline >= 0 else []
+        if tasks:
+            for running in tasks.values():
+                running.cancel()
+            await asyncio.gather(*tasks.values(), return_exceptions=True)
+        late: list[int] = []
+        while not queue.empty():
+            entry = queue.get_nowait()
+            if type(entry) is not _Done or entry.node not in tasks:
+                continue
+            del tasks[entry.node]
+            if entry.error is not None:
+                interrupted.append(entry.node)
+                continue
+            # A turn that finished before the stop is recorded, never thrown away.
+            try:
+                self._record(entry.node, entry.output, dead_ends)
+            except Exception:
+                interrupted.append(entry.node)
+                continue
+            late.append(entry.node)
+            if entry.output is not None:
+                kept.extend(entry.output.tail)
+        interrupted.extend(tasks)  # cancelled before they ever started
+        tasks.clear()
+        if interrupted:
+            self._requeue_front(interrupted)
+        if recorder is None:
+            return
+        try:
+            for node in late:
+                await recorder.recorded(node)
+            if failure is not None:
+                outcome: RunOutcome
+                if isinstance(failure, asyncio.CancelledError):
+                    outcome, reason = "stopped", "The run was cancelled."
+                elif isinstance(failure, GeneratorExit):
+                    outcome, reason = "stopped", "The consumer closed the stream early."
+                else:
+                    outcome, reason = "failed", f"{type(failure).__name__}: {failure}"
+                await recorder.stopped(outcome, reason)
+        except Exception:
+            if failure is None:
+                raise
+            # The run's own error is the one to report; the store's is secondary.
 
     def _speaker_event(self, node: int) -> SelectSpeakerEvent:
         assert self._event_source is not None
@@ -672,27 +847,65 @@ class GraphExecutor:
         names = self._plan.names
         return (names[edge.source], names[edge.target], self._plan.groups[edge.group].name)
 
-    def save_state(self) -> GraphManagerState:
-        """Everything needed to resume: thread, cursors, ready set, joins, turn count."""
+    def bookkeeping(self, *, settled: bool = False) -> dict[str, Any]:
+        """The run state except the thread, at the last consistent point.
+
+        Nodes whose turn is running are in front of the ready set, with their cursor back
+        where the turn started: loaded, the state runs exactly those turns again.
+
+        Args:
+            settled: Rewind every running node's cursor, also a nested team's that has
+                already taken its turn's messages (for a checkpoint, where that team's
+                stored state predates the turn).
+        """
         names = self._plan.names
+        cursors = list(self._cursor)
+        running = sorted(
+            (n for n in range(len(names)) if self._running[n]), key=self._turn_step.__getitem__
+        )
+        for node in running:
+            if settled or not self._handed_over[node]:
+                cursors[node] = self._turn_start[node]
+        ready = running + [n for n in self._ready if not self._running[n]]
         fired, absorbed = self._tracker.dump()
+        return {
+            "cursors": {names[i]: cursor for i, cursor in enumerate(cursors)},
+            "ready": [names[n] for n in ready],
+            "pending": [names[n] for n in range(len(names)) if self._pending[n]],
+            "fired": [self._edge_key(e) for e in fired],
+            "absorbed": [self._edge_key(e) for e in absorbed],
+            "current_turn": self._current_turn,
+            "fresh": self._fresh and not running,
+        }
+
+    def save_state(self) -> GraphManagerState:
+        """Everything needed to resume: thread, cursors, ready set, joins, turn count.
+
+        During a run this is the last consistent point: finished turns are in, running
+        ones are marked to run again.
+        """
+        names = self._plan.names
         return GraphManagerState(
             message_thread=[dict(message.dump()) for message in self._thread],
             thread_nodes=[names[n] if n >= 0 else None for n in self._thread_node],
-            cursors={names[i]: cursor for i, cursor in enumerate(self._cursor)},
-            ready=[names[n] for n in self._ready],
-            fired=[self._edge_key(e) for e in fired],
-            absorbed=[self._edge_key(e) for e in absorbed],
-            current_turn=self._current_turn,
-            fresh=self._fresh,
+            **self.bookkeeping(),
         )
 
     def load_state(self, state: GraphManagerState) -> None:
         """Restore [`save_state`][flowlib.graph.GraphExecutor.save_state] output into this (stopped)
-        executor.
+        executor. Everything is checked before anything changes.
 
         Raises:
-            StateError: If the state's version or node names do not fit this graph.
+            StateError: If the state's version, node names, edges or cursors do not fit this
+                graph.
+        """
+        self.apply_state(self.check_state(state))
+
+    def check_state(self, state: GraphManagerState) -> _LoadedState:
+        """Validate ``state`` against this graph without changing anything.
+
+        Raises:
+            StateError: If the state's version, node names, edges or cursors do not fit.
         """
         if state.version != GRAPH_STATE_VERSION:
             raise StateError(
@@ -725,32 +938,80 @@ class GraphExecutor:
                 )
             return found
 
-        thread = [self._factory.create(data) for data in state.message_thread]
-        if len(thread) != len(state.thread_nodes):
+        if len(state.message_thread) != len(state.thread_nodes):
             raise StateError(
                 "Saved state is inconsistent: message_thread and thread_nodes differ in length."
             )
+        try:
+            thread = [self._factory.create(data) for data in state.message_thread]
+        except Exception as exc:
+            raise StateError(
+                f"Saved state holds a message this team cannot rebuild ({exc}); pass its class "
+                "in `custom_message_types`."
+            ) from exc
         origins = [node_of(name, "thread") for name in state.thread_nodes]
         cursors = [0] * len(self._plan.names)
         for name, cursor in state.cursors.items():
+            if type(cursor) is not int or not 0 <= cursor <= len(thread):
+                raise StateError(
+                    f"Saved state gives node `{name}` cursor {cursor!r}, outside the thread "
+                    f"(0..{len(thread)}); the state is corrupt."
+                )
             cursors[node_of(name, "cursors")] = cursor
-        ready = [node_of(name, "ready") for name in state.ready]
+        if state.current_turn < 0:
+            raise StateError(f"Saved state has current_turn {state.current_turn}; it must be >= 0.")
+        ready: list[int] = []
+        for name in state.ready:
+            node = node_of(name, "ready")
+            if node not in ready:
+                ready.append(node)
+        pending = [node_of(name, "pending") for name in state.pending]
         fired = [edge_of(key) for key in state.fired]
         absorbed = [edge_of(key) for key in state.absorbed]
+        return _LoadedState(
+            thread,
+            origins,
+            cursors,
+            ready,
+            pending,
+            fired,
+            absorbed,
+            state.current_turn,
+            state.fresh,
+        )
 
+    def apply_state(self, loaded: _LoadedState) -> None:
+        """Install a state checked by [`check_state`][flowlib.graph.GraphExecutor.check_state]."""
         self.reset()
-        self._thread.extend(thread)  # type: ignore[arg-type]
-        self._thread_node.extend(origins)
-        for position, origin in enumerate(origins):
+        self._thread.extend(loaded.thread)
+        self._thread_node.extend(loaded.origins)
+        for position, origin in enumerate(loaded.origins):
             if origin >= 0:
                 self._last_own[origin] = position
-        self._cursor = cursors
-        for node in ready:
+        self._cursor = list(loaded.cursors)
+        for node in loaded.ready:
             if not self._queued[node]:
                 self._enqueue(node)
-        self._tracker.load(fired, absorbed)
-        self._current_turn = state.current_turn
-        self._fresh = state.fresh
+        for node in loaded.pending:
+            self._pending[node] = True
+        self._tracker.load(loaded.fired, loaded.absorbed)
+        self._current_turn = loaded.current_turn
+        self._fresh = loaded.fresh
+
+
+@dataclass(slots=True)
+class _LoadedState:
+    """A saved state checked against the graph, ready to install."""
+
+    thread: list[Any]
+    origins: list[int]
+    cursors: list[int]
+    ready: list[int]
+    pending: list[int]
+    fired: list[int]
+    absorbed: list[int]
+    current_turn: int
+    fresh: bool
 
 
 def _forget_cancel_request(task: asyncio.Task[Any] | None) -> None:

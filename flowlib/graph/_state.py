@@ -22,7 +22,10 @@ class GraphManagerState(BaseModel):
         message_thread: Every chat message published so far, dumped.
         thread_nodes: For each thread entry, the node that published it (None: the task).
         cursors: Per node, how many thread entries it has already been shown.
-        ready: Nodes that are activated and will run next, in order.
+        ready: Nodes that are activated and will run next, in order (nodes whose turn was
+            running when the state was saved come first: they run again).
+        pending: Nodes activated again while their turn was running: they run once more
+            after it.
         fired: Edges that fired into joins that are still waiting for others.
         absorbed: Edges of ``any`` groups whose next firing is void (see the executor).
         current_turn: Turns run in the run that produced the state.
@@ -35,6 +38,7 @@ class GraphManagerState(BaseModel):
     thread_nodes: list[str | None] = Field(default_factory=list)
     cursors: dict[str, int] = Field(default_factory=dict)
     ready: list[str] = Field(default_factory=list)
+    pending: list[str] = Field(default_factory=list)
     fired: list[tuple[str, str, str]] = Field(default_factory=list)
     absorbed: list[tuple[str, str, str]] = Field(default_factory=list)
     current_turn: int = 0

@@ -7,8 +7,10 @@ from typing import Any
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["GraphFlow"]
@@ -67,6 +69,8 @@ class GraphFlow(BaseGroupChat):
         max_turns: int | None = None,
         runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         members: list[ChatAgent | Team] = [
@@ -80,4 +84,6 @@ class GraphFlow(BaseGroupChat):
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )

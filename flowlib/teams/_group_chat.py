@@ -6,14 +6,36 @@ running, streaming, stopping, resetting, pausing and saving state live here, onc
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+import uuid
 from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base._task import task_messages
-from ..errors import DuplicateNodeError, ParticipantMismatchError, StateError
+from ..checkpoint import (
+    CheckpointRecord,
+    CheckpointStore,
+    FoldedRun,
+    RunRecord,
+    base_record,
+    fold,
+)
+from ..errors import (
+    ArgumentTypeError,
+    CheckpointArgumentError,
+    DuplicateNodeError,
+    InvalidArgumentError,
+    ParticipantMismatchError,
+    StateError,
+    TeamRunningError,
+)
 from ..graph import (
     DiGraph,
     ExecutionPlan,
@@ -21,13 +43,22 @@ from ..graph import (
     GraphManagerState,
     Router,
     RunTrace,
+    graph_description,
+    graph_difference,
+    graph_signature,
 )
+from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
+from ._durable import Checkpointer, Durability, StoredRun, json_state
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
 TEAM_STATE_VERSION = 1
+
+_ABANDON_SPINS = 8
+"""Loop iterations a new run waits for an abandoned ``run_stream`` (left with ``break``)
+to start closing; Python closes such a stream through the event loop, in 2 or 3."""
 
 Participant = ChatAgent | Team | Router
 
@@ -62,6 +93,10 @@ class BaseGroupChat(Team, ABC):
         emit_team_events: Stream a ``SelectSpeakerEvent`` before each speaker's turn.
         allow_unreachable: Accept nodes no edge leads to from the entry (teams whose new
             tasks can start at any node, such as Swarm).
+        checkpoint_store: Where runs are checkpointed (see docs/state.md); None: in
+            memory only.
+        durability: ``"sync"``: a checkpoint after every recorded turn, written before the
+            turn's messages reach the consumer; ``"exit"``: only at the run's stops.
 
     Subclasses may override ``_route_task`` (choose the next speakers from a new
     task) and ``_describe_dead_end`` (explain a node that matched none of its edges).
@@ -86,7 +121,20 @@ class BaseGroupChat(Team, ABC):
         allow_unconditional_cycles: bool = False,
         emit_team_events: bool = False,
         allow_unreachable: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
+        if checkpoint_store is not None and not isinstance(checkpoint_store, CheckpointStore):
+            raise ArgumentTypeError(
+                f"checkpoint_store must be a CheckpointStore (e.g. SQLiteCheckpointStore("
+                f"'runs.db')), not {type(checkpoint_store).__name__}.",
+                argument="checkpoint_store",
+            )
+        if durability not in ("sync", "exit"):
+            raise InvalidArgumentError(
+                f"durability must be 'sync' or 'exit', not {durability!r}.",
+                argument="durability",
+            )
         if not participants:
             raise ValueError(
                 f"{type(self).__name__} needs at least one participant; pass a list of agents."
@@ -149,10 +197,23 @@ class BaseGroupChat(Team, ABC):
             dead_end_reason=self._describe_dead_end,
         )
         self._emit_team_events = emit_team_events
+        self._checkpoint_store = checkpoint_store
+        self._durability: Durability = durability
+        self._graph_description = graph_description(self._plan)
+        self._graph_signature = graph_signature(self._graph_description)
+        self._stored: StoredRun | None = None  # the stored run the team's state is at
+        self._checkpointer: Checkpointer | None = None
+        self._busy = False
+        self._closing = False
+        self._idle: asyncio.Event | None = None
 
     def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
         """The nodes to run next for a new ``task``, or None to keep the ready set."""
         return None
+
+    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
+        """Refuse a ``task`` this team cannot run from its current state (called before
+        the run starts, after a stored run was loaded; must change nothing)."""
 
     def _describe_dead_end(self, node: str, final: BaseChatMessage | None) -> str | None:
         """Why ``node`` matched none of its edges, or None for the generic explanation."""
@@ -191,6 +252,21 @@ class BaseGroupChat(Team, ABC):
         return self._max_turns
 
     @property
+    def checkpoint_store(self) -> CheckpointStore | None:
+        """Where runs are checkpointed, if anywhere."""
+        return self._checkpoint_store
+
+    @property
+    def durability(self) -> Durability:
+        """When checkpoints are written (``"sync"`` or ``"exit"``)."""
+        return self._durability
+
+    @property
+    def graph_signature(self) -> str:
+        """The hash of the graph stored with each run (a resumed run must match it)."""
+        return self._graph_signature
+
+    @property
     def trace(self) -> RunTrace:
         """The path the most recent run took (nodes started, edges fired)."""
         return self._executor.trace
@@ -202,6 +278,8 @@ class BaseGroupChat(Team, ABC):
         *,
         task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
         cancellation_token: CancellationToken | None = None,
+        run_id: str | None = None,
+        fork_from: tuple[str, str | int] | None = None,
         output_task_messages: bool = True,
     ) -> TaskResult:
         """Run the team and return every message of the run and why it stopped.
@@ -210,20 +288,43 @@ class BaseGroupChat(Team, ABC):
             task: A string, a chat message or a list of them; ``None`` resumes where the
                 previous run stopped (or starts from the entry nodes).
             cancellation_token: Aborts the run; the await raises ``CancelledError``.
+            run_id: The run's id (generated when not given; the result says which). With a
+                ``checkpoint_store`` that has this run, the team continues it from its
+                latest checkpoint (a ``task`` is a new turn of it); a run that completed
+                and no ``task`` returns its stored result without running anything.
+            fork_from: ``(run_id, checkpoint_id)``: start the new run ``run_id`` from that
+                checkpoint of another stored run.
             output_task_messages: Whether the task messages start the result.
 
         Raises:
-            NodeExecutionError: If a participant raises; the team keeps its state.
-            RuntimeError: If the team is already running.
+            NodeExecutionError: If a participant raises; the team keeps its state and the
+                error's ``partial_result`` holds the messages produced before it.
+            TeamRunningError: If the team is already running.
+            StateError: If the stored run was made with a different graph.
+            CheckpointError: If the store refuses a read or write.
+
+        Examples:
+            ```python
+            store = SQLiteCheckpointStore("runs.db")
+            team = GraphFlow(participants, graph, checkpoint_store=store)
+            result = await team.run(task="write", run_id="job-1")
+            # later, in another process, after a crash:
+            result = await make_team(store).run(run_id="job-1")
+            ```
         """
         result: TaskResult | None = None
-        async for item in self.run_stream(
-            task=task,
-            cancellation_token=cancellation_token,
-            output_task_messages=output_task_messages,
-        ):
-            if isinstance(item, TaskResult):
-                result = item
+        async with aclosing(
+            self.run_stream(
+                task=task,
+                cancellation_token=cancellation_token,
+                run_id=run_id,
+                fork_from=fork_from,
+                output_task_messages=output_task_messages,
+            )
+        ) as stream:
+            async for item in stream:
+                if isinstance(item, TaskResult):
+                    result = item
         if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
             raise RuntimeError("The run ended without a TaskResult.")
         return result
@@ -233,30 +334,229 @@ class BaseGroupChat(Team, ABC):
         *,
         task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
         cancellation_token: CancellationToken | None = None,
+        run_id: str | None = None,
+        fork_from: tuple[str, str | int] | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
         """Like [`run`][flowlib.teams.BaseGroupChat.run], yielding messages and events as they
         happen, then the result.
 
-        Streaming chunks are yielded but not kept in ``TaskResult.messages``.
+        Streaming chunks are yielded but not kept in ``TaskResult.messages``. Leaving the
+        loop early (``break``) closes the run: a ``run()`` right afterwards works.
         """
         messages = task_messages(task)
+        run_id = _check_run_id(run_id)
+        fork = _check_fork(fork_from, self._checkpoint_store)
+        if fork is not None and run_id is None:
+            raise InvalidArgumentError(
+                "fork_from needs the new run's `run_id=`; pass a new id for the fork.",
+                argument="run_id",
+            )
         check_loop_bounded(  # a round-robin ring may be built unbounded; refused here
             self._plan.analysis,
             has_termination=self._termination_condition is not None,
             max_turns=self._max_turns,
             team=self._name,
         )
-        # Closed at once when the caller stops reading, so the team is free again.
-        async with aclosing(
-            self._executor.run_stream(
-                messages,
-                cancellation_token=cancellation_token,
-                output_task_messages=output_task_messages,
+        await self._claim()
+        idle = self._idle
+        try:
+            if run_id is None:
+                run_id = uuid.uuid4().hex
+            checkpointer: Checkpointer | None = None
+            if self._checkpoint_store is not None:
+                prepared = await self._prepare_stored_run(
+                    self._checkpoint_store, run_id, fork, messages
+                )
+                if isinstance(prepared, TaskResult):
+                    yield prepared
+                    return
+                checkpointer = prepared
+            self._check_task(messages)
+            self._checkpointer = checkpointer
+            # Closed at once when the caller stops reading, so the team is free again.
+            async with aclosing(
+                self._executor.run_stream(
+                    messages,
+                    cancellation_token=cancellation_token,
+                    output_task_messages=output_task_messages,
+                    run_id=run_id,
+                    recorder=checkpointer,
+                )
+            ) as stream:
+                async for item in stream:
+                    try:
+                        yield item
+                    except GeneratorExit:
+                        self._closing = True  # a new run may wait for this cleanup
+                        raise
+        finally:
+            self._checkpointer = None
+            self._busy = False
+            if idle is not None:
+                idle.set()
+
+    async def _claim(self) -> None:
+        """Mark the team running, first letting an abandoned stream finish closing.
+
+        Raises:
+            TeamRunningError: If another run is in progress.
+        """
+        spins = 0
+        while self._busy:
+            if self._closing and self._idle is not None:
+                await self._idle.wait()
+                continue
+            if spins >= _ABANDON_SPINS:
+                raise TeamRunningError(
+                    f"`{self._name}` is already running; wait for the current run to finish "
+                    "(or stop it with ExternalTermination or a cancellation token, or close "
+                    "its run_stream) before starting another."
+                )
+            spins += 1
+            await asyncio.sleep(0)
+        self._busy = True
+        self._closing = False
+        self._idle = asyncio.Event()
+
+    # --- stored runs --------------------------------------------------------------------
+
+    def _check_stored_graph(self, run: RunRecord) -> None:
+        if run.state_version != GRAPH_STATE_VERSION:
+            raise StateError(
+                f"Run `{run.run_id}` was stored with state version {run.state_version}; this "
+                f"flowlib reads version {GRAPH_STATE_VERSION}. Resume it with the flowlib "
+                "version that wrote it."
             )
-        ) as stream:
-            async for item in stream:
-                yield item
+        if run.graph_signature != self._graph_signature:
+            difference = graph_difference(run.graph, self._graph_description)
+            raise StateError(
+                f"Run `{run.run_id}` was stored by a team with a different graph "
+                f"({difference or 'the graphs differ'}). Resume it with a team built with "
+                "the same participants and graph, or start a new run.",
+            )
+
+    def _new_checkpointer(self, stored: StoredRun) -> Checkpointer:
+        assert self._checkpoint_store is not None
+        stored.result_from = len(self._executor.thread)
+        return Checkpointer(
+            self._checkpoint_store,
+            stored,
+            durability=self._durability,
+            executor=self._executor,
+            participants=self._participants,
+            counts_turn=self._executor.counts_turn,
+        )
+
+    def _run_record(self, run_id: str, forked_from: tuple[str, int] | None) -> RunRecord:
+        now = time.time()
+        return RunRecord(
+            run_id=run_id,
+            team_type=type(self).__name__,
+            graph_signature=self._graph_signature,
+            graph=self._graph_description,
+            state_version=GRAPH_STATE_VERSION,
+            status="running",
+            created_at=now,
+            updated_at=now,
+            forked_from=forked_from,
+        )
+
+    async def _prepare_stored_run(
+        self,
+        store: CheckpointStore,
+        run_id: str,
+        fork: tuple[str, int] | None,
+        task: Sequence[BaseChatMessage],
+    ) -> Checkpointer | TaskResult:
+        """Load (or create) the stored run ``run_id``; a completed run asked for no new
+        task gives its stored result instead."""
+        if fork is not None:
+            source_id, checkpoint_id = fork
+            if await store.get_run(run_id) is not None:
+                raise CheckpointArgumentError(
+                    f"Run `{run_id}` already exists; fork into a new `run_id`, or resume "
+                    f"`{run_id}` without `fork_from`."
+                )
+            source = await store.get_run(source_id)
+            if source is None:
+                raise CheckpointArgumentError(
+                    f"fork_from names run `{source_id}`, which this store does not have "
+                    "(see `store.list_runs()`)."
+                )
+            self._check_stored_graph(source)
+            folded = fold(await store.records(source_id, upto=checkpoint_id))
+            await self._install(folded)
+            await store.create_run(self._run_record(run_id, (source_id, checkpoint_id)))
+            await store.append(
+                base_record(folded, run_id=run_id, checkpoint_id=1), status="stopped"
+            )
+            stored = StoredRun(run_id, 1, dict(folded.participants), folded.turn)
+            self._stored = stored
+            return self._new_checkpointer(stored)
+        run = await store.get_run(run_id)
+        if run is not None:
+            self._check_stored_graph(run)
+            current = self._stored
+            if (
+                current is None
+                or current.run_id != run_id
+                or current.last_checkpoint != run.last_checkpoint
+            ):
+                folded = fold(await store.records(run_id))
+                await self._install(folded)
+                current = StoredRun(
+                    run_id,
+                    folded.last_checkpoint,
+                    dict(folded.participants),
+                    folded.turn,
+                    int(folded.bookkeeping.get("result_from", 0)),
+                )
+                self._stored = current
+            if run.status == "complete" and not task:
+                return TaskResult(
+                    messages=list(self._executor.thread[current.result_from :]),
+                    stop_reason=run.stop_reason,
+                    run_id=run_id,
+                )
+            return self._new_checkpointer(current)
+        # A new run starts from whatever state the team is in: a base record holds it.
+        states = {p.name: json_state(await p.save_state()) for p in self._participants}
+        names = self._plan.names
+        await store.create_run(self._run_record(run_id, None))
+        await store.append(
+            CheckpointRecord(
+                run_id=run_id,
+                checkpoint_id=1,
+                kind="base",
+                turn=0,
+                created_at=time.time(),
+                messages=[m.dump() for m in self._executor.thread],
+                message_nodes=[names[n] if n >= 0 else None for n in self._executor.thread_nodes],
+                bookkeeping=self._executor.bookkeeping(settled=True),
+                participants={name: {"set": state} for name, state in states.items()},
+            ),
+            status="running",
+        )
+        stored = StoredRun(run_id, 1, states, 0)
+        self._stored = stored
+        return self._new_checkpointer(stored)
+
+    async def _install(self, folded: FoldedRun) -> None:
+        """Load a folded stored run into the team (all checked before anything changes)."""
+        try:
+            manager = GraphManagerState.model_validate(
+                {
+                    **folded.bookkeeping,
+                    "message_thread": folded.messages,
+                    "thread_nodes": folded.message_nodes,
+                }
+            )
+        except ValidationError as exc:
+            raise StateError(
+                f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
+            ) from exc
+        await self._load_checked(manager, folded.participants)
 
     async def reset(self) -> None:
         """Clear the team's thread and run state and reset every participant.
@@ -266,6 +566,7 @@ class BaseGroupChat(Team, ABC):
         """
         self._require_stopped("reset")
         self._executor.reset()
+        self._stored = None
         token = CancellationToken()
         for participant in self._participants:
             if isinstance(participant, (Team, Router)):
@@ -294,8 +595,8 @@ class BaseGroupChat(Team, ABC):
                 await participant.on_resume(token)
 
     def _require_stopped(self, action: str) -> None:
-        if self._executor.is_running:
-            raise RuntimeError(
+        if self._busy or self._executor.is_running:
+            raise TeamRunningError(
                 f"Cannot {action} `{self._name}` while it is running; wait for the run to "
                 "finish or stop it with ExternalTermination first."
             )
@@ -311,20 +612,33 @@ class BaseGroupChat(Team, ABC):
 
         The result is JSON-serialisable and versioned;
         [`load_state`][flowlib.teams.BaseGroupChat.load_state] on a freshly built team with the same
-        participants and graph resumes exactly here.
+        participants and graph resumes exactly here. During a run it is the last consistent
+        point: finished turns are in, running ones are marked to run again (with a
+        checkpoint store, their participants' states are the ones from before the turn).
         """
+        running = set(self._executor.running)
+        checkpointer = self._checkpointer
         agent_states: dict[str, Any] = {}
         for participant in self._participants:
-            agent_states[participant.name] = dict(await participant.save_state())
+            settled = None
+            if participant.name in running and checkpointer is not None:
+                settled = checkpointer.settled_state(participant.name)
+            if settled is not None:
+                agent_states[participant.name] = settled
+            else:
+                agent_states[participant.name] = dict(await participant.save_state())
         agent_states[self._manager_key] = self._executor.save_state().model_dump(mode="json")
         return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
 
+        Everything is checked before the team changes: a state that does not load leaves
+        the team as it was.
+
         Raises:
             StateError: If the state's version, participants or graph do not fit this team.
-            RuntimeError: If the team is running.
+            TeamRunningError: If the team is running.
         """
         self._require_stopped("load state into")
         version = state.get("version")
@@ -351,7 +665,77 @@ class BaseGroupChat(Team, ABC):
                 f"Team state does not fit `{self._name}`: {'; '.join(problems)}. Load it into "
                 "a team built with the same participants."
             )
-        manager = GraphManagerState.model_validate(agent_states[self._manager_key])
-        self._executor.load_state(manager)
+        try:
+            manager = GraphManagerState.model_validate(agent_states[self._manager_key])
+        except ValidationError as exc:
+            raise StateError(
+                f"Team state's `{self._manager_key}` entry is malformed: {exc}"
+            ) from exc
+        await self._load_checked(
+            manager, {p.name: agent_states[p.name] for p in self._participants}
+        )
+        self._stored = None
+
+    async def _load_checked(
+        self, manager: GraphManagerState, participant_states: Mapping[str, Any]
+    ) -> None:
+        """Install ``manager`` and the participants' states, or change nothing.
+
+        The executor state is checked first; participants are loaded one by one and, if
+        one refuses its state, every participant gets its previous state back.
+        """
+        loaded = self._executor.check_state(manager)
+        previous = {p.name: await p.save_state() for p in self._participants}
+        touched: list[Participant] = []
         for participant in self._participants:
-            await participant.load_state(agent_states[participant.name])
+            if participant.name not in participant_states:
+                continue
+            touched.append(participant)
+            try:
+                await participant.load_state(participant_states[participant.name])
+            except Exception as exc:
+                for done in touched:
+                    with contextlib.suppress(Exception):  # its own state always loads
+                        await done.load_state(previous[done.name])
+                raise StateError(
+                    f"The state of participant `{participant.name}` does not load "
+                    f"({type(exc).__name__}: {exc}); nothing was changed. Load a state saved "
+                    "by a team with the same participants."
+                ) from exc
+        self._executor.apply_state(loaded)
+
+
+def _check_run_id(run_id: object) -> str | None:
+    if run_id is None:
+        return None
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise InvalidArgumentError(
+            f"run_id must be a non-empty string, not {run_id!r}; omit it to get a new id.",
+            argument="run_id",
+        )
+    return run_id
+
+
+def _check_fork(fork_from: object, store: CheckpointStore | None) -> tuple[str, int] | None:
+    if fork_from is None:
+        return None
+    if store is None:
+        raise InvalidArgumentError(
+            "fork_from needs a team built with a `checkpoint_store=` holding the run to fork.",
+            argument="fork_from",
+        )
+    valid = isinstance(fork_from, tuple) and len(fork_from) == 2 and isinstance(fork_from[0], str)
+    checkpoint: int | None = None
+    if valid:
+        raw = fork_from[1]  # type: ignore[index]
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            checkpoint = raw
+        elif isinstance(raw, str) and raw.strip().isdigit():
+            checkpoint = int(raw)
+    if not valid or checkpoint is None or checkpoint < 1:
+        raise InvalidArgumentError(
+            f"fork_from must be (run_id, checkpoint_id) with a checkpoint id >= 1 (see "
+            f"`store.history(run_id)`), not {fork_from!r}.",
+            argument="fork_from",
+        )
+    return (fork_from[0], checkpoint)  # type: ignore[index]

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..agents import FunctionAgent
-from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
-from ..base._task import task_messages
+from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..errors import DuplicateNodeError, NodeExecutionError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory, TextMessage
@@ -46,6 +46,7 @@ from ..models import (
     RequestUsage,
     UserMessage,
 )
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = [
@@ -860,6 +861,8 @@ class MagenticOneGroupChat(BaseGroupChat):
         final_answer_prompt: str = ORCHESTRATOR_FINAL_ANSWER_PROMPT,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
         emit_team_events: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         participants = list(participants)
@@ -900,6 +903,8 @@ class MagenticOneGroupChat(BaseGroupChat):
             max_turns=max_turns,
             custom_message_types=custom_message_types,
             emit_team_events=emit_team_events,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
         # Saved transcripts may hold the participants' custom message types.
         self._orchestrator.message_factory = self._message_factory
@@ -927,34 +932,17 @@ class MagenticOneGroupChat(BaseGroupChat):
         self._orchestrator.start_task(task)
         return [ORCHESTRATOR_NAME]
 
-    async def run_stream(
-        self,
-        *,
-        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
-        cancellation_token: CancellationToken | None = None,
-        output_task_messages: bool = True,
-    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like [`run`][flowlib.teams.MagenticOneGroupChat.run], yielding messages and events as
-        they happen, then the result.
+    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
+        """Refuse to run with no task when none is under way.
 
         Raises:
             ValueError: If there is no task and none is under way.
         """
-        if (
-            not task_messages(task)
-            and not self._orchestrator.has_task
-            and not self._executor.is_running
-        ):
+        if not task and not self._orchestrator.has_task:
             raise ValueError(
                 "MagenticOneGroupChat has no task under way (the last one was answered, or "
                 "none was given); run it with a task, e.g. `team.run(task=...)`."
             )
-        async for item in super().run_stream(
-            task=task,
-            cancellation_token=cancellation_token,
-            output_task_messages=output_task_messages,
-        ):
-            yield item
 
 
 def hub_graph(router: str, participants: Sequence[ChatAgent]) -> DiGraph:

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["RoundRobinGroupChat"]
@@ -61,6 +63,8 @@ class RoundRobinGroupChat(BaseGroupChat):
         runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
         emit_team_events: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         super().__init__(
@@ -73,6 +77,8 @@ class RoundRobinGroupChat(BaseGroupChat):
             custom_message_types=custom_message_types,
             allow_unconditional_cycles=True,
             emit_team_events=emit_team_events,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
 
 

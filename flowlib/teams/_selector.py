@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..errors import DuplicateNodeError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
 from ..messages import (
@@ -37,6 +38,7 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = [
@@ -501,6 +503,8 @@ class SelectorGroupChat(BaseGroupChat):
         emit_team_events: bool = False,
         model_client_streaming: bool = False,
         model_context: ChatCompletionContext | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         team_name = name or self.DEFAULT_NAME
@@ -548,6 +552,8 @@ class SelectorGroupChat(BaseGroupChat):
             max_turns=max_turns,
             custom_message_types=custom_message_types,
             emit_team_events=emit_team_events,
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
 
     @property

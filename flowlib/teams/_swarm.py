@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..base import CancellationToken, ChatAgent, Handoff, TaskResult, Team, TerminationCondition
-from ..base._task import task_messages
+from ..base import ChatAgent, Handoff, Team, TerminationCondition
+from ..checkpoint import CheckpointStore
 from ..graph import (
     AnyOf,
     DiGraph,
@@ -18,6 +18,7 @@ from ..graph import (
     Not,
 )
 from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
+from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
 __all__ = ["Swarm"]
@@ -114,6 +115,8 @@ class Swarm(BaseGroupChat):
         runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
         emit_team_events: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
         for participant in participants:
@@ -152,33 +155,18 @@ class Swarm(BaseGroupChat):
             custom_message_types=custom_message_types,
             emit_team_events=emit_team_events,
             allow_unreachable=True,  # any participant can be resumed with a handoff task
+            checkpoint_store=checkpoint_store,
+            durability=durability,
         )
 
-    async def run_stream(
-        self,
-        *,
-        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
-        cancellation_token: CancellationToken | None = None,
-        output_task_messages: bool = True,
-    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like [`BaseGroupChat.run_stream`][flowlib.teams.BaseGroupChat.run_stream]; checks the
-        task's handoff first.
+    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
+        """Reject a task that leaves the next speaker undefined (before any state changes).
 
         Raises:
             ValueError: If the task hands off to someone who is not a participant, or if
                 the last handoff went to a non-participant (e.g. ``"user"``) and the task
-                does not say who continues. The team's state is left untouched.
+                does not say who continues.
         """
-        self._check_task(task_messages(task))
-        async for item in super().run_stream(
-            task=task,
-            cancellation_token=cancellation_token,
-            output_task_messages=output_task_messages,
-        ):
-            yield item
-
-    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
-        """Reject a task that leaves the next speaker undefined (before any state changes)."""
         names = [p.name for p in self.participants]
         shown = ", ".join(f"`{n}`" for n in names)
         handoffs = _task_handoffs(task)

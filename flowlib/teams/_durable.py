@@ -1,0 +1,190 @@
+"""Checkpointing a team's run into a [`CheckpointStore`][flowlib.checkpoint.CheckpointStore].
+
+The executor tells a [`Checkpointer`] when a run starts, when each turn is recorded and
+when the run stops. Each checkpoint holds only what changed since the previous one: the
+thread's new messages, the executor's small bookkeeping, and a patch of each participant
+whose turn was recorded. A write that was interrupted is settled by asking the store
+before the next one, so a record is either in the store and counted here, or neither.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_core import to_jsonable_python
+
+from ..checkpoint import CheckpointRecord, CheckpointStore, RunStatus, StepKind, diff_state
+from ..graph import GraphExecutor
+from ..graph._executor import RunOutcome
+
+__all__ = ["Checkpointer", "Durability", "StoredRun", "json_state"]
+
+Durability = Literal["sync", "exit"]
+"""``sync``: a checkpoint after every recorded turn, written before the turn's messages
+reach the consumer. ``exit``: only when the run starts (with ``sync``) and stops."""
+
+
+def json_state(state: Mapping[str, Any]) -> Any:
+    """A participant's saved state as plain JSON values (so patches compare exactly)."""
+    return to_jsonable_python(dict(state))
+
+
+@dataclass
+class StoredRun:
+    """What the store holds of the run the team's in-memory state belongs to.
+
+    Attributes:
+        run_id: The run.
+        last_checkpoint: The newest checkpoint written (the team's state is exactly it).
+        states: Each participant's state as stored (patches are made against these).
+        turns: Agent turns run in the run so far.
+        result_from: Thread index where the latest ``run()`` call's messages start.
+    """
+
+    run_id: str
+    last_checkpoint: int
+    states: dict[str, Any] = field(default_factory=dict)
+    turns: int = 0
+    result_from: int = 0
+
+
+class Checkpointer:
+    """The executor's [`RunRecorder`][flowlib.graph.RunRecorder] for one run of a team.
+
+    Args:
+        store: Where the records go.
+        stored: The stored run, updated as records are written.
+        durability: When to write (see [`Durability`]).
+        executor: The team's executor (thread and bookkeeping are read from it).
+        participants: One per plan node, in plan order.
+        counts_turn: Per plan node, whether its turns count (routers' do not).
+    """
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        stored: StoredRun,
+        *,
+        durability: Durability,
+        executor: GraphExecutor,
+        participants: Sequence[Any],
+        counts_turn: Sequence[bool],
+    ) -> None:
+        self._store = store
+        self._stored = stored
+        self._sync = durability == "sync"
+        self._executor = executor
+        self._participants = list(participants)
+        self._names = [p.name for p in self._participants]
+        self._counts_turn = list(counts_turn)
+        self._saved_upto = len(executor.thread)
+        self._latest: dict[str, Any] = {}
+        self._dirty: set[str] = set()
+        self._unsnapped: set[str] = set()
+        self._unsure: tuple[CheckpointRecord, int, dict[str, Any]] | None = None
+
+    def settled_state(self, name: str) -> Any | None:
+        """The participant's state after its last recorded turn, if known."""
+        if name in self._latest:
+            return self._latest[name]
+        return self._stored.states.get(name)
+
+    async def _snapshot(self, node: int) -> None:
+        name = self._names[node]
+        self._latest[name] = json_state(await self._participants[node].save_state())
+        self._unsnapped.discard(name)
+
+    async def started(self) -> None:
+        """Snapshot every participant (a new task may change a router) and write a
+        ``start`` record holding the task messages."""
+        for node, name in enumerate(self._names):
+            self._dirty.add(name)
+            self._unsnapped.add(name)
+            await self._snapshot(node)
+        if self._sync:
+            await self._write("start", status="running")
+
+    async def recorded(self, node: int) -> None:
+        """A turn of ``node`` was recorded: snapshot its participant, checkpoint (sync)."""
+        name = self._names[node]
+        self._dirty.add(name)
+        self._unsnapped.add(name)
+        if self._counts_turn[node]:
+            self._stored.turns += 1
+        await self._snapshot(node)
+        if self._sync:
+            await self._write("turn", node=name, status="running")
+
+    async def stopped(self, outcome: RunOutcome, reason: str | None) -> None:
+        """The run stopped: write a ``stop`` record with the final bookkeeping."""
+        for node, name in enumerate(self._names):
+            if name in self._unsnapped:
+                await self._snapshot(node)
+        status: RunStatus = "complete" if outcome == "complete" else outcome
+        await self._write("stop", stop_reason=reason, status=status)
+
+    async def _write(
+        self,
+        kind: StepKind,
+        *,
+        status: RunStatus,
+        node: str | None = None,
+        stop_reason: str | None = None,
+    ) -> None:
+        if self._unsure is not None:
+            await self._reconcile()
+        executor = self._executor
+        thread = executor.thread
+        upto = len(thread)
+        origins = executor.thread_nodes
+        names = self._names
+        states = {name: self._latest[name] for name in self._dirty if name in self._latest}
+        patches: dict[str, Any] = {}
+        for name, state in states.items():
+            patch = diff_state(self._stored.states.get(name), state)
+            if patch:
+                patches[name] = patch
+        bookkeeping = executor.bookkeeping(settled=True)
+        bookkeeping["result_from"] = self._stored.result_from
+        record = CheckpointRecord(
+            run_id=self._stored.run_id,
+            checkpoint_id=self._stored.last_checkpoint + 1,
+            kind=kind,
+            turn=self._stored.turns,
+            node=node,
+            stop_reason=stop_reason,
+            created_at=time.time(),
+            messages=[message.dump() for message in thread[self._saved_upto : upto]],
+            message_nodes=[
+                names[origin] if origin >= 0 else None
+                for origin in origins[self._saved_upto : upto]
+            ],
+            bookkeeping=bookkeeping,
+            participants=patches,
+        )
+        # If the write is interrupted (cancelled mid-await, or it raises), whether the
+        # store has the record is unknown: the next write asks the store first.
+        self._unsure = (record, upto, states)
+        await self._store.append(record, status=status)
+        self._unsure = None
+        self._advance(record, upto, states)
+
+    async def _reconcile(self) -> None:
+        """Settle an interrupted write: count it if the store has it."""
+        assert self._unsure is not None
+        record, upto, states = self._unsure
+        run = await self._store.get_run(record.run_id)
+        self._unsure = None
+        if run is not None and run.last_checkpoint >= record.checkpoint_id:
+            self._advance(record, upto, states)
+
+    def _advance(self, record: CheckpointRecord, upto: int, states: dict[str, Any]) -> None:
+        self._stored.last_checkpoint = record.checkpoint_id
+        self._saved_upto = upto
+        self._stored.states.update(states)
+        for name, state in states.items():
+            if self._latest.get(name) is state:
+                self._dirty.discard(name)
