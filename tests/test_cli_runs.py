@@ -331,7 +331,6 @@ def test_run_with_a_store_needs_a_factory_taking_the_store(
     assert "accepting `checkpoint_store=`" in capsys.readouterr().err
 
 
-@pytest.mark.xfail(strict=True, reason="teams take checkpoint_store= once branch core lands")
 def test_run_store_then_list_show_resume(
     flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
