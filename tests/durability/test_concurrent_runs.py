@@ -17,7 +17,7 @@ from flowlib.checkpoint import (
     PostgresCheckpointStore,
     SQLiteCheckpointStore,
 )
-from flowlib.errors import NodeExecutionError
+from flowlib.errors import CheckpointError, NodeExecutionError
 from flowlib.testing.strategies import EdgeSpec, GraphSpec, NodeSpec
 
 RUNS = 50
@@ -113,3 +113,39 @@ async def test_fifty_interrupted_runs_on_one_postgres_database(postgres_dsn: str
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_two_processes_resuming_one_run_one_is_refused(tmp_path: Path) -> None:
+    """Two teams (two store objects on one file, as two processes would have) resume the
+    same interrupted run at once: one continues it, the other's first write is refused
+    with CheckpointError, and the run's transcript is still the uninterrupted one."""
+    want, _ = await _reference()
+    db = tmp_path / "runs.db"
+    first, second = SQLiteCheckpointStore(db), SQLiteCheckpointStore(db)
+    try:
+        ledger = Ledger()
+        trigger = Trigger(at_turn=3, fire=_raise)
+        with pytest.raises(NodeExecutionError):
+            await team_of(SPEC, first, ledger, trigger).run(task="go", run_id="r")
+        outcomes = await asyncio.gather(
+            team_of(SPEC, first, ledger).run(run_id="r"),
+            team_of(SPEC, second, ledger).run(run_id="r"),
+            return_exceptions=True,
+        )
+        # The refusal comes as it is, or as the cause of the node turn whose write failed.
+        refused = [
+            o
+            for o in outcomes
+            if isinstance(o, BaseException)
+            and (isinstance(o, CheckpointError) or isinstance(o.__cause__, CheckpointError))
+        ]
+        assert len(refused) == 1, outcomes
+        assert len([o for o in outcomes if isinstance(o, BaseException)]) == 1, outcomes
+        assert "Another writer" in str(refused[0]) + str(refused[0].__cause__)
+        got = await stored(first, "r")
+        assert_same_transcript(SPEC, got, want)
+        run = await first.get_run("r")
+        assert run is not None and run.status == "complete"
+    finally:
+        await first.close()
+        await second.close()
