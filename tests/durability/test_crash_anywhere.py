@@ -181,6 +181,13 @@ def test_crash_anywhere_then_resume(
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="random examples still hit open executor defects, each pinned by a strict "
+    "xfail regression test (test_found_by_crash_anywhere.py, "
+    "test_killed_between_creating_the_run_and_recording_its_task); drop this mark when "
+    "those pass",
+)
 @pytest.mark.parametrize("how", ["exception", "token", "task"])
 @settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
 @given(spec=GRAPHS, point=POINTS, kind=st.sampled_from(["memory", "sqlite"]))
