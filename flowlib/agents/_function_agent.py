@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ..base import CancellationToken, Response
 from ..messages import BaseChatMessage, TextMessage
@@ -40,6 +40,9 @@ class FunctionAgent(BaseChatAgent):
         >>> FunctionAgent(shout).name
         'shout'
     """
+
+    direct_call: ClassVar[bool] = True
+    """The graph executor runs this node's turns through ``call`` (one awaited call)."""
 
     def __init__(
         self, func: NodeFunction, *, name: str | None = None, description: str | None = None

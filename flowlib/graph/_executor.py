@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, cast
 
-from ..agents import FunctionAgent
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
-from ..errors import NodeExecutionError, StateError, TeamRunningError
+from ..errors import NodeExecutionError, TeamRunningError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -43,10 +41,11 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
-from ._activation import ActivationTracker
-from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
+from ._node import DirectCallNode
+from ._plan import ExecutionPlan
 from ._router import Router, Routing
-from ._state import GRAPH_STATE_VERSION, GraphManagerState
+from ._scheduler import Finished, LoadedState, Scheduler
+from ._state import GraphManagerState
 from ._trace import RunTrace
 
 __all__ = ["COMPLETE_REASON", "YIELD_EVERY", "GraphExecutor", "Participant", "RunRecorder"]
@@ -91,14 +90,11 @@ class RunRecorder(Protocol):
 
 
 @dataclass(slots=True)
-class _Output:
-    """What a finished turn hands to the executor."""
+class _Output(Finished):
+    """What a finished turn hands to the executor: what the scheduler records, plus what
+    termination sees (``delta``) and what is streamed once the turn is recorded."""
 
-    published: list[BaseChatMessage]
-    final: BaseChatMessage | None
-    delta: list[Item]
-    selected: set[int] | None = None  # a router's chosen targets
-    stop_reason: str | None = None  # a router asking the run to stop
+    delta: list[Item] = field(default_factory=list)
     # Items streamed only once the turn is recorded (an agent's reply), so a consumer
     # never sees a message that an interruption could still take back.
     tail: tuple[Item, ...] = ()
@@ -154,7 +150,7 @@ class GraphExecutor:
             else _ROUTER
             if isinstance(p, Router)
             else _FUNCTION
-            if isinstance(p, FunctionAgent)
+            if isinstance(p, DirectCallNode) and p.direct_call
             else _AGENT
             for p in self._participants
         ]
@@ -164,26 +160,12 @@ class GraphExecutor:
         self._termination = termination_condition
         self._max_turns = max_turns
         self._factory = message_factory
-        count = len(plan.names)
-        self._tracker = ActivationTracker(plan)
-        self._thread: list[BaseChatMessage] = []
-        self._thread_node: list[int] = []
-        self._cursor = [0] * count
-        self._last_own = [-1] * count  # thread index of each node's latest message
-        self._turn_start = [0] * count  # cursor before the node's current turn
-        self._turn_step = [0] * count  # trace step of the node's current turn
-        self._handed_over = [False] * count  # a team node took its turn's messages
-        self._ready: deque[int] = deque()
-        self._queued = [False] * count
-        self._running = [False] * count
-        self._pending = [False] * count
-        self._fresh = True
-        self._current_turn = 0
         self._is_running = False
         self.trace = RunTrace(
             names=list(plan.names),
             edge_ends=[(plan.names[e.source], plan.names[e.target]) for e in plan.edges],
         )
+        self._sched = Scheduler(plan, message_factory, self.trace)
 
     # --- public state -------------------------------------------------------------------
 
@@ -195,17 +177,17 @@ class GraphExecutor:
     @property
     def thread(self) -> list[BaseChatMessage]:
         """The chat messages published so far (read-only view by convention)."""
-        return self._thread
+        return self._sched.thread
 
     @property
     def thread_nodes(self) -> list[int]:
         """For each thread entry, the plan node that published it (-1: the task)."""
-        return self._thread_node
+        return self._sched.thread_node
 
     @property
     def running(self) -> list[str]:
         """The nodes whose turn is running now."""
-        return [name for node, name in enumerate(self._plan.names) if self._running[node]]
+        return [name for node, name in enumerate(self._plan.names) if self._sched.running[node]]
 
     @property
     def counts_turn(self) -> list[bool]:
@@ -215,90 +197,11 @@ class GraphExecutor:
     @property
     def ready(self) -> list[str]:
         """The nodes that will run next, in order."""
-        return [self._plan.names[node] for node in self._ready]
+        return [self._plan.names[node] for node in self._sched.ready]
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
-        self._tracker.reset()
-        self._thread.clear()
-        self._thread_node.clear()
-        count = len(self._plan.names)
-        self._cursor = [0] * count
-        self._last_own = [-1] * count
-        self._turn_start = [0] * count
-        self._turn_step = [0] * count
-        self._handed_over = [False] * count
-        self._ready.clear()
-        self._queued = [False] * count
-        self._running = [False] * count
-        self._pending = [False] * count
-        self._fresh = True
-        self._current_turn = 0
-
-    # --- scheduling helpers -------------------------------------------------------------
-
-    def _enqueue(self, node: int) -> None:
-        self._queued[node] = True
-        self._ready.append(node)
-
-    def _activate(self, node: int) -> None:
-        if self._queued[node]:
-            return  # activated twice before it started: it runs once
-        if self._running[node]:
-            self._pending[node] = True  # runs again after its current turn
-            return
-        self._enqueue(node)
-
-    def _in_flight(self, node: int) -> bool:
-        return self._queued[node] or self._running[node]
-
-    def _pop_ready(self) -> int:
-        node = self._ready.popleft()
-        self._queued[node] = False
-        self._running[node] = True
-        self._turn_step[node] = len(self.trace.step_nodes)
-        self.trace.step_nodes.append(node)
-        return node
-
-    def _requeue_front(self, nodes: Sequence[int]) -> None:
-        """Put interrupted or failed turns back in front; they will see the same messages."""
-        for node in reversed(nodes):
-            self._running[node] = False
-            if not self._handed_over[node]:
-                self._cursor[node] = self._turn_start[node]
-            if not self._queued[node]:
-                self._queued[node] = True
-                self._ready.appendleft(node)
-
-    def _start_from_entry(self) -> None:
-        self._tracker.reset()
-        self._ready.clear()
-        count = len(self._plan.names)
-        self._queued = [False] * count
-        self._pending = [False] * count
-        for node in self._plan.entry:
-            self._enqueue(node)
-        self._fresh = False
-
-    def _replace_ready(self, nodes: Sequence[int]) -> None:
-        for node in self._ready:
-            self._queued[node] = False
-        self._ready.clear()
-        for node in nodes:
-            if not self._queued[node]:
-                self._enqueue(node)
-
-    def _take_new(self, node: int) -> list[BaseChatMessage]:
-        start, end = self._cursor[node], len(self._thread)
-        self._turn_start[node] = start
-        self._handed_over[node] = False
-        self._cursor[node] = end
-        if start == end:
-            return []
-        if self._last_own[node] < start:  # none of its own messages in range: plain slice
-            return self._thread[start:end]
-        thread, origin = self._thread, self._thread_node
-        return [thread[i] for i in range(start, end) if origin[i] != node]
+        self._sched.reset()
 
     # --- one turn -----------------------------------------------------------------------
 
@@ -329,17 +232,17 @@ class GraphExecutor:
             yield output
             return
         if kind == _FUNCTION:
-            assert isinstance(participant, FunctionAgent)
-            answer = await participant.call(messages)
+            # (No isinstance check here: a runtime protocol check costs ~10 µs per turn.)
+            answer = await cast(DirectCallNode, participant).call(messages)
             if answer is None:
-                yield _Output([], None, [])
+                yield _Output([], None)
                 return
             delta: list[Item] = list(answer.inner_messages or ())
             for inner in delta:
                 yield inner
             chat = answer.chat_message
             delta.append(chat)
-            yield _Output([chat], chat, delta, tail=(chat,))
+            yield _Output([chat], chat, delta=delta, tail=(chat,))
         elif kind == _TEAM:
             assert isinstance(participant, Team)
             result: TaskResult | None = None
@@ -348,7 +251,7 @@ class GraphExecutor:
             )
             # From its first step the team holds these messages in its own thread: a
             # retry after an interruption must resume it, not hand them over again.
-            self._handed_over[node] = True
+            self._sched.handed_over[node] = True
             try:
                 async for team_item in team_stream:
                     if isinstance(team_item, TaskResult):
@@ -359,7 +262,7 @@ class GraphExecutor:
                 await team_stream.aclose()
             produced = list(result.messages) if result is not None else []
             published = [m for m in produced if isinstance(m, BaseChatMessage)]
-            yield _Output(published, published[-1] if published else None, produced)
+            yield _Output(published, published[-1] if published else None, delta=produced)
         else:
             assert isinstance(participant, ChatAgent)
             response: Response | None = None
@@ -388,7 +291,7 @@ class GraphExecutor:
             # team streams the inner team's messages, which are not the outer team's.
             chat = response.chat_message
             delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
-            yield _Output([chat], chat, delta, tail=(chat,))
+            yield _Output([chat], chat, delta=delta, tail=(chat,))
 
     def _routed(self, node: int, routing: Routing) -> _Output:
         """Check a router's decision against its edges; stream what it streams."""
@@ -407,7 +310,7 @@ class GraphExecutor:
         published = list(routing.messages)
         delta: list[Item] = [*routing.events, *published]
         final = published[-1] if published else None
-        return _Output(published, final, delta, selected, routing.stop_reason)
+        return _Output(published, final, selected, routing.stop_reason, delta=delta)
 
     async def _drive(
         self,
@@ -431,79 +334,6 @@ class GraphExecutor:
             queue.put_nowait(_Done(node, None, exc))
             return
         queue.put_nowait(_Done(node, output, None))
-
-    def _record(
-        self,
-        node: int,
-        output: _Output | None,
-        dead_ends: list[tuple[int, BaseChatMessage | None]],
-    ) -> str | None:
-        """Record a finished turn: publish its messages and fire its edges, all or nothing.
-
-        Every edge condition is evaluated before anything changes, so a condition that
-        raises leaves the turn unrecorded (the node runs again) instead of half-recorded.
-        Returns the stop reason a router asked for, if any.
-        """
-        out_edges = self._plan.out_edges[node]
-        final = output.final if output is not None else None
-        passed: list[bool] = []
-        if out_edges:
-            selected = output.selected if output is not None else None
-            text: str | None = None
-            is_absorbed = self._tracker.is_absorbed
-            for edge in out_edges:
-                if is_absorbed(edge):
-                    ok = False
-                elif selected is not None:
-                    ok = edge.target in selected
-                elif edge.test == ALWAYS:
-                    ok = True
-                elif final is None:
-                    ok = False
-                elif edge.test == SUBSTRING:
-                    if text is None:
-                        text = final.to_model_text()
-                    ok = edge.text in text
-                else:
-                    ok = self._check(edge, final)
-                passed.append(ok)
-        # Nothing below raises: the turn is recorded whole, exactly once.
-        self._running[node] = False
-        if output is not None and output.published:
-            for message in output.published:
-                self._thread.append(message)
-                self._thread_node.append(node)
-            self._last_own[node] = len(self._thread) - 1
-        if out_edges:
-            step = self._turn_step[node]
-            progressed = False
-            for edge, ok in zip(out_edges, passed, strict=True):
-                if self._tracker.take_absorbed(edge):
-                    progressed = True
-                    continue
-                if ok:
-                    progressed = True
-                    self.trace.fired.append((step, edge.index))
-                    if self._tracker.fire(edge, self._in_flight):
-                        self._activate(edge.target)
-            if not progressed and (output is None or output.stop_reason is None):
-                dead_ends.append((node, final))
-        if self._pending[node]:  # activated while it ran: it runs again (once)
-            self._pending[node] = False
-            if not self._queued[node]:
-                self._enqueue(node)
-        return output.stop_reason if output is not None else None
-
-    def _check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:
-        assert edge.predicate is not None
-        try:
-            return bool(edge.predicate(message))
-        except Exception as exc:
-            raise NodeExecutionError(
-                self._plan.names[edge.source],
-                exc,
-                during=f"the condition of edge `{self._plan.describe_edge(edge)}`",
-            ) from exc
 
     # --- a run --------------------------------------------------------------------------
 
@@ -538,6 +368,7 @@ class GraphExecutor:
                 "with ExternalTermination or a cancellation token) before starting another."
             )
         self._is_running = True
+        sched = self._sched
         token = cancellation_token or CancellationToken()
         consumer = asyncio.current_task()
         queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -563,18 +394,18 @@ class GraphExecutor:
         stop_reason: str | None = None
         turns = 0
         since_yield = 0
-        self._current_turn = 0
+        sched.current_turn = 0
         failure: BaseException | None = None
         try:
-            if self._fresh or (task and not self._ready):
-                self._start_from_entry()
+            if sched.fresh or (task and not sched.ready):
+                sched.start_from_entry()
             if task and self._task_router is not None:
                 chosen = self._task_router(task)
                 if chosen is not None:
-                    self._replace_ready([self._plan.index[name] for name in chosen])
+                    sched.replace_ready([self._plan.index[name] for name in chosen])
             for message in task:
-                self._thread.append(message)
-                self._thread_node.append(-1)
+                sched.thread.append(message)
+                sched.thread_node.append(-1)
             if recorder is not None:
                 await recorder.started()
             if output_task_messages:
@@ -587,20 +418,20 @@ class GraphExecutor:
                     stop_reason = stop.content
 
             while True:
-                while stop_reason is None and self._ready:
+                while stop_reason is None and sched.ready:
                     if max_turns is not None and turns >= max_turns:
                         break
                     if token.is_cancelled():
                         raise asyncio.CancelledError()
-                    if tasks or len(self._ready) > 1:
-                        node = self._pop_ready()
+                    if tasks or len(sched.ready) > 1:
+                        node = sched.pop_ready()
                         if self._kind[node] != _ROUTER:
                             turns += 1
                             if self._event_source is not None:
                                 event = self._speaker_event(node)
                                 kept.append(event)
                                 yield event
-                        messages = self._take_new(node)
+                        messages = sched.take_new(node)
                         tasks[node] = asyncio.ensure_future(
                             self._drive(node, messages, token, queue)
                         )
@@ -613,14 +444,14 @@ class GraphExecutor:
                         await asyncio.sleep(0)
                         continue
                     since_yield += 1
-                    node = self._pop_ready()
+                    node = sched.pop_ready()
                     if self._kind[node] != _ROUTER:
                         turns += 1
                         if self._event_source is not None:
                             event = self._speaker_event(node)
                             kept.append(event)
                             yield event
-                    messages = self._take_new(node)
+                    messages = sched.take_new(node)
                     inline, inline_active = node, True
                     output: _Output | None = None
                     try:
@@ -644,7 +475,7 @@ class GraphExecutor:
                     # The turn finished: record it before anything else can happen, so
                     # neither a late cancellation nor a consumer that stops reading can
                     # take it back or make it run again.
-                    self._current_turn = turns
+                    sched.current_turn = turns
                     self._record_or_raise(node, output, dead_ends)
                     inline = -1
                     stop_reason = await self._after_record(node, output, stop_reason, recorder)
@@ -662,13 +493,13 @@ class GraphExecutor:
                 if type(entry) is _Done:
                     if entry.error is not None:
                         del tasks[entry.node]
-                        self._requeue_front([entry.node])
+                        sched.requeue_front([entry.node])
                         if isinstance(entry.error, asyncio.CancelledError):
                             raise asyncio.CancelledError()
                         raise NodeExecutionError(
                             self._plan.names[entry.node], entry.error
                         ) from entry.error
-                    self._current_turn = turns
+                    sched.current_turn = turns
                     self._record_or_raise(entry.node, entry.output, dead_ends)
                     del tasks[entry.node]
                     stop_reason = await self._after_record(
@@ -687,7 +518,7 @@ class GraphExecutor:
 
             natural = False
             if stop_reason is None:
-                if self._ready:
+                if sched.ready:
                     stop_reason = f"Maximum number of turns {max_turns} reached."
                 else:
                     natural = True
@@ -695,7 +526,7 @@ class GraphExecutor:
             if natural:
                 # Only a natural completion starts the next run from the entry; a run
                 # stopped by termination as its last node finished has nothing left to do.
-                self._fresh = True
+                sched.fresh = True
             self.trace.stop_reason = stop_reason
             if self._termination is not None:
                 await self._termination.reset()
@@ -724,7 +555,7 @@ class GraphExecutor:
         dead_ends: list[tuple[int, BaseChatMessage | None]],
     ) -> None:
         try:
-            self._record(node, output, dead_ends)
+            self._sched.record(node, output, dead_ends)
         except NodeExecutionError:
             raise
         except Exception as exc:  # pragma: no cover - _record raises only condition errors
@@ -780,7 +611,7 @@ class GraphExecutor:
                 continue
             # A turn that finished before the stop is recorded, never thrown away.
             try:
-                self._record(entry.node, entry.output, dead_ends)
+                self._sched.record(entry.node, entry.output, dead_ends)
             except Exception:
                 interrupted.append(entry.node)
                 continue
@@ -790,7 +621,7 @@ class GraphExecutor:
         interrupted.extend(tasks)  # cancelled before they ever started
         tasks.clear()
         if interrupted:
-            self._requeue_front(interrupted)
+            self._sched.requeue_front(interrupted)
         if recorder is None:
             return
         try:
@@ -831,7 +662,7 @@ class GraphExecutor:
                 f"`{self._plan.describe_edge(edge)}`" for edge in self._plan.out_edges[node]
             )
             notes.append(f"node `{names[node]}` matched none of its outgoing edges ({edges})")
-        for group_id, missing in self._tracker.waiting():
+        for group_id, missing in self._sched.tracker.waiting():
             group = self._plan.groups[group_id]
             edges = ", ".join(f"`{self._plan.describe_edge(self._plan.edges[e])}`" for e in missing)
             notes.append(
@@ -842,41 +673,12 @@ class GraphExecutor:
 
     # --- persistence --------------------------------------------------------------------
 
-    def _edge_key(self, edge_index: int) -> tuple[str, str, str]:
-        edge = self._plan.edges[edge_index]
-        names = self._plan.names
-        return (names[edge.source], names[edge.target], self._plan.groups[edge.group].name)
+    # --- persistence --------------------------------------------------------------------
 
     def bookkeeping(self, *, settled: bool = False) -> dict[str, Any]:
-        """The run state except the thread, at the last consistent point.
-
-        Nodes whose turn is running are in front of the ready set, with their cursor back
-        where the turn started: loaded, the state runs exactly those turns again.
-
-        Args:
-            settled: Rewind every running node's cursor, also a nested team's that has
-                already taken its turn's messages (for a checkpoint, where that team's
-                stored state predates the turn).
-        """
-        names = self._plan.names
-        cursors = list(self._cursor)
-        running = sorted(
-            (n for n in range(len(names)) if self._running[n]), key=self._turn_step.__getitem__
-        )
-        for node in running:
-            if settled or not self._handed_over[node]:
-                cursors[node] = self._turn_start[node]
-        ready = running + [n for n in self._ready if not self._running[n]]
-        fired, absorbed = self._tracker.dump()
-        return {
-            "cursors": {names[i]: cursor for i, cursor in enumerate(cursors)},
-            "ready": [names[n] for n in ready],
-            "pending": [names[n] for n in range(len(names)) if self._pending[n]],
-            "fired": [self._edge_key(e) for e in fired],
-            "absorbed": [self._edge_key(e) for e in absorbed],
-            "current_turn": self._current_turn,
-            "fresh": self._fresh and not running,
-        }
+        """The run state except the thread, at the last consistent point (see
+        [`Scheduler.bookkeeping`][flowlib.graph._scheduler.Scheduler.bookkeeping])."""
+        return self._sched.bookkeeping(settled=settled)
 
     def save_state(self) -> GraphManagerState:
         """Everything needed to resume: thread, cursors, ready set, joins, turn count.
@@ -884,12 +686,7 @@ class GraphExecutor:
         During a run this is the last consistent point: finished turns are in, running
         ones are marked to run again.
         """
-        names = self._plan.names
-        return GraphManagerState(
-            message_thread=[dict(message.dump()) for message in self._thread],
-            thread_nodes=[names[n] if n >= 0 else None for n in self._thread_node],
-            **self.bookkeeping(),
-        )
+        return self._sched.save_state()
 
     def load_state(self, state: GraphManagerState) -> None:
         """Restore [`save_state`][flowlib.graph.GraphExecutor.save_state] output into this (stopped)
@@ -899,119 +696,19 @@ class GraphExecutor:
             StateError: If the state's version, node names, edges or cursors do not fit this
                 graph.
         """
-        self.apply_state(self.check_state(state))
+        self._sched.apply_state(self._sched.check_state(state))
 
-    def check_state(self, state: GraphManagerState) -> _LoadedState:
+    def check_state(self, state: GraphManagerState) -> LoadedState:
         """Validate ``state`` against this graph without changing anything.
 
         Raises:
             StateError: If the state's version, node names, edges or cursors do not fit.
         """
-        if state.version != GRAPH_STATE_VERSION:
-            raise StateError(
-                f"Saved graph state has version {state.version}; this flowlib reads version "
-                f"{GRAPH_STATE_VERSION}. Save it again with this version of flowlib."
-            )
-        index = self._plan.index
+        return self._sched.check_state(state)
 
-        def node_of(name: str | None, what: str) -> int:
-            if name is None:
-                return -1
-            found = index.get(name)
-            if found is None:
-                raise StateError(
-                    f"Saved state names node `{name}` ({what}), which this team's graph does "
-                    "not have; load the state into a team built with the same participants "
-                    "and graph."
-                )
-            return found
-
-        edge_index = {self._edge_key(e): e for e in range(len(self._plan.edges))}
-
-        def edge_of(key: tuple[str, str, str]) -> int:
-            found = edge_index.get(tuple(key))  # type: ignore[arg-type]
-            if found is None:
-                raise StateError(
-                    f"Saved state names edge `{key[0]} -> {key[1]}` in activation group "
-                    f"`{key[2]}`, which this team's graph does not have; load the state into "
-                    "a team built with the same graph."
-                )
-            return found
-
-        if len(state.message_thread) != len(state.thread_nodes):
-            raise StateError(
-                "Saved state is inconsistent: message_thread and thread_nodes differ in length."
-            )
-        try:
-            thread = [self._factory.create(data) for data in state.message_thread]
-        except Exception as exc:
-            raise StateError(
-                f"Saved state holds a message this team cannot rebuild ({exc}); pass its class "
-                "in `custom_message_types`."
-            ) from exc
-        origins = [node_of(name, "thread") for name in state.thread_nodes]
-        cursors = [0] * len(self._plan.names)
-        for name, cursor in state.cursors.items():
-            if type(cursor) is not int or not 0 <= cursor <= len(thread):
-                raise StateError(
-                    f"Saved state gives node `{name}` cursor {cursor!r}, outside the thread "
-                    f"(0..{len(thread)}); the state is corrupt."
-                )
-            cursors[node_of(name, "cursors")] = cursor
-        if state.current_turn < 0:
-            raise StateError(f"Saved state has current_turn {state.current_turn}; it must be >= 0.")
-        ready: list[int] = []
-        for name in state.ready:
-            node = node_of(name, "ready")
-            if node not in ready:
-                ready.append(node)
-        pending = [node_of(name, "pending") for name in state.pending]
-        fired = [edge_of(key) for key in state.fired]
-        absorbed = [edge_of(key) for key in state.absorbed]
-        return _LoadedState(
-            thread,
-            origins,
-            cursors,
-            ready,
-            pending,
-            fired,
-            absorbed,
-            state.current_turn,
-            state.fresh,
-        )
-
-    def apply_state(self, loaded: _LoadedState) -> None:
+    def apply_state(self, loaded: LoadedState) -> None:
         """Install a state checked by [`check_state`][flowlib.graph.GraphExecutor.check_state]."""
-        self.reset()
-        self._thread.extend(loaded.thread)
-        self._thread_node.extend(loaded.origins)
-        for position, origin in enumerate(loaded.origins):
-            if origin >= 0:
-                self._last_own[origin] = position
-        self._cursor = list(loaded.cursors)
-        for node in loaded.ready:
-            if not self._queued[node]:
-                self._enqueue(node)
-        for node in loaded.pending:
-            self._pending[node] = True
-        self._tracker.load(loaded.fired, loaded.absorbed)
-        self._current_turn = loaded.current_turn
-        self._fresh = loaded.fresh
-
-
-@dataclass(slots=True)
-class _LoadedState:
-    """A saved state checked against the graph, ready to install."""
-
-    thread: list[Any]
-    origins: list[int]
-    cursors: list[int]
-    ready: list[int]
-    pending: list[int]
-    fired: list[int]
-    absorbed: list[int]
-    current_turn: int
-    fresh: bool
+        self._sched.apply_state(loaded)
 
 
 def _forget_cancel_request(task: asyncio.Task[Any] | None) -> None:

@@ -42,6 +42,8 @@ class StoredRun:
         states: Each participant's state as stored (patches are made against these).
         turns: Agent turns run in the run so far.
         result_from: Thread index where the latest ``run()`` call's messages start.
+        saved_upto: How many thread entries the store holds (the next record starts
+            there, even after a write failed).
     """
 
     run_id: str
@@ -49,6 +51,7 @@ class StoredRun:
     states: dict[str, Any] = field(default_factory=dict)
     turns: int = 0
     result_from: int = 0
+    saved_upto: int = 0
 
 
 class Checkpointer:
@@ -80,11 +83,11 @@ class Checkpointer:
         self._participants = list(participants)
         self._names = [p.name for p in self._participants]
         self._counts_turn = list(counts_turn)
-        self._saved_upto = len(executor.thread)
         self._latest: dict[str, Any] = {}
         self._dirty: set[str] = set()
         self._unsnapped: set[str] = set()
-        self._unsure: tuple[CheckpointRecord, int, dict[str, Any]] | None = None
+        self._unsure: tuple[CheckpointRecord, int, dict[str, Any], int] | None = None
+        self._fired_upto = 0  # entries of the run's trace.fired already written
 
     def settled_state(self, name: str) -> Any | None:
         """The participant's state after its last recorded turn, if known."""
@@ -149,6 +152,11 @@ class Checkpointer:
                 patches[name] = patch
         bookkeeping = executor.bookkeeping(settled=True)
         bookkeeping["result_from"] = self._stored.result_from
+        # The edges the record's turns fired, so a stored run's path can be drawn exactly.
+        trace = executor.trace
+        fired = trace.fired[self._fired_upto :]
+        bookkeeping["edges_fired"] = [list(trace.edge_ends[edge]) for _, edge in fired]
+        fired_upto = len(trace.fired)
         record = CheckpointRecord(
             run_id=self._stored.run_id,
             checkpoint_id=self._stored.last_checkpoint + 1,
@@ -157,33 +165,36 @@ class Checkpointer:
             node=node,
             stop_reason=stop_reason,
             created_at=time.time(),
-            messages=[message.dump() for message in thread[self._saved_upto : upto]],
+            messages=[message.dump() for message in thread[self._stored.saved_upto : upto]],
             message_nodes=[
                 names[origin] if origin >= 0 else None
-                for origin in origins[self._saved_upto : upto]
+                for origin in origins[self._stored.saved_upto : upto]
             ],
             bookkeeping=bookkeeping,
             participants=patches,
         )
         # If the write is interrupted (cancelled mid-await, or it raises), whether the
         # store has the record is unknown: the next write asks the store first.
-        self._unsure = (record, upto, states)
+        self._unsure = (record, upto, states, fired_upto)
         await self._store.append(record, status=status)
         self._unsure = None
-        self._advance(record, upto, states)
+        self._advance(record, upto, states, fired_upto)
 
     async def _reconcile(self) -> None:
         """Settle an interrupted write: count it if the store has it."""
         assert self._unsure is not None
-        record, upto, states = self._unsure
+        record, upto, states, fired_upto = self._unsure
         run = await self._store.get_run(record.run_id)
         self._unsure = None
         if run is not None and run.last_checkpoint >= record.checkpoint_id:
-            self._advance(record, upto, states)
+            self._advance(record, upto, states, fired_upto)
 
-    def _advance(self, record: CheckpointRecord, upto: int, states: dict[str, Any]) -> None:
+    def _advance(
+        self, record: CheckpointRecord, upto: int, states: dict[str, Any], fired_upto: int
+    ) -> None:
+        self._fired_upto = fired_upto
         self._stored.last_checkpoint = record.checkpoint_id
-        self._saved_upto = upto
+        self._stored.saved_upto = upto
         self._stored.states.update(states)
         for name, state in states.items():
             if self._latest.get(name) is state:

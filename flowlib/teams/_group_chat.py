@@ -491,11 +491,17 @@ class BaseGroupChat(Team, ABC):
             await store.append(
                 base_record(folded, run_id=run_id, checkpoint_id=1), status="stopped"
             )
-            stored = StoredRun(run_id, 1, dict(folded.participants), folded.turn)
+            stored = StoredRun(
+                run_id,
+                1,
+                dict(folded.participants),
+                folded.turn,
+                saved_upto=len(folded.messages),
+            )
             self._stored = stored
             return self._new_checkpointer(stored)
         run = await store.get_run(run_id)
-        if run is not None:
+        if run is not None and run.last_checkpoint > 0:
             self._check_stored_graph(run)
             current = self._stored
             if (
@@ -511,6 +517,7 @@ class BaseGroupChat(Team, ABC):
                     dict(folded.participants),
                     folded.turn,
                     int(folded.bookkeeping.get("result_from", 0)),
+                    len(folded.messages),
                 )
                 self._stored = current
             if run.status == "complete" and not task:
@@ -521,9 +528,13 @@ class BaseGroupChat(Team, ABC):
                 )
             return self._new_checkpointer(current)
         # A new run starts from whatever state the team is in: a base record holds it.
+        # (A run stored without any record died before its first write: it starts so.)
+        if run is not None:
+            self._check_stored_graph(run)
         states = {p.name: json_state(await p.save_state()) for p in self._participants}
         names = self._plan.names
-        await store.create_run(self._run_record(run_id, None))
+        if run is None:
+            await store.create_run(self._run_record(run_id, None))
         await store.append(
             CheckpointRecord(
                 run_id=run_id,
@@ -538,7 +549,7 @@ class BaseGroupChat(Team, ABC):
             ),
             status="running",
         )
-        stored = StoredRun(run_id, 1, states, 0)
+        stored = StoredRun(run_id, 1, states, 0, saved_upto=len(self._executor.thread))
         self._stored = stored
         return self._new_checkpointer(stored)
 

@@ -21,6 +21,7 @@ from flowlib.checkpoint import (
     InMemoryCheckpointStore,
     PostgresCheckpointStore,
     SQLiteCheckpointStore,
+    fold,
 )
 from flowlib.conditions import HandoffTermination, MaxMessageTermination
 from flowlib.errors import (
@@ -84,6 +85,14 @@ async def test_a_checkpoint_after_every_turn_and_at_the_stop(store: CheckpointSt
         ("stop", None),
     ]
     assert [h.message_count for h in history] == [0, 1, 1, 1, 1, 0]
+    records = await store.records("r1")
+    assert [r.bookkeeping["edges_fired"] for r in records[1:]] == [
+        [],
+        [["A", "B"]],
+        [["B", "C"]],
+        [],
+        [],
+    ]
     run = await store.get_run("r1")
     assert run is not None and run.status == "complete" and run.turns == 3
 
@@ -385,3 +394,55 @@ async def test_a_write_cancelled_after_its_commit_is_counted_once() -> None:
     again = await chain([a, b, c], store).run(run_id="r")
     assert texts(again.messages) == texts(result.messages)  # stored result, nothing re-run
     assert a.seen == b.seen == c.seen == []
+
+
+class FailingWrites(InMemoryCheckpointStore):
+    """Refuses ``failures`` appends from the ``first``-th on (a store that was briefly down)."""
+
+    def __init__(self, first: int, failures: int) -> None:
+        super().__init__()
+        self.first, self.failures, self.appends = first, failures, 0
+
+    async def append(self, record: Any, *, status: Any) -> None:
+        self.appends += 1
+        if self.first <= self.appends < self.first + self.failures:
+            raise ConnectionError("store down")
+        await super().append(record, status=status)
+
+
+async def test_messages_of_failed_writes_go_into_the_next_record() -> None:
+    store = FailingWrites(first=4, failures=2)  # B's turn record and the stop record fail
+    flow = chain(fakes("A", "B", "C"), store, max_turns=2)
+    with pytest.raises(ConnectionError):
+        await flow.run(task="go", run_id="r")
+    await flow.run(run_id="r")  # the same team goes on; its next record catches up
+    state = await flow.save_state()
+    thread = state["agent_states"]["GraphFlowManager"]["message_thread"]
+    folded = fold(await store.records("r"))
+    assert [m["content"] for m in folded.messages] == [m["content"] for m in thread]
+    assert [m["content"] for m in thread] == ["go", "A1", "B1", "C1"]
+
+
+async def test_fifty_concurrent_runs_on_one_sqlite_store_all_resume(tmp_path: Path) -> None:
+    store = SQLiteCheckpointStore(str(tmp_path / "many.db"))
+    try:
+        first = [
+            chain([Fake("A"), Fake("B"), Fake("C", fail=RuntimeError("down"))], store)
+            for _ in range(50)
+        ]
+        outcomes = await asyncio.gather(
+            *(team.run(task=f"job {i}", run_id=f"job-{i}") for i, team in enumerate(first)),
+            return_exceptions=True,
+        )
+        assert all(isinstance(o, NodeExecutionError) for o in outcomes)
+        fresh = [chain(fakes("A", "B", "C"), store) for _ in range(50)]
+        results = await asyncio.gather(
+            *(team.run(run_id=f"job-{i}") for i, team in enumerate(fresh))
+        )
+        assert [texts(r.messages) for r in results] == [["C:C1"]] * 50
+        for i, team in enumerate(fresh):
+            a, _, c = team.participants
+            assert isinstance(c, Fake) and c.seen == [[f"user:job {i}", "A:A1", "B:B1"]]
+            assert isinstance(a, Fake) and a.seen == []
+    finally:
+        await store.close()

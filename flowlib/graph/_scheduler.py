@@ -1,0 +1,393 @@
+"""The scheduler: a run's state and the rules that change it, with no I/O.
+
+It holds the shared thread and each node's cursor, the ready queue, which nodes are
+running or activated again while running, and the activation tracker of joins; it
+records a finished turn (the one edge-firing rule: conditions first, then the thread
+and the edges, all or nothing) and saves or restores all of it. The executor's run loop
+drives it: pops ready nodes, runs their turns, hands finished turns back.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import NodeExecutionError, StateError
+from ..messages import BaseChatMessage, MessageFactory
+from ._activation import ActivationTracker
+from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
+from ._state import GRAPH_STATE_VERSION, GraphManagerState
+from ._trace import RunTrace
+
+__all__ = ["Finished", "Scheduler"]
+
+
+@dataclass(slots=True)
+class Finished:
+    """What a finished turn hands to the scheduler to record.
+
+    Attributes:
+        published: The chat messages the turn publishes to the thread.
+        final: The message edge conditions are evaluated on.
+        selected: A router's chosen targets (its edges fire by selection), else None.
+        stop_reason: A router asking the run to stop, else None.
+    """
+
+    published: list[BaseChatMessage]
+    final: BaseChatMessage | None
+    selected: set[int] | None = None
+    stop_reason: str | None = None
+
+
+class Scheduler:
+    """A run's state over an [`ExecutionPlan`][flowlib.graph.ExecutionPlan].
+
+    Args:
+        plan: The compiled graph.
+        message_factory: Rebuilds messages when a state is loaded.
+        trace: Where started steps and fired edges are written.
+    """
+
+    def __init__(
+        self, plan: ExecutionPlan, message_factory: MessageFactory, trace: RunTrace
+    ) -> None:
+        self.plan = plan
+        self.factory = message_factory
+        self.trace = trace
+        self.tracker = ActivationTracker(plan)
+        self.thread: list[BaseChatMessage] = []
+        self.thread_node: list[int] = []  # publisher of each thread entry (-1: the task)
+        self.ready: deque[int] = deque()
+        self.fresh = True
+        self.current_turn = 0
+        self._clear_nodes()
+
+    def _clear_nodes(self) -> None:
+        count = len(self.plan.names)
+        self.cursor = [0] * count
+        self.last_own = [-1] * count  # thread index of each node's latest message
+        self.turn_start = [0] * count  # cursor before the node's current turn
+        self.turn_step = [0] * count  # trace step of the node's current turn
+        self.handed_over = [False] * count  # a team node took its turn's messages
+        self.queued = [False] * count
+        self.running = [False] * count
+        self.pending = [False] * count
+
+    def reset(self) -> None:
+        """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
+        self.tracker.reset()
+        self.thread.clear()
+        self.thread_node.clear()
+        self.ready.clear()
+        self._clear_nodes()
+        self.fresh = True
+        self.current_turn = 0
+
+    def enqueue(self, node: int) -> None:
+        """Append ``node`` to the ready queue."""
+        self.queued[node] = True
+        self.ready.append(node)
+
+    def activate(self, node: int) -> None:
+        """An activation of ``node`` was satisfied: queue it (once), or mark it to run
+        again after its running turn."""
+        if self.queued[node]:
+            return  # activated twice before it started: it runs once
+        if self.running[node]:
+            self.pending[node] = True  # runs again after its current turn
+            return
+        self.enqueue(node)
+
+    def in_flight(self, node: int) -> bool:
+        """Whether ``node`` is ready or running."""
+        return self.queued[node] or self.running[node]
+
+    def pop_ready(self) -> int:
+        """Take the next ready node, mark it running and log its step in the trace."""
+        node = self.ready.popleft()
+        self.queued[node] = False
+        self.running[node] = True
+        self.turn_step[node] = len(self.trace.step_nodes)
+        self.trace.step_nodes.append(node)
+        return node
+
+    def requeue_front(self, nodes: Sequence[int]) -> None:
+        """Put interrupted or failed turns back in front; they will see the same messages."""
+        for node in reversed(nodes):
+            self.running[node] = False
+            if not self.handed_over[node]:
+                self.cursor[node] = self.turn_start[node]
+            if not self.queued[node]:
+                self.queued[node] = True
+                self.ready.appendleft(node)
+
+    def start_from_entry(self) -> None:
+        """A fresh pass: forget joins and the ready set, queue the entry nodes."""
+        self.tracker.reset()
+        self.ready.clear()
+        count = len(self.plan.names)
+        self.queued = [False] * count
+        self.pending = [False] * count
+        for node in self.plan.entry:
+            self.enqueue(node)
+        self.fresh = False
+
+    def replace_ready(self, nodes: Sequence[int]) -> None:
+        """Make ``nodes`` the ready set (a team routing a new task)."""
+        for node in self.ready:
+            self.queued[node] = False
+        self.ready.clear()
+        for node in nodes:
+            if not self.queued[node]:
+                self.enqueue(node)
+
+    def take_new(self, node: int) -> list[BaseChatMessage]:
+        """Start ``node``'s turn: the thread entries new to it, except its own."""
+        start, end = self.cursor[node], len(self.thread)
+        self.turn_start[node] = start
+        self.handed_over[node] = False
+        self.cursor[node] = end
+        if start == end:
+            return []
+        if self.last_own[node] < start:  # none of its own messages in range: plain slice
+            return self.thread[start:end]
+        thread, origin = self.thread, self.thread_node
+        return [thread[i] for i in range(start, end) if origin[i] != node]
+
+    def record(
+        self,
+        node: int,
+        output: Finished | None,
+        dead_ends: list[tuple[int, BaseChatMessage | None]],
+    ) -> str | None:
+        """Record a finished turn: publish its messages and fire its edges, all or nothing.
+
+        Every edge condition is evaluated before anything changes, so a condition that
+        raises leaves the turn unrecorded (the node runs again) instead of half-recorded.
+        Returns the stop reason a router asked for, if any.
+        """
+        out_edges = self.plan.out_edges[node]
+        final = output.final if output is not None else None
+        passed: list[bool] = []
+        if out_edges:
+            selected = output.selected if output is not None else None
+            text: str | None = None
+            is_absorbed = self.tracker.is_absorbed
+            for edge in out_edges:
+                if is_absorbed(edge):
+                    ok = False
+                elif selected is not None:
+                    ok = edge.target in selected
+                elif edge.test == ALWAYS:
+                    ok = True
+                elif final is None:
+                    ok = False
+                elif edge.test == SUBSTRING:
+                    if text is None:
+                        text = final.to_model_text()
+                    ok = edge.text in text
+                else:
+                    ok = self.check(edge, final)
+                passed.append(ok)
+        # Nothing below raises: the turn is recorded whole, exactly once.
+        self.running[node] = False
+        if output is not None and output.published:
+            for message in output.published:
+                self.thread.append(message)
+                self.thread_node.append(node)
+            self.last_own[node] = len(self.thread) - 1
+        if out_edges:
+            step = self.turn_step[node]
+            progressed = False
+            for edge, ok in zip(out_edges, passed, strict=True):
+                if self.tracker.take_absorbed(edge):
+                    progressed = True
+                    continue
+                if ok:
+                    progressed = True
+                    self.trace.fired.append((step, edge.index))
+                    if self.tracker.fire(edge, self.in_flight):
+                        self.activate(edge.target)
+            if not progressed and (output is None or output.stop_reason is None):
+                dead_ends.append((node, final))
+        if self.pending[node]:  # activated while it ran: it runs again (once)
+            self.pending[node] = False
+            if not self.queued[node]:
+                self.enqueue(node)
+        return output.stop_reason if output is not None else None
+
+    def check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:
+        assert edge.predicate is not None
+        try:
+            return bool(edge.predicate(message))
+        except Exception as exc:
+            raise NodeExecutionError(
+                self.plan.names[edge.source],
+                exc,
+                during=f"the condition of edge `{self.plan.describe_edge(edge)}`",
+            ) from exc
+
+    # --- persistence ------------------------------------------------------------
+
+    def edge_key(self, edge_index: int) -> tuple[str, str, str]:
+        edge = self.plan.edges[edge_index]
+        names = self.plan.names
+        return (names[edge.source], names[edge.target], self.plan.groups[edge.group].name)
+
+    def bookkeeping(self, *, settled: bool = False) -> dict[str, Any]:
+        """The run state except the thread, at the last consistent point.
+
+        Nodes whose turn is running are in front of the ready set, with their cursor back
+        where the turn started: loaded, the state runs exactly those turns again.
+
+        Args:
+            settled: Rewind every running node's cursor, also a nested team's that has
+                already taken its turn's messages (for a checkpoint, where that team's
+                stored state predates the turn).
+        """
+        names = self.plan.names
+        cursors = list(self.cursor)
+        running = sorted(
+            (n for n in range(len(names)) if self.running[n]), key=self.turn_step.__getitem__
+        )
+        for node in running:
+            if settled or not self.handed_over[node]:
+                cursors[node] = self.turn_start[node]
+        ready = running + [n for n in self.ready if not self.running[n]]
+        fired, absorbed = self.tracker.dump()
+        return {
+            "cursors": {names[i]: cursor for i, cursor in enumerate(cursors)},
+            "ready": [names[n] for n in ready],
+            "pending": [names[n] for n in range(len(names)) if self.pending[n]],
+            "fired": [self.edge_key(e) for e in fired],
+            "absorbed": [self.edge_key(e) for e in absorbed],
+            "current_turn": self.current_turn,
+            "fresh": self.fresh and not running,
+        }
+
+    def save_state(self) -> GraphManagerState:
+        """Everything needed to resume: thread, cursors, ready set, joins, turn count.
+
+        During a run this is the last consistent point: finished turns are in, running
+        ones are marked to run again.
+        """
+        names = self.plan.names
+        return GraphManagerState(
+            message_thread=[dict(message.dump()) for message in self.thread],
+            thread_nodes=[names[n] if n >= 0 else None for n in self.thread_node],
+            **self.bookkeeping(),
+        )
+
+    def check_state(self, state: GraphManagerState) -> LoadedState:
+        """Validate ``state`` against this graph without changing anything.
+
+        Raises:
+            StateError: If the state's version, node names, edges or cursors do not fit.
+        """
+        if state.version != GRAPH_STATE_VERSION:
+            raise StateError(
+                f"Saved graph state has version {state.version}; this flowlib reads version "
+                f"{GRAPH_STATE_VERSION}. Save it again with this version of flowlib."
+            )
+        index = self.plan.index
+
+        def node_of(name: str | None, what: str) -> int:
+            if name is None:
+                return -1
+            found = index.get(name)
+            if found is None:
+                raise StateError(
+                    f"Saved state names node `{name}` ({what}), which this team's graph does "
+                    "not have; load the state into a team built with the same participants "
+                    "and graph."
+                )
+            return found
+
+        edge_index = {self.edge_key(e): e for e in range(len(self.plan.edges))}
+
+        def edge_of(key: tuple[str, str, str]) -> int:
+            found = edge_index.get(tuple(key))  # type: ignore[arg-type]
+            if found is None:
+                raise StateError(
+                    f"Saved state names edge `{key[0]} -> {key[1]}` in activation group "
+                    f"`{key[2]}`, which this team's graph does not have; load the state into "
+                    "a team built with the same graph."
+                )
+            return found
+
+        if len(state.message_thread) != len(state.thread_nodes):
+            raise StateError(
+                "Saved state is inconsistent: message_thread and thread_nodes differ in length."
+            )
+        try:
+            thread = [self.factory.create(data) for data in state.message_thread]
+        except Exception as exc:
+            raise StateError(
+                f"Saved state holds a message this team cannot rebuild ({exc}); pass its class "
+                "in `custom_message_types`."
+            ) from exc
+        origins = [node_of(name, "thread") for name in state.thread_nodes]
+        cursors = [0] * len(self.plan.names)
+        for name, cursor in state.cursors.items():
+            if type(cursor) is not int or not 0 <= cursor <= len(thread):
+                raise StateError(
+                    f"Saved state gives node `{name}` cursor {cursor!r}, outside the thread "
+                    f"(0..{len(thread)}); the state is corrupt."
+                )
+            cursors[node_of(name, "cursors")] = cursor
+        if state.current_turn < 0:
+            raise StateError(f"Saved state has current_turn {state.current_turn}; it must be >= 0.")
+        ready: list[int] = []
+        for name in state.ready:
+            node = node_of(name, "ready")
+            if node not in ready:
+                ready.append(node)
+        pending = [node_of(name, "pending") for name in state.pending]
+        fired = [edge_of(key) for key in state.fired]
+        absorbed = [edge_of(key) for key in state.absorbed]
+        return LoadedState(
+            thread,
+            origins,
+            cursors,
+            ready,
+            pending,
+            fired,
+            absorbed,
+            state.current_turn,
+            state.fresh,
+        )
+
+    def apply_state(self, loaded: LoadedState) -> None:
+        """Install a state checked by ``check_state``."""
+        self.reset()
+        self.thread.extend(loaded.thread)
+        self.thread_node.extend(loaded.origins)
+        for position, origin in enumerate(loaded.origins):
+            if origin >= 0:
+                self.last_own[origin] = position
+        self.cursor = list(loaded.cursors)
+        for node in loaded.ready:
+            if not self.queued[node]:
+                self.enqueue(node)
+        for node in loaded.pending:
+            self.pending[node] = True
+        self.tracker.load(loaded.fired, loaded.absorbed)
+        self.current_turn = loaded.current_turn
+        self.fresh = loaded.fresh
+
+
+@dataclass(slots=True)
+class LoadedState:
+    """A saved state checked against the graph, ready to install."""
+
+    thread: list[Any]
+    origins: list[int]
+    cursors: list[int]
+    ready: list[int]
+    pending: list[int]
+    fired: list[int]
+    absorbed: list[int]
+    current_turn: int
+    fresh: bool
