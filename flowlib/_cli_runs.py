@@ -299,32 +299,66 @@ def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
 
 async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     from . import render
+    from .checkpoint import fold
 
     obj = load_object(args.target)
-    result = await _stored_result(store, args.run_id, obj)
-    render.render(obj, Path(args.output), format=args.format, trace=result)
+    graph = obj.graph if hasattr(obj, "graph") else obj
+    run = await _known(store, args.run_id)
+    records = list(await store.records(args.run_id))
+    trace = _stored_trace(graph, records, run.stop_reason)
+    if trace is None:  # no per-turn records (durability="exit", a fork, pruned): rebuild
+        folded = fold(records, run_id=args.run_id)
+        trace = _messages_result(folded.messages, obj, args.run_id, run.stop_reason)
+    render.render(obj, Path(args.output), format=args.format, trace=trace)
     print(f"wrote {args.output} (the path of run {args.run_id})", file=out)
     return 0
 
 
-async def _stored_result(store: Any, run_id: str, team: Any) -> Any:
-    """The stored run's messages as a ``TaskResult`` (what the renderer overlays)."""
+def _stored_trace(graph: Any, records: list[Any], stop_reason: str | None) -> Any:
+    """The run's exact path from its ``turn`` records (one per turn, with the edges the
+    turn fired), or None when the records do not hold every turn."""
+    from .graph import RunTrace
+
+    if any(r.kind == "base" and r.messages for r in records):
+        return None  # turns folded into a snapshot: their order is gone
+    if not any(r.kind == "turn" for r in records):
+        return None
+    names = list(graph.nodes)
+    index = {name: i for i, name in enumerate(names)}
+    ends = [(source, edge.target) for source, edge in graph.iter_edges()]
+    trace = RunTrace(names=names, edge_ends=ends, stop_reason=stop_reason)
+    for record in records:
+        if record.kind == "turn" and record.node in index:
+            trace.step_nodes.append(index[record.node])
+        step = len(trace.step_nodes) - 1
+        used: set[int] = set()
+        for pair in record.bookkeeping.get("edges_fired", ()):
+            source, target = pair
+            for edge, end in enumerate(ends):
+                if end == (source, target) and edge not in used:
+                    used.add(edge)
+                    trace.fired.append((max(step, 0), edge))
+                    break
+    return trace
+
+
+def _messages_result(
+    dumped: list[dict[str, Any]], team: Any, run_id: str, stop_reason: str | None
+) -> Any:
+    """The stored messages as a ``TaskResult`` (the renderer rebuilds the path from it)."""
     from .base import TaskResult
-    from .checkpoint import fold
     from .messages import MessageFactory
 
-    run = await _known(store, run_id)
-    folded = fold(await store.records(run_id), run_id=run_id)
     factory = getattr(team, "_message_factory", None)
     if not isinstance(factory, MessageFactory):
         factory = MessageFactory()
     messages: list[Any] = []
-    for dumped in folded.messages:
+    for item in dumped:
         try:
-            messages.append(factory.create(dumped))
+            messages.append(factory.create(item))
         except (ValueError, TypeError) as exc:
             raise CliError(
                 f"run `{run_id}` holds a message the team cannot load ({exc}); register "
                 "its type with the team's `custom_message_types=`"
             ) from exc
-    return TaskResult(messages=messages, stop_reason=run.stop_reason)
+    return TaskResult(messages=messages, stop_reason=stop_reason)

@@ -266,6 +266,16 @@ def test_runs_need_a_store(capsys: pytest.CaptureFixture[str]) -> None:
 # --- render --store --run ---------------------------------------------------------------
 
 
+def _group_texts(svg: Path) -> dict[str, list[str]]:
+    """Each node's and edge's drawn texts, by its SVG title (``a->b`` for edges)."""
+    found: dict[str, list[str]] = {}
+    for group in ET.parse(svg).getroot().iter(f"{SVG}g"):
+        title = group.find(f"{SVG}title")
+        if title is not None and title.text:
+            found[title.text] = [t.text or "" for t in group.iter(f"{SVG}text")]
+    return found
+
+
 def _step_labels(svg: Path) -> set[str]:
     root = ET.parse(svg).getroot()
     return {text.text or "" for text in root.iter(f"{SVG}text")}
@@ -288,7 +298,19 @@ def test_render_draws_a_stored_runs_path(flow_file: Path, tmp_path: Path) -> Non
     )
     assert code == 0
     assert {"#1", "#2", "#3"} <= _step_labels(full)
+    assert "last run: 3 steps, stopped: Digraph execution is complete" in _step_labels(full)
     assert "#1" in _step_labels(short) and "#3" not in _step_labels(short)
+    # Pruned turns lose their order in the store: the path is rebuilt from the messages.
+    assert run_cli("runs", "prune", "r1", "--keep-last", "1", "--store", url)[0] == 0
+    pruned = tmp_path / "pruned.svg"
+    code, _ = run_cli(
+        "render", f"{flow_file}:plain", "--store", url, "--run", "r1", "-o", str(pruned)
+    )
+    assert code == 0 and {"#1", "#2", "#3"} <= _step_labels(pruned)
+    assert (
+        "last run: 3 steps, stopped: Digraph execution is complete "
+        "(path rebuilt from the messages)" in _step_labels(pruned)
+    )
 
 
 def test_render_store_options_go_together(
@@ -359,3 +381,7 @@ def test_run_store_then_list_show_resume(
         "render", f"{flow_file}:plain", "--store", url, "--run", "job-1", "-o", str(svg)
     )
     assert code == 0 and {"#1", "#2", "#3"} <= _step_labels(svg)
+    drawn = _group_texts(svg)  # the exact path: the edges each stored turn fired
+    assert "#1" in drawn["draft->review"] and "#2" in drawn["review->publish"]
+    assert not [t for t in drawn["review->draft"] if t.startswith("#")]
+    assert "last run: 3 steps, stopped: Digraph execution is complete" in _step_labels(svg)
