@@ -385,3 +385,51 @@ def test_run_store_then_list_show_resume(
     assert "#1" in drawn["draft->review"] and "#2" in drawn["review->publish"]
     assert not [t for t in drawn["review->draft"] if t.startswith("#")]
     assert "last run: 3 steps, stopped: Digraph execution is complete" in _step_labels(svg)
+
+
+FLAKY = """
+import os
+from flowlib.teams import DiGraphBuilder, GraphFlow
+
+CALLS = os.environ["FLOWLIB_TEST_CALLS"]
+
+
+def draft(messages):
+    with open(CALLS, "a") as log:
+        log.write("draft\\n")
+    return "draft"
+
+
+def review(messages):
+    if not os.path.exists(CALLS + ".up"):
+        raise RuntimeError("the review service is down")
+    return "APPROVE"
+
+
+def build(checkpoint_store=None):
+    builder = DiGraphBuilder().add_node(draft).add_node(review).add_edge("draft", "review")
+    return GraphFlow(builder.get_participants(), builder.build(),
+                     checkpoint_store=checkpoint_store)
+"""
+
+
+def test_a_failed_run_is_resumed_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flow = tmp_path / "flaky.py"
+    flow.write_text(FLAKY)
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("FLOWLIB_TEST_CALLS", str(calls))
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert run_cli("run", f"{flow}:build", "go", "--store", url, "--run-id", "f1")[0] == 1
+    assert "the review service is down" in capsys.readouterr().err
+    code, out = run_cli("runs", "list", "--store", url)
+    assert out.splitlines()[1].split()[:3] == ["f1", "GraphFlow", "failed"]
+    (tmp_path / "calls.txt.up").touch()
+    code, out = run_cli("runs", "resume", "f1", f"{flow}:build", "--store", url)
+    assert code == 0, capsys.readouterr().err
+    code, out = run_cli("runs", "show", "f1", "--store", url)
+    assert "run f1 (GraphFlow): complete, 2 turns" in out
+    transcript = [line.strip() for line in out.split("messages (3):")[1].strip().splitlines()]
+    assert transcript == ["user: go", "draft: draft", "review: APPROVE"]
+    assert calls.read_text().splitlines() == ["draft"]  # the finished turn never ran again
