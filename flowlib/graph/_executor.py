@@ -478,10 +478,13 @@ class GraphExecutor:
                     sched.current_turn = turns
                     self._record_or_raise(node, output, dead_ends)
                     inline = -1
+                    # Kept at once: if the run stops during the checkpoint write below, the
+                    # recorded reply is still in the error's partial_result.
+                    if output is not None:
+                        kept.extend(output.tail)
                     stop_reason = await self._after_record(node, output, stop_reason, recorder)
                     if output is not None:
                         for item in output.tail:
-                            kept.append(item)
                             yield item
                     if token.is_cancelled():
                         _forget_cancel_request(consumer)
@@ -492,8 +495,9 @@ class GraphExecutor:
                 entry = await queue.get()
                 if type(entry) is _Done:
                     if entry.error is not None:
-                        del tasks[entry.node]
-                        sched.requeue_front([entry.node])
+                        # The node stays in `tasks`: cleanup puts it back in the ready set
+                        # after recording the turns that finished meanwhile, so an
+                        # activation they bring it applies after its re-run.
                         if isinstance(entry.error, asyncio.CancelledError):
                             raise asyncio.CancelledError()
                         raise NodeExecutionError(
@@ -502,12 +506,13 @@ class GraphExecutor:
                     sched.current_turn = turns
                     self._record_or_raise(entry.node, entry.output, dead_ends)
                     del tasks[entry.node]
+                    if entry.output is not None:
+                        kept.extend(entry.output.tail)
                     stop_reason = await self._after_record(
                         entry.node, entry.output, stop_reason, recorder
                     )
                     if entry.output is not None:
                         for item in entry.output.tail:
-                            kept.append(item)
                             yield item
                 elif type(entry) is _Wake:
                     raise asyncio.CancelledError()

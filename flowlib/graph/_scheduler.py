@@ -74,6 +74,12 @@ class Scheduler:
         self.queued = [False] * count
         self.running = [False] * count
         self.pending = [False] * count
+        # An activation that arrived while an interrupted turn ran: it applies after the
+        # re-run of that turn, never merged into it.
+        self.deferred = [False] * count
+        # The thread length an interrupted turn had seen: its re-run sees no more.
+        self.limit = [-1] * count
+        self.turn_end = [0] * count
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
@@ -109,6 +115,9 @@ class Scheduler:
         node = self.ready.popleft()
         self.queued[node] = False
         self.running[node] = True
+        if self.pending[node]:  # queued with an activation from its interrupted turn
+            self.pending[node] = False
+            self.deferred[node] = True
         self.turn_step[node] = len(self.trace.step_nodes)
         self.trace.step_nodes.append(node)
         return node
@@ -117,8 +126,12 @@ class Scheduler:
         """Put interrupted or failed turns back in front; they will see the same messages."""
         for node in reversed(nodes):
             self.running[node] = False
+            if self.deferred[node]:
+                self.deferred[node] = False
+                self.pending[node] = True
             if not self.handed_over[node]:
                 self.cursor[node] = self.turn_start[node]
+                self.limit[node] = self.turn_end[node]
             if not self.queued[node]:
                 self.queued[node] = True
                 self.ready.appendleft(node)
@@ -130,6 +143,8 @@ class Scheduler:
         count = len(self.plan.names)
         self.queued = [False] * count
         self.pending = [False] * count
+        self.deferred = [False] * count
+        self.limit = [-1] * count
         for node in self.plan.entry:
             self.enqueue(node)
         self.fresh = False
@@ -146,7 +161,11 @@ class Scheduler:
     def take_new(self, node: int) -> list[BaseChatMessage]:
         """Start ``node``'s turn: the thread entries new to it, except its own."""
         start, end = self.cursor[node], len(self.thread)
+        if self.limit[node] >= 0:  # the re-run of an interrupted turn
+            end = min(end, self.limit[node])
+            self.limit[node] = -1
         self.turn_start[node] = start
+        self.turn_end[node] = end
         self.handed_over[node] = False
         self.cursor[node] = end
         if start == end:
@@ -216,6 +235,12 @@ class Scheduler:
             self.pending[node] = False
             if not self.queued[node]:
                 self.enqueue(node)
+        if self.deferred[node]:  # activated while its interrupted turn ran: after this one
+            self.deferred[node] = False
+            if self.queued[node]:
+                self.pending[node] = True
+            else:
+                self.enqueue(node)
         return output.stop_reason if output is not None else None
 
     def check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:
@@ -252,15 +277,23 @@ class Scheduler:
         running = sorted(
             (n for n in range(len(names)) if self.running[n]), key=self.turn_step.__getitem__
         )
+        limits = {names[n]: self.limit[n] for n in range(len(names)) if self.limit[n] >= 0}
         for node in running:
             if settled or not self.handed_over[node]:
                 cursors[node] = self.turn_start[node]
+                limits[names[node]] = self.turn_end[node]
         ready = running + [n for n in self.ready if not self.running[n]]
         fired, absorbed = self.tracker.dump()
+        pending = [
+            names[n]
+            for n in range(len(names))
+            if self.pending[n] or (self.running[n] and self.deferred[n])
+        ]
         return {
             "cursors": {names[i]: cursor for i, cursor in enumerate(cursors)},
+            "limits": limits,
             "ready": [names[n] for n in ready],
-            "pending": [names[n] for n in range(len(names)) if self.pending[n]],
+            "pending": pending,
             "fired": [self.edge_key(e) for e in fired],
             "absorbed": [self.edge_key(e) for e in absorbed],
             "current_turn": self.current_turn,
@@ -337,6 +370,14 @@ class Scheduler:
                     f"(0..{len(thread)}); the state is corrupt."
                 )
             cursors[node_of(name, "cursors")] = cursor
+        limits = [-1] * len(self.plan.names)
+        for name, limit in state.limits.items():
+            if type(limit) is not int or not 0 <= limit <= len(thread):
+                raise StateError(
+                    f"Saved state gives node `{name}` limit {limit!r}, outside the thread "
+                    f"(0..{len(thread)}); the state is corrupt."
+                )
+            limits[node_of(name, "limits")] = limit
         if state.current_turn < 0:
             raise StateError(f"Saved state has current_turn {state.current_turn}; it must be >= 0.")
         ready: list[int] = []
@@ -351,6 +392,7 @@ class Scheduler:
             thread,
             origins,
             cursors,
+            limits,
             ready,
             pending,
             fired,
@@ -368,6 +410,7 @@ class Scheduler:
             if origin >= 0:
                 self.last_own[origin] = position
         self.cursor = list(loaded.cursors)
+        self.limit = list(loaded.limits)
         for node in loaded.ready:
             if not self.queued[node]:
                 self.enqueue(node)
@@ -385,6 +428,7 @@ class LoadedState:
     thread: list[Any]
     origins: list[int]
     cursors: list[int]
+    limits: list[int]
     ready: list[int]
     pending: list[int]
     fired: list[int]

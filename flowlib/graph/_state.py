@@ -22,10 +22,12 @@ class GraphManagerState(BaseModel):
         message_thread: Every chat message published so far, dumped.
         thread_nodes: For each thread entry, the node that published it (None: the task).
         cursors: Per node, how many thread entries it has already been shown.
+        limits: Per node whose interrupted turn is to run again, the thread length that
+            turn had seen: the re-run sees no more (later messages wait for its next turn).
         ready: Nodes that are activated and will run next, in order (nodes whose turn was
             running when the state was saved come first: they run again).
         pending: Nodes activated again while their turn was running: they run once more
-            after it.
+            after it (after its re-run, if the turn was interrupted).
         fired: Edges that fired into joins that are still waiting for others.
         absorbed: Edges of ``any`` groups whose next firing is void (see the executor).
         current_turn: Turns run in the run that produced the state.
@@ -37,6 +39,7 @@ class GraphManagerState(BaseModel):
     message_thread: list[dict[str, Any]] = Field(default_factory=list)
     thread_nodes: list[str | None] = Field(default_factory=list)
     cursors: dict[str, int] = Field(default_factory=dict)
+    limits: dict[str, int] = Field(default_factory=dict)
     ready: list[str] = Field(default_factory=list)
     pending: list[str] = Field(default_factory=list)
     fired: list[tuple[str, str, str]] = Field(default_factory=list)

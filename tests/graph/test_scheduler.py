@@ -144,3 +144,34 @@ def test_any_group_absorbs_the_edges_of_sources_in_flight() -> None:
     assert tracker.fire(from_a, lambda node: node == b) is True
     assert tracker.is_absorbed(from_b) and tracker.take_absorbed(from_b)
     assert not tracker.is_absorbed(from_b)
+
+
+def test_an_activation_during_an_interrupted_turn_runs_after_its_re_run() -> None:
+    # b loops on itself; while its first turn runs, `a` activates it again; the turn is
+    # interrupted. The re-run sees only what the first turn saw, its self-loop queues b,
+    # and the activation from meanwhile gives one more turn after that (3 turns of b, as
+    # when nothing is interrupted and the activation comes during the second turn).
+    plan = plan_of([("a", "b", {}), ("b", "b", {"condition": "LOOP"})], ["a", "b"])
+    sched = scheduler(plan)
+    sched.start_from_entry()
+    a = sched.pop_ready()
+    sched.take_new(a)
+    sched.record(a, said("a", "A1"), [])
+    b = sched.pop_ready()
+    assert [m.content for m in sched.take_new(b)] == ["A1"]  # type: ignore[attr-defined]
+    sched.thread.append(TextMessage(content="late", source="a"))  # arrives meanwhile
+    sched.thread_node.append(a)
+    sched.activate(b)
+    sched.requeue_front([b])  # interrupted
+    assert sched.bookkeeping()["pending"] == ["b"]
+    turns = 0
+    while sched.ready:
+        node = sched.pop_ready()
+        seen = [m.content for m in sched.take_new(node)]  # type: ignore[attr-defined]
+        if turns == 0:
+            assert seen == ["A1"]  # the re-run sees what the interrupted turn saw
+        if turns == 1:
+            assert seen == ["late"]
+        sched.record(node, said("b", "LOOP" if turns == 0 else "done"), [])
+        turns += 1
+    assert turns == 3

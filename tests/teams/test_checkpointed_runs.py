@@ -379,8 +379,11 @@ async def test_a_write_cancelled_after_its_commit_is_counted_once() -> None:
     running = asyncio.ensure_future(flow.run(task="go", run_id="r"))
     await asyncio.wait_for(store.held.wait(), GUARD)
     running.cancel()
-    with pytest.raises(asyncio.CancelledError):
+    with pytest.raises(asyncio.CancelledError) as caught:
         await running
+    # B's turn was recorded (its checkpoint is in the store): its reply is in the result.
+    partial = caught.value.partial_result  # type: ignore[attr-defined]
+    assert texts(partial.messages) == ["user:go", "A:A1", "B:B1"]
     store.hold_at = None
     stopped = await store.history("r")
     assert [h.kind for h in stopped][-2:] == ["turn", "stop"]  # the stop was written after it
