@@ -38,9 +38,16 @@ class Team(ComponentBase, ABC):
         *,
         task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
         cancellation_token: CancellationToken | None = None,
+        run_id: str | None = None,
+        fork_from: tuple[str, str | int] | None = None,
         output_task_messages: bool = True,
     ) -> TaskResult:
-        """Run the team on ``task`` and return the result."""
+        """Run the team on ``task`` and return the result.
+
+        ``run_id`` names the run (generated when not given; with a checkpoint store, an
+        existing run is continued) and ``fork_from=(run_id, checkpoint_id)`` starts a new
+        run from a stored checkpoint; see docs/state.md.
+        """
 
     @abstractmethod
     def run_stream(
@@ -48,6 +55,8 @@ class Team(ComponentBase, ABC):
         *,
         task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
         cancellation_token: CancellationToken | None = None,
+        run_id: str | None = None,
+        fork_from: tuple[str, str | int] | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
         """Run the team, yielding messages and events, then the TaskResult."""
