@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from _durable import Ledger, StoredRun, Trigger, assert_same_transcript, stored, team_of
+from _durable import (
+    Ledger,
+    StoredRun,
+    Trigger,
+    assert_same_transcript,
+    assert_same_turns,
+    stored,
+    team_of,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -130,7 +138,7 @@ def check(
     assert_same_transcript(spec, got, want)
     twice = [e for e, n in Counter(effects).items() if n > 1]
     assert not twice, f"finished turns ran twice: {twice}"
-    assert sorted(effects) == sorted(want_effects), "a turn is missing or extra"
+    assert_same_turns(spec, got, effects, want_effects)
     ids = [m.id for m in received]
     assert len(set(ids)) == len(ids), "the caller got a message twice"
     assert ids == [i for i in got.ids if i in set(ids)], "the caller's order differs"
@@ -181,13 +189,6 @@ def test_crash_anywhere_then_resume(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="random examples still hit open executor defects, each pinned by a strict "
-    "xfail regression test (test_found_by_crash_anywhere.py, "
-    "test_killed_between_creating_the_run_and_recording_its_task); drop this mark when "
-    "those pass",
-)
 @pytest.mark.parametrize("how", ["exception", "token", "task"])
 @settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
 @given(spec=GRAPHS, point=POINTS, kind=st.sampled_from(["memory", "sqlite"]))

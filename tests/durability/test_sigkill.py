@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _durable import Ledger, StoredRun, assert_same_transcript, stored, team_of
+from _durable import Ledger, StoredRun, assert_same_transcript, assert_same_turns, stored, team_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -109,7 +109,7 @@ def _case(spec: GraphSpec, drawn: dict[str, Any]) -> None:
     assert_same_transcript(spec, got, want)
     again = recorded & set(after)
     assert not again, f"recorded turns ran again after the crash: {sorted(again)}"
-    assert set(effects) == set(want_effects), "a turn is missing or extra"
+    assert_same_turns(spec, got, effects, want_effects)
     twice = {e for e, n in Counter(effects).items() if n > 1}
     assert twice <= set(before) - recorded, "only turns in flight at the kill may repeat"
     assert len(twice) <= len(spec.nodes)
@@ -133,10 +133,9 @@ def test_sigkill_anywhere_then_resume_in_a_new_process(
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=False,
-    reason="random examples still hit open executor defects, each pinned by a strict "
-    "xfail regression test (test_found_by_crash_anywhere.py, "
-    "test_killed_between_creating_the_run_and_recording_its_task); drop this mark when "
-    "those pass",
+    reason="random kill points include the one pinned by the strict xfail "
+    "test_killed_between_creating_the_run_and_recording_its_task (an open defect); "
+    "drop this mark when that test passes",
 )
 @settings(max_examples=40, **SETTINGS)  # type: ignore[arg-type]
 @given(spec=GRAPHS, kill=KILLS)
