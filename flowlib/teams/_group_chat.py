@@ -22,7 +22,6 @@ from ..base import CancellationToken, TaskResult, Team, TerminationCondition
 from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..checkpoint import (
-    CheckpointRecord,
     CheckpointStore,
     FoldedRun,
     RunRecord,
@@ -53,7 +52,7 @@ from ..graph._shapes import Participant
 from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
-from ._durable import Checkpointer, Durability, StoredRun, json_state
+from ._durable import Checkpointer, Durability, StoredRun
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
@@ -538,29 +537,16 @@ class BaseGroupChat(Team, ABC):
                     run_id=run_id,
                 )
             return self._new_checkpointer(current)
-        # A new run starts from whatever state the team is in: a base record holds it.
-        # (A run stored without any record died before its first write: it starts so.)
+        # A new run starts from whatever state the team is in. Its first record is the
+        # `start` record, written by the checkpointer once the task is in the thread: it
+        # holds the whole state and the task in one append, so a stored record always
+        # has the task. (A run stored without any record died before its first write:
+        # it starts so, with the task given again.)
         if run is not None:
             self._check_stored_graph(run)
-        states = {p.name: json_state(await p.save_state()) for p in self._participants}
-        names = self._plan.names
-        if run is None:
+        else:
             await store.create_run(self._run_record(run_id, None))
-        await store.append(
-            CheckpointRecord(
-                run_id=run_id,
-                checkpoint_id=1,
-                kind="base",
-                turn=0,
-                created_at=time.time(),
-                messages=[m.dump() for m in self._executor.thread],
-                message_nodes=[names[n] if n >= 0 else None for n in self._executor.thread_nodes],
-                bookkeeping=self._executor.bookkeeping(settled=True),
-                participants={name: {"set": state} for name, state in states.items()},
-            ),
-            status="running",
-        )
-        stored = StoredRun(run_id, 1, states, 0, saved_upto=len(self._executor.thread))
+        stored = StoredRun(run_id, 0)
         self._stored = stored
         return self._new_checkpointer(stored)
 
