@@ -29,8 +29,8 @@ def _fmt(value: float | None) -> str:
 
 
 def _ratio(a: float | None, b: float | None) -> str:
-    if a is None or b is None or b == 0:
-        return "-"
+    if a is None or b is None or a <= 0 or b <= 0:
+        return "-"  # a ratio of differences that may be negative says nothing
     r = a / b
     text = f"{r:.3g}"
     if r < 1 and r > 0:
@@ -211,7 +211,48 @@ def _targets(by_fw: dict[str, dict[str, dict[str, Any]]], out: TextIO) -> None:
                 f"{'PASS' if t2 < 1.0 else 'FAIL'}  validation (build()) of a {n2:,}-node chain "
                 f"under 1 s ({t2:.3f} s)"
             )
+    lines += _issue15_targets(mine, by_fw.get("autogen", {}))
     if lines:
         print("\nflowlib vs DESIGN.md targets:", file=out)
         for line in lines:
             print(f"  {line}", file=out)
+
+
+def _issue15_targets(
+    mine: dict[str, dict[str, Any]], autogen: dict[str, dict[str, Any]]
+) -> list[str]:
+    """Issue 15: per-turn cost flat in the conversation's length, memory per message,
+    and the real client's overhead above the raw SDK."""
+    lines = []
+
+    def val(rows: dict[str, dict[str, Any]], key: str) -> float | None:
+        return rows.get(key, {}).get("value")
+
+    growth = val(mine, "longrun_growth")
+    if growth is not None:
+        lines.append(
+            f"{'PASS' if growth <= 1.5 else 'FAIL'}  longrun: last 100 turns within 1.5x of "
+            f"turns 1-100 ({growth:.2f}x)"
+        )
+    for key, what, limit in (
+        ("longrun_first", "longrun turns 1-100", 0.3),
+        ("longrun_last", "longrun last 100 turns", 0.3),
+        ("msgmem", "memory per kept message", 0.6),
+    ):
+        a, b = val(mine, key), val(autogen, key)
+        if a is not None and b is not None and b > 0:
+            lines.append(
+                f"{'PASS' if a <= limit * b else 'FAIL'}  {what}: at most {limit}x AutoGen's "
+                f"({_fmt(a)} vs {_fmt(b)}, {a / b:.2f}x)"
+            )
+    for key in sorted(k for k in mine if k.startswith("realclient_") and k.endswith("_over")):
+        a = val(mine, key)
+        if a is None:
+            continue
+        name = key.removeprefix("realclient_").removesuffix("_over").replace("_", " ")
+        lines.append(
+            f"{'PASS' if a < 0.3 else 'FAIL'}  real client {name} turns: overhead above the raw "
+            f"SDK under 0.3 ms/turn ({_fmt(a)} ms/turn"
+            + (", faster than the raw SDK loop)" if a < 0 else ")")
+        )
+    return lines

@@ -48,7 +48,19 @@ from typing import Any
 
 Runner = Callable[[], Awaitable[int]]
 
-SHAPES = ("chain", "loop", "fanout", "uneven", "validate", "memory", "roundrobin", "swarm")
+SHAPES = (
+    "chain",
+    "loop",
+    "fanout",
+    "uneven",
+    "validate",
+    "memory",
+    "roundrobin",
+    "swarm",
+    "longrun",
+    "msgmem",
+    "realclient",
+)
 
 
 # --------------------------------------------------------------------------- sizes
@@ -71,6 +83,9 @@ class Sizes:
     roundrobin_turns: int
     swarm_turns: int
     team_repeats: int
+    longrun_turns: int = 5_000
+    msgmem_turns: int = 1_000
+    realclient_turns: tuple[int, ...] = (150, 1_000)
 
 
 FULL = Sizes(
@@ -107,6 +122,9 @@ QUICK = Sizes(
     roundrobin_turns=50,
     swarm_turns=50,
     team_repeats=2,
+    longrun_turns=1_000,
+    msgmem_turns=300,
+    realclient_turns=(50, 150),
 )
 
 # Uneven branches: source -> [branch] ... -> join. Sleep times in seconds.
@@ -399,6 +417,171 @@ async def run_swarm(peer: Any, sizes: Sizes) -> list[Row]:
     return await _run_team("swarm", label, peer.make_swarm, n, sizes.team_repeats)
 
 
+# ------------------------------------------------- model-backed agents (issue 15)
+
+WINDOW = 100  # turns averaged at the start and at the end of a long run
+
+
+def _window_ms(stamps: Sequence[float], start: float, first: int, last: int) -> tuple[float, float]:
+    """Median and mean ms per turn over turns ``first+1 .. last`` (1-based; turn 0 ends
+    at ``start``)."""
+    ends = list(stamps[first:last])
+    begins = [start if first == 0 else stamps[first - 1], *stamps[first : last - 1]]
+    times = sorted((end - begin) * 1000.0 for begin, end in zip(begins, ends, strict=True))
+    middle = len(times) // 2
+    median = times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]) / 2
+    return median, sum(times) / len(times)
+
+
+async def run_longrun(peer: Any, sizes: Sizes) -> list[Row]:
+    n = sizes.longrun_turns
+    first = Row("longrun_first", f"2 assistants, replay: median turn, 1-{WINDOW}", "ms/turn")
+    last = Row("longrun_last", f"  ... median turn, {n - WINDOW + 1:,}-{n:,} of {n:,}", "ms/turn")
+    growth = Row("longrun_growth", "  ... last / first", "x")
+    rows = [first, last, growth]
+    if not hasattr(peer, "make_assistant_loop"):
+        return []
+    try:
+        runner = peer.make_assistant_loop(n)
+        gc.collect()
+        start = time.perf_counter()
+        stamps = await runner()
+        _check_turns(len(stamps), n, "longrun")
+        first.value, first_mean = _window_ms(stamps, start, 0, WINDOW)
+        last.value, last_mean = _window_ms(stamps, start, n - WINDOW, n)
+        growth.value = last.value / first.value
+        total = stamps[-1] - start
+        first.detail = f"median; mean {first_mean:.3f} ms; {n:,} turns in {total:.2f} s"
+        last.detail = f"median; mean {last_mean:.3f} ms"
+        growth.detail = f"of the medians; of the means {last_mean / first_mean:.2f}x"
+        del runner
+    except Exception as exc:
+        for row in rows:
+            row.error = _reason(exc)
+    return rows
+
+
+async def run_msgmem(peer: Any, sizes: Sizes) -> list[Row]:
+    n = sizes.msgmem_turns
+    row = Row("msgmem", "2 assistants, replay client: memory kept per message", "B/msg")
+    if not hasattr(peer, "make_assistant_loop"):
+        return []
+    try:
+        kept: list[int] = []
+        for turns in (n, 2 * n):
+            runner = peer.make_assistant_loop(turns)
+            gc.collect()
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                stamps = await runner()
+                gc.collect()
+                kept.append(tracemalloc.get_traced_memory()[0] - before)
+            finally:
+                tracemalloc.stop()
+            _check_turns(len(stamps), turns, "msgmem")
+            del runner
+        row.value = (kept[1] - kept[0]) / n
+        row.detail = (
+            f"memory still held after the run, (run of {2 * n:,} turns - run of {n:,}) / {n:,}"
+        )
+    except Exception as exc:
+        row.error = _reason(exc)
+    return [row]
+
+
+async def _raw_sdk_loop(base_url: str, turns: int, stream: bool) -> float:
+    """The same conversation straight through ``openai.AsyncOpenAI``: one request per
+    turn with the whole history. Returns the wall time."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a terse assistant."},
+        {"role": "user", "content": "go", "name": "user"},
+    ]
+    t0 = time.perf_counter()
+    for turn in range(turns):
+        if stream:
+            chunks = await client.chat.completions.create(
+                model="gpt-4o",
+                messages=history,
+                stream=True,  # type: ignore[arg-type]
+            )
+            parts = []
+            async for chunk in chunks:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    parts.append(chunk.choices[0].delta.content)
+            content = "".join(parts)
+        else:
+            completion = await client.chat.completions.create(
+                model="gpt-4o",
+                messages=history,  # type: ignore[arg-type]
+            )
+            content = completion.choices[0].message.content or ""
+        role = "assistant" if turn % 2 == 0 else "user"
+        history.append({"role": role, "content": content})
+    wall = time.perf_counter() - t0
+    await client.close()
+    return wall
+
+
+async def _realclient_rows(peer: Any, base_url: str, stream: bool, turns: int) -> list[Row]:
+    """The framework's ms/turn, the raw SDK loop's in the same process, and the
+    difference; best of two alternating runs below 1,000 turns."""
+    mode = "streaming" if stream else "plain"
+    key = f"realclient_{mode}_{turns}"
+    total = Row(key, f"real client, {mode}, {turns:,} turns", "ms/turn")
+    raw_row = Row(key + "_raw", "  ... raw SDK loop, same requests", "ms/turn")
+    over = Row(key + "_over", "  ... framework above the raw SDK loop", "ms/turn")
+    rows = [total, raw_row, over]
+    try:
+        best_raw = best_mine = float("inf")
+        for _ in range(2 if turns < 1_000 else 1):
+            best_raw = min(best_raw, await _raw_sdk_loop(base_url, turns, stream))
+            runner = peer.make_openai_loop(turns, base_url, stream)
+            gc.collect()
+            t0 = time.perf_counter()
+            stamps = await runner()
+            best_mine = min(best_mine, time.perf_counter() - t0)
+            _check_turns(len(stamps), turns, key)
+            del runner
+        total.value = best_mine / turns * 1000.0
+        raw_row.value = best_raw / turns * 1000.0
+        over.value = total.value - raw_row.value
+    except Exception as exc:
+        for row in rows:
+            row.error = _reason(exc)
+    return rows
+
+
+async def run_realclient(peer: Any, sizes: Sizes) -> list[Row]:
+    import subprocess
+    import sys
+
+    if not hasattr(peer, "make_openai_loop"):
+        return []
+    rows: list[Row] = []
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench._chat_server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        await _raw_sdk_loop(base_url, 3, False)  # warm up imports and the server
+        for stream in (False, True):
+            for turns in sizes.realclient_turns:
+                rows.extend(await _realclient_rows(peer, base_url, stream, turns))
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=10)
+    return rows
+
+
 RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
     "chain": run_chain,
     "loop": run_loop,
@@ -408,6 +591,9 @@ RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
     "memory": run_memory,
     "roundrobin": run_roundrobin,
     "swarm": run_swarm,
+    "longrun": run_longrun,
+    "msgmem": run_msgmem,
+    "realclient": run_realclient,
 }
 
 

@@ -6,7 +6,9 @@
 
 The two edges carry Python callables that look at the classifier's message; only the
 edge whose callable returns True fires, so each run visits exactly one branch. The
-same team is run twice, once for each branch.
+same team is run twice, once for each branch. ``is_question`` is the negation of
+``is_bug``, so a reply that starts with neither YES nor NO still goes somewhere
+(``flowlib check`` finds the dead end a plain "starts with NO" test leaves).
 
 Run offline: python examples/conditional_branch.py
 With a real model: OPENAI_API_KEY=... python examples/conditional_branch.py
@@ -36,8 +38,8 @@ def is_bug(message: BaseChatMessage) -> bool:
 
 
 def is_question(message: BaseChatMessage) -> bool:
-    """The classifier said NO: the ticket is a question."""
-    return message.to_model_text().strip().upper().startswith("NO")
+    """The classifier did not say YES: the ticket is treated as a question."""
+    return not is_bug(message)
 
 
 def build() -> GraphFlow:

@@ -2,7 +2,10 @@
 
     plan -> (research, risks) -> draft -> review --"APPROVE"--> publish
                                    ^         |
-                                   +-REVISE--+
+                                   +-not APPROVE-+
+
+Every review that does not approve goes back to the draft (``Not("APPROVE")``), so no
+reply leaves the run at a dead end.
 
 Every node here is a plain async function, so it runs offline:
 
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 
 from flowlib.base import TaskResult
 from flowlib.conditions import MaxMessageTermination
+from flowlib.graph import Not
 from flowlib.messages import BaseChatMessage
 from flowlib.teams import DiGraphBuilder, GraphFlow
 
@@ -56,7 +60,7 @@ def build() -> GraphFlow:
     builder.add_edge(research, draft).add_edge(risks, draft)
     builder.add_edge(draft, review)
     builder.add_edge(review, publish, condition="APPROVE")
-    builder.add_edge(review, draft, condition="REVISE")
+    builder.add_edge(review, draft, condition=Not(condition="APPROVE"))
     builder.set_entry_point(plan)
     return GraphFlow(
         builder.get_participants(),

@@ -2,7 +2,7 @@
 
     planner --> coordinator --"exit"--> finalizer
                   |     ^
-        "PROCESS" |     | any of the two (activation group "loop_back_group")
+     not "exit"   |     | any of the two (activation group "loop_back_group")
                   v     |
           fact_checker + style_checker   (in parallel)
 
@@ -10,8 +10,9 @@ The coordinator sends its draft to both checkers at once. Both loop-back edges a
 one activation group, ``loop_back_group``, with ``activation_condition="any"``: the
 coordinator runs again as soon as EITHER checker finishes, once per round (the slower
 checker's answer is absorbed rather than starting another round). When the coordinator
-says "exit", the loop ends at the finalizer. Offline, the fact checker answers fast and
-the style checker slowly, and the loop goes round once.
+says "exit", the loop ends at the finalizer; any other reply (it is asked to start with
+PROCESS) goes to the checkers, so no reply leaves the run at a dead end. Offline, the
+fact checker answers fast and the style checker slowly, and the loop goes round once.
 
 Run offline: python examples/loop_any_group.py
 With a real model: OPENAI_API_KEY=... python examples/loop_any_group.py
@@ -27,6 +28,7 @@ from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.conditions import MaxMessageTermination
+from flowlib.graph import Not
 from flowlib.teams import DiGraphBuilder, GraphFlow
 from flowlib.ui import Console
 
@@ -73,8 +75,8 @@ def build() -> GraphFlow:
     for agent in (planner, coordinator, fact_checker, style_checker, finalizer):
         builder.add_node(agent)
     builder.add_edge(planner, coordinator)
-    builder.add_edge(coordinator, fact_checker, condition="PROCESS")
-    builder.add_edge(coordinator, style_checker, condition="PROCESS")
+    builder.add_edge(coordinator, fact_checker, condition=Not(condition="exit"))
+    builder.add_edge(coordinator, style_checker, condition=Not(condition="exit"))
     builder.add_edge(coordinator, finalizer, condition="exit")
     for checker in (fact_checker, style_checker):
         builder.add_edge(

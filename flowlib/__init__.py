@@ -7,6 +7,8 @@ executor. The public API mirrors AutoGen AgentChat: [`flowlib.messages`][flowlib
 [`flowlib.models`][flowlib.models].
 """
 
+from .logging import EVENT_LOGGER_NAME, TRACE_LOGGER_NAME
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["EVENT_LOGGER_NAME", "TRACE_LOGGER_NAME", "__version__"]

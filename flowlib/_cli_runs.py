@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from .cli import CliError, _import_file, load_object
+from ._cli_common import CliError, _import_file, load_object
 
 __all__ = ["register"]
 
@@ -43,9 +43,10 @@ def register(commands: Any) -> None:
     run.add_argument("--run-id", metavar="ID", help="the run's id (default: a new one)")
     run.set_defaults(handler=_cmd_run)
 
-    render = commands.choices["render"]
-    render.add_argument("--store", metavar="URL", help=_STORE_HELP + " (with --run)")
-    render.add_argument("--run", metavar="ID", dest="run_id", help="overlay a stored run's path")
+    render = commands.choices["render"]  # its --run is a task; with --store, a stored run
+    render.add_argument(
+        "--store", metavar="URL", help=_STORE_HELP + "; then --run ID draws that run's path"
+    )
     render.set_defaults(handler=_cmd_render)
 
     runs = commands.add_parser("runs", help="list, show, resume, prune or delete stored runs")
@@ -288,12 +289,13 @@ async def _delete(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from .cli import _cmd_render as plain_render
 
-    if args.store is None and args.run_id is None:
-        return plain_render(args, out)
-    if args.store is None or args.run_id is None:
-        raise CliError("--store URL and --run ID go together: they name the run to draw")
+    if args.store is None:
+        return plain_render(args, out)  # --run TASK there runs the team (a run page)
+    if args.run is None:
+        raise CliError("--store URL needs --run ID: the stored run to draw")
     if args.output is None:
         raise CliError("drawing a stored run needs an output file: -o path.svg")
+    args.run_id = args.run
     return _with_store(args.store, lambda store: _render_run(store, args, out))
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from .agents import AssistantAgent
 from .base import TaskResult
 from .conditions import MaxMessageTermination
+from .errors import ContractError
 from .messages import (
     BaseChatMessage,
     ModelClientStreamingChunkEvent,
@@ -176,7 +177,7 @@ async def run_demo(task: str = DEFAULT_TASK) -> TaskResult:
         for client in {id(c): c for c in clients.values()}.values():
             await client.close()
     if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
-        raise RuntimeError("The demo run ended without a result.")
+        raise ContractError("The demo run ended without a result.")
     print("---------- Summary ----------")
     print(f"Stop reason: {result.stop_reason}")
     print(f"Path taken: {' -> '.join(flow.trace.steps)}")

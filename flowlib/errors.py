@@ -13,24 +13,45 @@
     │   ├── CycleWithoutExitError               a cycle with no conditional edge on it
     │   ├── ActivationConflictError             one activation group, two activation conditions
     │   ├── UnboundedLoopError                  a cyclic team with no termination and no max_turns
-    │   └── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    │   ├── ConditionSerializationError         a dumped callable condition cannot be loaded back
+    │   ├── InvalidConditionError               an async callable, a regex that does not compile
+    │   ├── GraphWarningError                   `validate --strict`: a static warning
+    │   └── GraphLoadError                      DiGraph.load was given something not dumped
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
+    │   └── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
+    ├── TeamRunningError (RuntimeError, ValueError) run/reset/load_state while a run is going
+    ├── InvalidValueError (also ValueError)     a value flowlib cannot use
+    │   └── InvalidArgumentError                an argument's value, named in `argument`
+    │       └── InvalidArgumentTypeError        a wrong type where AutoGen raises ValueError
+    ├── InvalidTypeError (also TypeError)       an object of the wrong type
+    │   └── ArgumentTypeError                   an argument's type, named in `argument`
+    ├── UnknownMessageTypeError (ValueError)    a message class the team does not know
+    ├── ContractError (also RuntimeError)       a participant, model or callback broke a contract
+    │   └── AgentError                          an agent could not finish its turn (`agent`)
     ├── TerminatedException (also RuntimeError) a fired termination condition was reused
     ├── ModelResponseError (also RuntimeError)  a model server's answer is not usable
+    ├── McpServerError (also RuntimeError)      an MCP server failed
     ├── RenderError (also RuntimeError)         drawing failed
     │   └── GraphvizNotFoundError               `dot` is not installed (says how to install)
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
     ├── ComponentLoadError (ValueError)          a config cannot be loaded (`path` says where)
     │   └── UnknownProviderError                 a provider outside flowlib's registry
+    ├── ReplayExhaustedError (also ValueError)  a replay client ran out of responses
+    ├── ScriptExhaustedError (also RuntimeError) a scripted test agent ran out of replies
+    ├── TraceCheckError (also AssertionError)   a run's trace breaks the execution rules
+    ├── FlowUnsoundError (also AssertionError)  `assert_flow_sound` found a broken rule
+    ├── CliError                                a command-line failure (exit code `code`)
     └── ConversationError (also RuntimeError)   conversation API misuse
         ├── HumanInputRequiredError             a tool asked a human and no handler is set
         └── TurnCancelledError                  the turn was cancelled
 
 Errors defined next to their subsystem (flowlib.models, flowlib.render,
-flowlib.conversation, flowlib.teams) all derive from FlowlibError.
+flowlib.conversation, flowlib.teams, flowlib.component, flowlib.testing, flowlib.cli) all
+derive from FlowlibError; each is also the built-in type (``ValueError``,
+``TypeError``, ``RuntimeError``) older code may catch.
 
 Every message names the offending node or edge in backticks and says how to fix it.
 """
@@ -165,7 +186,27 @@ __all__ += ["CheckpointArgumentError"]
 # --- Argument checks (harden) -------------------------------------------------------------
 
 
-class InvalidArgumentError(FlowlibError, ValueError):
+class InvalidValueError(FlowlibError, ValueError):
+    """A value flowlib cannot use: bad input to a constructor or a call, a malformed
+    message, a model answer that does not parse. ``except ValueError`` still catches it.
+    The message names the offending argument, node or field and says how to fix it."""
+
+
+class InvalidTypeError(FlowlibError, TypeError):
+    """An object of a type flowlib does not accept. ``except TypeError`` still catches it."""
+
+
+class ContractError(FlowlibError, RuntimeError):
+    """A participant, router, model client or callback broke the contract flowlib relies on
+    (a stream that ended without its final result, an input function that returned no
+    string), or a helper was called outside the context it works in.
+    ``except RuntimeError`` still catches it."""
+
+
+__all__ += ["ContractError", "InvalidTypeError", "InvalidValueError"]
+
+
+class InvalidArgumentError(InvalidValueError):
     """An argument has the right type but a value flowlib cannot use.
 
     Attributes:
@@ -177,7 +218,7 @@ class InvalidArgumentError(FlowlibError, ValueError):
         self.argument = argument
 
 
-class ArgumentTypeError(FlowlibError, TypeError):
+class ArgumentTypeError(InvalidTypeError):
     """An argument is of a type flowlib does not accept (``except TypeError`` catches it).
 
     Attributes:
@@ -207,10 +248,160 @@ __all__ += ["McpServerError"]
 # --- structure: one error tree (issue 9.7) ----------------------------------------------
 
 
-class TeamRunningError(FlowlibError, RuntimeError):
+class TeamRunningError(FlowlibError, RuntimeError, ValueError):
     """A team (or conversation) was asked to run, reset or load state while a run of it is
     still going. Wait for the running call to finish, or cancel it, then call again.
-    ``except RuntimeError`` still catches it."""
+    AutoGen raises ``ValueError`` for a second run and ``RuntimeError`` for the others;
+    this class is both, so ported ``except`` clauses still catch it."""
 
 
 __all__ += ["TeamRunningError"]
+
+
+# --- check: property-testing a user's flow ------------------------------------------------
+
+
+class FlowUnsoundError(FlowlibError, AssertionError):
+    """[`assert_flow_sound`][flowlib.testing.assert_flow_sound] found a way the flow can go
+    wrong (a join that never completes, a dead end, a runaway loop, ...).
+
+    Attributes:
+        report: The exploration report (an [`ExploreReport`][flowlib.testing.ExploreReport]);
+            its findings carry the shrunk counterexamples.
+    """
+
+    def __init__(self, message: str, *, report: object) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class GraphWarningError(GraphError):
+    """A static warning of [`graph_warnings`][flowlib.graph.graph_warnings] treated as an
+    error (``flowlib validate --strict``)."""
+
+
+__all__ += ["FlowUnsoundError", "GraphWarningError"]
+# --- compat: the built-in types AutoGen raises ------------------------------------------
+
+
+class InvalidArgumentTypeError(ArgumentTypeError, InvalidArgumentError):
+    """An argument of the wrong type, where AutoGen raises ``ValueError`` for the same
+    check: both ``except TypeError`` and ``except ValueError`` catch it.
+
+    Attributes:
+        argument: The name of the offending argument.
+    """
+
+    def __init__(self, message: str, *, argument: str) -> None:
+        # Both bases take `argument`; initialise the exception once, not through each.
+        Exception.__init__(self, message)
+        self.argument = argument
+
+
+class UnknownMessageTypeError(FlowlibError, ValueError):
+    """A task or an agent produced a message whose class the team does not know; register
+    it through the team's ``custom_message_types``.
+
+    Attributes:
+        message_type: The unknown class.
+    """
+
+    def __init__(self, message: str, *, message_type: type) -> None:
+        super().__init__(message)
+        self.message_type = message_type
+
+
+class AgentError(ContractError):
+    """An agent could not finish its turn for a reason of its own making: its input
+    function failed or returned a non-string, or its stream ended without a Response.
+
+    Attributes:
+        agent: The agent's name (None where no agent is known, e.g. a call made outside
+            any agent's turn).
+    """
+
+    def __init__(self, message: str, *, agent: str | None = None) -> None:
+        super().__init__(message)
+        self.agent = agent
+
+
+__all__ += [
+    "AgentError",
+    "InvalidArgumentTypeError",
+    "UnknownMessageTypeError",
+]
+# --- harden: loading dumped graphs ------------------------------------------------------
+
+
+class GraphLoadError(GraphError):
+    """Data given to ``DiGraph.load`` is not a dumped graph: the message lists where
+    (``nodes.a.edges.0.target``) and what is wrong."""
+
+
+__all__ += ["GraphLoadError"]
+# --- ray: batches of runs (flowlib.batch, flowlib.distributed) ---------------------------
+
+
+class RunFailedError(FlowlibError, RuntimeError):
+    """One run of a batch failed for its own reason (an agent raised), or its worker died
+    more often than the runner retries. Batch runners return it in the run's place
+    instead of raising, so one bad task does not stop the others.
+
+    The original exception may not survive the trip from a worker, so its type name,
+    message and formatted traceback are kept as text.
+
+    Attributes:
+        run_id: The run that failed.
+        error_type: The original exception's class name (``"WorkerDied"`` when the
+            worker process died on every try).
+        error_message: The original exception's message.
+        partial_result: What the run produced before it failed (a ``TaskResult``).
+        traceback: The original traceback, formatted (empty if unknown).
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        error_type: str,
+        error_message: str,
+        *,
+        partial_result: object = None,
+        traceback: str = "",
+    ) -> None:
+        super().__init__(
+            f"Run `{run_id}` failed: {error_type}: {error_message}. Its checkpoints are "
+            "kept: run the batch again to resume it once the cause is fixed."
+        )
+        self.run_id = run_id
+        self.error_type = error_type
+        self.error_message = error_message
+        self.partial_result = partial_result
+        self.traceback = traceback
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Crosses process boundaries (Ray): rebuild from the fields, not from `args`.
+        return (
+            _rebuild_run_failed,
+            (
+                self.run_id,
+                self.error_type,
+                self.error_message,
+                self.partial_result,
+                self.traceback,
+            ),
+        )
+
+
+def _rebuild_run_failed(
+    run_id: str, error_type: str, error_message: str, partial_result: object, traceback: str
+) -> RunFailedError:
+    return RunFailedError(
+        run_id, error_type, error_message, partial_result=partial_result, traceback=traceback
+    )
+
+
+class RayNotInstalledError(FlowlibError, ImportError):
+    """``flowlib.distributed`` was imported but Ray is not installed."""
+
+
+__all__ += ["RayNotInstalledError", "RunFailedError"]

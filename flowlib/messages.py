@@ -17,17 +17,21 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, computed_field
 from typing_extensions import Self
 
 from .code_executors import CodeBlock, CodeResult
+from .component._base import ComponentBase
+from .component._registry import register_builtin
+from .errors import InvalidArgumentError, UnknownMessageTypeError
 from .memory import MemoryContent
 from .models import (
     FunctionCall,
@@ -53,9 +57,12 @@ __all__ = [
     "ModelClientStreamingChunkEvent",
     "MultiModalMessage",
     "SelectSpeakerEvent",
+    "SelectorEvent",
     "StopMessage",
     "StructuredContentType",
     "StructuredMessage",
+    "StructuredMessageFactory",
+    "StructuredMessageFactoryConfig",
     "TextMessage",
     "ThoughtEvent",
     "ToolCallExecutionEvent",
@@ -226,8 +233,36 @@ class BaseTextChatMessage(BaseChatMessage, ABC):
         return self.content
 
     def to_model_message(self) -> UserMessage:
-        """Return ``UserMessage(content=self.content, source=self.source)``."""
-        return UserMessage(content=self.content, source=self.source)
+        """Return ``UserMessage(content=self.content, source=self.source)``.
+
+        A team broadcasts each message to every other agent, and each converts it: the
+        conversion is made once and the same ``UserMessage`` is returned to every
+        receiver (while ``content`` and ``source`` are unchanged), so a message costs one
+        model message, not one per receiving agent. Treat it as read-only; copy it with
+        ``model_copy`` to change it.
+        """
+        cached = _CONVERTED.get(id(self))
+        if (
+            cached is not None
+            and cached[0] is self
+            and cached[1].content is self.content
+            and cached[1].source is self.source
+        ):
+            return cached[1]
+        converted = UserMessage(content=self.content, source=self.source)
+        if len(_CONVERTED) >= _CONVERTED_MAX:
+            # The oldest (dicts keep insertion order), unless another thread got there first.
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del _CONVERTED[next(iter(_CONVERTED))]
+        _CONVERTED[id(self)] = (self, converted)
+        return converted
+
+
+# The latest conversions, by message id(): a receiving agent converts a message within a
+# few turns of its publication, so a small window shares nearly every conversion, and the
+# messages it holds are kept alive at most that long.
+_CONVERTED_MAX = 256
+_CONVERTED: dict[int, tuple[BaseTextChatMessage, UserMessage]] = {}
 
 
 # ---------------------------------------------------------------------------------------
@@ -522,6 +557,23 @@ class SelectSpeakerEvent(BaseAgentEvent):
         return str(self.content)
 
 
+class SelectorEvent(BaseAgentEvent):
+    """An event of a ``SelectorGroupChat``: the selector model's full answer, streamed after
+    its chunks when the selector streams (``model_client_streaming=True``).
+
+    Attributes:
+        content: The content of the event.
+    """
+
+    content: str
+    """The content of the event."""
+    type: Literal["SelectorEvent"] = "SelectorEvent"
+
+    def to_text(self) -> str:
+        """Return the content."""
+        return self.content
+
+
 class CodeGenerationEvent(BaseAgentEvent):
     """A model generated code.
 
@@ -581,6 +633,7 @@ AgentEvent = Annotated[
     | ModelClientStreamingChunkEvent
     | ThoughtEvent
     | SelectSpeakerEvent
+    | SelectorEvent
     | CodeGenerationEvent
     | CodeExecutionEvent,
     Field(discriminator="type"),
@@ -600,6 +653,7 @@ _BUILTIN_MESSAGE_TYPES: tuple[type[BaseChatMessage | BaseAgentEvent], ...] = (
     ModelClientStreamingChunkEvent,
     ThoughtEvent,
     SelectSpeakerEvent,
+    SelectorEvent,
     CodeGenerationEvent,
     CodeExecutionEvent,
 )
@@ -632,6 +686,13 @@ class MessageFactory:
         self._types: dict[str, type[BaseChatMessage | BaseAgentEvent]] = {
             _type_name(message_type): message_type for message_type in _BUILTIN_MESSAGE_TYPES
         }
+        # The registered classes themselves: one set lookup checks a message's class.
+        self._classes: set[type[BaseMessage]] = set(_BUILTIN_MESSAGE_TYPES)
+
+    @property
+    def custom_types(self) -> list[type[BaseChatMessage | BaseAgentEvent]]:
+        """The registered classes beyond the built-in messages and events."""
+        return [t for t in self._types.values() if t not in _BUILTIN_MESSAGE_TYPES]
 
     def is_registered(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> bool:
         """Tell whether ``message_type`` is registered.
@@ -663,32 +724,80 @@ class MessageFactory:
         if not isinstance(message_type, type) or not issubclass(
             message_type, (BaseChatMessage, BaseAgentEvent)
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Cannot register `{message_type!r}`: message types must be subclasses of "
-                "BaseChatMessage or BaseAgentEvent."
+                "BaseChatMessage or BaseAgentEvent.",
+                argument="message_type",
             )
         if message_type.__abstractmethods__:
             missing = ", ".join(sorted(message_type.__abstractmethods__))
-            raise ValueError(
-                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing})."
+            raise InvalidArgumentError(
+                f"Cannot register `{message_type.__name__}`: it is abstract (implement {missing}).",
+                argument="message_type",
             )
         unparametrised = issubclass(message_type, StructuredMessage) and bool(
             message_type.__pydantic_generic_metadata__["parameters"]
         )
         if unparametrised:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Cannot register `{message_type.__name__}` without its content type: "
-                "register the parametrised class, e.g. StructuredMessage[MyContent]."
+                "register the parametrised class, e.g. StructuredMessage[MyContent].",
+                argument="message_type",
             )
         name = _type_name(message_type)
         existing = self._types.get(name)
         if existing is not None and existing is not message_type:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Message type `{name}` is already registered for "
                 f"`{existing.__module__}.{existing.__qualname__}`; give "
-                f"`{message_type.__module__}.{message_type.__qualname__}` another name."
+                f"`{message_type.__module__}.{message_type.__qualname__}` another name.",
+                argument="message_type",
             )
         self._types[name] = message_type
+        self._classes.add(message_type)
+
+    def register_produced(self, participants: Iterable[object]) -> None:
+        """Register the ``StructuredMessage[T]`` classes that agents declare in
+        ``produced_message_types``, as AutoGen's teams do (other custom classes still go
+        through ``custom_message_types``).
+
+        Args:
+            participants: A team's participants; those without ``produced_message_types``
+                (teams, routers) are skipped.
+        """
+        for participant in participants:
+            for message_type in getattr(participant, "produced_message_types", ()):
+                if (
+                    isinstance(message_type, type)
+                    and issubclass(message_type, StructuredMessage)
+                    and not message_type.__pydantic_generic_metadata__["parameters"]
+                    and _type_name(message_type) not in self._types
+                ):
+                    self.register(message_type)
+
+    def check(self, messages: Iterable[BaseMessage], *, agent: str | None = None) -> None:
+        """Refuse messages whose class is not registered, as AutoGen's teams do.
+
+        One set lookup per message, so a team can call it on every turn.
+
+        Args:
+            messages: Task messages, or what an agent produced.
+            agent: The agent that produced them; None for a task.
+
+        Raises:
+            UnknownMessageTypeError: A message's class is not registered (a ``ValueError``).
+        """
+        classes = self._classes
+        for message in messages:
+            if type(message) not in classes:
+                kind = type(message)
+                source = "The task" if agent is None else f"Agent `{agent}`"
+                raise UnknownMessageTypeError(
+                    f"{source} has a `{kind.__name__}` message, a type "
+                    f"this team does not know. Pass `custom_message_types=[{kind.__name__}]` "
+                    "when you build the team.",
+                    message_type=kind,
+                )
 
     def create(self, data: Mapping[str, Any]) -> BaseChatMessage | BaseAgentEvent:
         """Rebuild a message or event from its dump.
@@ -705,14 +814,144 @@ class MessageFactory:
         """
         name = data.get("type")
         if not isinstance(name, str):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "Cannot rebuild a message without a string `type` field; pass a dict made by "
-                "message.dump()."
+                "message.dump().",
+                argument="data",
             )
         message_type = self._types.get(name)
         if message_type is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Unknown message type `{name}`: register the class with "
-                "MessageFactory.register() (for a team, pass it in `custom_message_types`)."
+                "MessageFactory.register() (for a team, pass it in `custom_message_types`).",
+                argument="data",
             )
         return message_type.load(data)
+
+
+# ---------------------------------------------------------------------------------------
+# StructuredMessageFactory (a component: imported here, after the message classes, because
+# flowlib.component imports this module)
+# ---------------------------------------------------------------------------------------
+
+
+class StructuredMessageFactoryConfig(BaseModel):
+    """The component config of a
+    [`StructuredMessageFactory`][flowlib.messages.StructuredMessageFactory].
+
+    Attributes:
+        json_schema: The content model's JSON schema.
+        format_string: The ``format_string`` given to messages.
+        content_model_name: The content model's class name.
+    """
+
+    json_schema: dict[str, Any]
+    format_string: str | None = None
+    content_model_name: str
+
+
+class StructuredMessageFactory(ComponentBase):
+    """Makes ``StructuredMessage`` classes from a pydantic model or a JSON schema, and dumps
+    them as a component (so a structured output type survives ``dump_component``).
+
+    Give ``input_model`` (a pydantic model class) or ``json_schema`` (the schema of one, as
+    ``Model.model_json_schema()`` writes it); a schema is turned into a generated model
+    class named ``content_model_name``. The factory then offers the content model as
+    ``ContentModel`` and the message class ``StructuredMessage[ContentModel]`` as
+    ``StructuredMessage``.
+
+    Args:
+        json_schema: A JSON schema of an object, to build the content model from.
+        input_model: The content model class (instead of ``json_schema``).
+        format_string: A ``str.format`` template over the content's fields, for the
+            messages' ``to_text()``.
+        content_model_name: The name of the model built from ``json_schema``; defaults to
+            ``"GeneratedContentModel"``.
+
+    Attributes:
+        ContentModel: The content model class.
+        StructuredMessage: ``StructuredMessage[ContentModel]``.
+        format_string: The template given.
+
+    Raises:
+        InvalidArgumentError: Neither or both of ``json_schema`` and ``input_model`` are
+            given, or the schema uses something outside the supported subset (objects,
+            scalars, arrays, enums, unions, ``$defs``).
+        ArgumentTypeError: ``input_model`` is not a pydantic model class.
+
+    Examples:
+        >>> class Review(BaseModel):
+        ...     verdict: str
+        ...     score: int
+        >>> factory = StructuredMessageFactory(
+        ...     input_model=Review, format_string="{verdict} ({score})"
+        ... )
+        >>> message = factory.StructuredMessage(
+        ...     content=Review(verdict="good", score=8), source="critic",
+        ...     format_string=factory.format_string,
+        ... )
+        >>> message.to_text()
+        'good (8)'
+        >>> loaded = StructuredMessageFactory.load_component(factory.dump_component())
+        >>> loaded.ContentModel(verdict="fine", score=6).model_dump()
+        {'verdict': 'fine', 'score': 6}
+    """
+
+    component_type: ClassVar[str] = "structured_message"
+    component_provider_override: ClassVar[str] = "flowlib.messages.StructuredMessageFactory"
+    component_config_schema: ClassVar[type[BaseModel]] = StructuredMessageFactoryConfig
+
+    def __init__(
+        self,
+        json_schema: dict[str, Any] | None = None,
+        *,
+        input_model: type[BaseModel] | None = None,
+        format_string: str | None = None,
+        content_model_name: str | None = None,
+    ) -> None:
+        from ._schema_model import schema_to_model
+        from .errors import ArgumentTypeError, InvalidArgumentError
+
+        if (json_schema is None) == (input_model is None):
+            raise InvalidArgumentError(
+                "StructuredMessageFactory needs exactly one of `json_schema` and `input_model`: "
+                "StructuredMessageFactory(input_model=MyContent) or "
+                "StructuredMessageFactory(json_schema=MyContent.model_json_schema()).",
+                argument="input_model" if json_schema is None else "json_schema",
+            )
+        if input_model is not None:
+            if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+                raise ArgumentTypeError(
+                    f"StructuredMessageFactory: `input_model` must be a pydantic model class, "
+                    f"not {input_model!r}.",
+                    argument="input_model",
+                )
+            content: type[BaseModel] = input_model
+        else:
+            assert json_schema is not None
+            content = schema_to_model(json_schema, content_model_name or "GeneratedContentModel")
+        self.ContentModel: type[BaseModel] = content
+        self.StructuredMessage: type[StructuredMessage[Any]] = StructuredMessage[content]  # type: ignore[valid-type]
+        self.format_string = format_string
+
+    def _to_config(self) -> StructuredMessageFactoryConfig:
+        return StructuredMessageFactoryConfig(
+            json_schema=self.ContentModel.model_json_schema(),
+            format_string=self.format_string,
+            content_model_name=self.ContentModel.__name__,
+        )
+
+    @classmethod
+    def _from_config(cls, config: StructuredMessageFactoryConfig) -> StructuredMessageFactory:
+        return cls(
+            json_schema=config.json_schema,
+            format_string=config.format_string,
+            content_model_name=config.content_model_name,
+        )
+
+
+register_builtin(
+    StructuredMessageFactory,
+    "flowlib.messages.StructuredMessageFactory",
+    aliases=("autogen_agentchat.messages.StructuredMessageFactory", "StructuredMessageFactory"),
+)

@@ -28,6 +28,14 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/n
   || apt_install postgresql
 # redis-server: the tests start one (on a temp dir and a free port) for RedisStore.
 command -v redis-server >/dev/null 2>&1 || apt_install redis-server
+# Chromium (headless): the run-page tests open the page, move its slider, take a screenshot.
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+  || apt_install chromium
+
+# Test-only JavaScript tools: npm's mermaid under jsdom checks the Mermaid drawings
+# (tests/render/test_render_hostile.py). Node.js itself is needed only for this.
+command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+[ -d tests/js/node_modules/mermaid ] || npm ci --prefix tests/js --no-audit --no-fund --silent
 
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }

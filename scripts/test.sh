@@ -8,7 +8,7 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff check flowlib tests examples bench
 .venv/bin/ruff format --check flowlib tests examples bench
 .venv/bin/mypy --strict flowlib
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)"
 status=0
 # Plain `pytest` skips tests marked slow; the full command runs them too.
 .venv/bin/python -m pytest -m "slow or not slow" "$@" || status=$?

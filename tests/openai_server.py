@@ -15,6 +15,12 @@ queueing responses; each request to ``POST .../chat/completions`` takes the next
   SDK retries at once instead of backing off for half a second.
 * :class:`RawReply` - any bytes, e.g. a malformed body.
 
+Fault modes (issue 11) are options of :class:`Reply`: ``cut_after=n`` closes the
+connection after ``n`` streamed chunks (or, unstreamed, after ``n`` bytes of a body whose
+``Content-Length`` promised more), ``error_after=n`` sends an ``{"error": ...}`` event after
+``n`` chunks, ``delay`` hangs before answering and ``chunk_delay`` trickles the chunks.
+A non-SSE or bad-JSON body is a :class:`RawReply`.
+
 Every request is recorded (:attr:`OpenAIServer.requests`) so tests can assert what the
 SDK sent. The ``openai_server`` fixture gives each test a fresh server.
 
@@ -83,6 +89,10 @@ class Reply:
         delay: Seconds to wait before answering (for timeout and cancellation tests).
         chunk_delay: Seconds to wait between streamed chunks.
         headers: Extra response headers.
+        cut_after: Close the connection after this many streamed chunks, with no finish
+            reason and no ``[DONE]``; unstreamed, after this many bytes of the body.
+        error_after: Streamed: send an ``{"error": {...}}`` event after this many chunks
+            (as OpenAI does when a stream fails), then close.
     """
 
     content: str | None = None
@@ -96,6 +106,8 @@ class Reply:
     delay: float = 0.0
     chunk_delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None
+    error_after: int | None = None
 
 
 @dataclass
@@ -334,6 +346,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             elif isinstance(body, dict) and body.get("stream"):
                 self._send_stream(item, body)
+            elif item.cut_after is not None:
+                self._send_cut(json.dumps(_completion(item, body)).encode(), item.cut_after)
             else:
                 self._send(200, json.dumps(_completion(item, body)).encode(), None, item.headers)
         except (BrokenPipeError, ConnectionResetError):
@@ -352,6 +366,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _send_cut(self, payload: bytes, keep: int) -> None:
+        """Promise the whole body in ``Content-Length``, send ``keep`` bytes, close."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload[:keep])
+        self.wfile.flush()
+        self.close_connection = True
+
     def _send_error(self, status: int, message: str, headers: dict[str, str]) -> None:
         error = {"error": {"message": message, "type": "server_error", "code": str(status)}}
         self._send(status, json.dumps(error).encode(), None, headers)
@@ -364,7 +388,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        for chunk in _chunks(reply, body, include_usage):
+        for sent, chunk in enumerate(_chunks(reply, body, include_usage)):
+            if sent == reply.cut_after:
+                return  # HTTP/1.0 without a length: closing the connection ends the body
+            if sent == reply.error_after:
+                error = {"error": {"message": "scripted stream error", "type": "server_error"}}
+                self.wfile.write(b"data: " + json.dumps(error).encode() + b"\n\n")
+                self.wfile.flush()
+                return
             self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             self.wfile.flush()
             if not self.server_owner._sleep(reply.chunk_delay):

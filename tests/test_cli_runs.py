@@ -318,7 +318,7 @@ def test_render_store_options_go_together(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     assert run_cli("render", f"{flow_file}:plain", "--store", url, "-o", "x.svg")[0] == 1
-    assert "go together" in capsys.readouterr().err
+    assert "--store URL needs --run ID" in capsys.readouterr().err
     assert run_cli("render", f"{flow_file}:plain", "--store", url, "--run", "r1")[0] == 1
     assert "needs an output file" in capsys.readouterr().err
     out = tmp_path / "x.svg"

@@ -19,7 +19,8 @@ from flowlib.graph import validate_graph
 from flowlib.render import to_svg
 from flowlib.teams import BaseGroupChat
 
-EXAMPLES_DIR = Path(__file__).parent.parent / "examples"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES_DIR = ROOT / "examples"
 # Files starting with "_" are helpers shared by the examples, not examples.
 EXAMPLES = sorted(p for p in EXAMPLES_DIR.glob("*.py") if not p.name.startswith("_"))
 NO_TEAM = {"conversation_steering"}  # drives one agent's conversation; there is no team
@@ -50,12 +51,16 @@ def test_there_are_examples() -> None:
 
 
 def _run(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python examples/<file>.py`` from the checkout's root, as docs/examples.md says."""
     completed = subprocess.run(
-        [sys.executable, str(path)],
+        [sys.executable, str(path.relative_to(ROOT))],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=90,
-        env={"PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1", **env},
+        # PYTHONPATH: this checkout's flowlib, even when the interpreter's editable install
+        # points at another checkout (a git worktree sharing one virtualenv).
+        env={"PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env},
         check=False,
     )
     assert completed.returncode == 0, completed.stderr

@@ -37,3 +37,13 @@ def test_quickstart_example_runs_and_prints_what_the_page_says() -> None:
     lines = completed.stdout.splitlines()
     assert lines[0] == "['writer', 'critic', 'writer', 'critic']"
     assert lines[1].startswith("Digraph execution is complete: node `critic`")
+
+
+def test_readme_says_how_to_call_the_installed_tools() -> None:
+    """The tools live in .venv/bin: the README says to call them there or activate it."""
+    text = README.read_text()
+    assert "source .venv/bin/activate" in text
+    assert ".venv/bin/flowlib" in text and ".venv/bin/python examples/" in text
+    examples_page = (README.parent / "docs" / "examples.md").read_text()
+    assert "python examples/<file>.py" in examples_page
+    assert "source .venv/bin/activate" in examples_page

@@ -17,6 +17,8 @@ from functools import cache
 from itertools import pairwise
 from typing import Any
 
+from bench.peers import agent_runs
+from bench.peers.agent_runs import AgentAPI, TimedRunner
 from bench.shapes import GraphSpec, Runner
 
 NAME = "autogen"
@@ -275,3 +277,29 @@ def make_swarm(turns: int) -> Runner:
 
 def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
     return _shapes().prepare_validation(spec)
+
+
+@cache
+def _agent_api() -> AgentAPI:
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.messages import ModelClientStreamingChunkEvent, TextMessage
+    from autogen_agentchat.teams import RoundRobinGroupChat
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    from autogen_ext.models.replay import ReplayChatCompletionClient
+
+    return AgentAPI(
+        AssistantAgent,
+        RoundRobinGroupChat,
+        ReplayChatCompletionClient,
+        OpenAIChatCompletionClient,
+        TextMessage,
+        ModelClientStreamingChunkEvent,
+    )
+
+
+def make_assistant_loop(turns: int) -> TimedRunner:
+    return agent_runs.make_assistant_loop(_agent_api(), turns)
+
+
+def make_openai_loop(turns: int, base_url: str, stream: bool) -> TimedRunner:
+    return agent_runs.make_openai_loop(_agent_api(), turns, base_url, stream)

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from bench.peers import agent_runs
+from bench.peers.agent_runs import AgentAPI, TimedRunner
 from bench.peers.autogen_graphflow import AgentChatAPI, AgentChatShapes
 from bench.shapes import GraphSpec, Runner
 
@@ -78,3 +80,28 @@ def make_swarm(turns: int) -> Runner:
 
 def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
     return _shapes().prepare_validation(spec)
+
+
+@cache
+def _agent_api() -> AgentAPI:
+    from flowlib.agents import AssistantAgent
+    from flowlib.messages import ModelClientStreamingChunkEvent, TextMessage
+    from flowlib.models import OpenAIChatCompletionClient, ReplayChatCompletionClient
+    from flowlib.teams import RoundRobinGroupChat
+
+    return AgentAPI(
+        AssistantAgent,
+        RoundRobinGroupChat,
+        ReplayChatCompletionClient,
+        OpenAIChatCompletionClient,
+        TextMessage,
+        ModelClientStreamingChunkEvent,
+    )
+
+
+def make_assistant_loop(turns: int) -> TimedRunner:
+    return agent_runs.make_assistant_loop(_agent_api(), turns)
+
+
+def make_openai_loop(turns: int, base_url: str, stream: bool) -> TimedRunner:
+    return agent_runs.make_openai_loop(_agent_api(), turns, base_url, stream)

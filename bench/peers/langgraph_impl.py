@@ -30,6 +30,10 @@ NOTES: list[str] = [
     "conditional edges go to END once the state holds the wanted number of turns (the "
     "max_turns bound), and swarm is the same with the next node read from the handoff target "
     "in the last message (what AutoGen's Swarm does with the last HandoffMessage).",
+    "langgraph: the longrun and msgmem shapes are two nodes calling langchain's "
+    "FakeListChatModel on the system prompt and the whole history (state: a list of langchain "
+    "messages, operator.add); LangGraph has no OpenAI client of its own (langchain-openai is "
+    "not installed), so it has no realclient rows.",
 ]
 
 
@@ -220,3 +224,69 @@ def prepare_validation(spec: GraphSpec) -> Callable[[], Callable[[], Any]]:
         return g.compile  # type: ignore[no-any-return]
 
     return populate
+
+
+# --------------------------------------------------- model-backed agents (issue 15)
+
+
+class _ChatState(TypedDict):
+    messages: Annotated[list[Any], operator.add]
+
+
+class ChatNode:
+    """An agent node: calls its chat model on the system prompt and the whole history,
+    appends the answer (the usual LangGraph multi-agent shape)."""
+
+    def __init__(self, name: str, replies: int) -> None:
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        from langchain_core.messages import SystemMessage
+
+        from bench.peers.agent_runs import REPLY, SYSTEM
+
+        self.name = name
+        self._system = SystemMessage(content=SYSTEM)
+        self._model = FakeListChatModel(
+            responses=[f"{name}: {REPLY} ({i})" for i in range(replies)]
+        )
+
+    async def __call__(self, state: _ChatState) -> dict[str, list[Any]]:
+        answer = await self._model.ainvoke([self._system, *state["messages"]])
+        answer.name = self.name
+        return {"messages": [answer]}
+
+
+def make_assistant_loop(turns: int) -> Any:
+    """Two chat-model nodes A -> B -> A on langchain's ``FakeListChatModel``, ended after
+    ``turns`` agent turns (the max_turns bound)."""
+    from langchain_core.messages import HumanMessage
+
+    lg = _lg()
+    g = lg.StateGraph(_ChatState)
+    per_agent = turns // 2 + 1
+    g.add_node("A", ChatNode("A", per_agent))
+    g.add_node("B", ChatNode("B", per_agent))
+    g.add_edge(lg.START, "A")
+
+    def bounded(other: str) -> Callable[[_ChatState], str]:
+        def route(state: _ChatState) -> str:
+            return lg.END if len(state["messages"]) > turns else other
+
+        return route
+
+    g.add_conditional_edges("A", bounded("B"), ["B", lg.END])
+    g.add_conditional_edges("B", bounded("A"), ["A", lg.END])
+    app = g.compile()
+    config = {"recursion_limit": turns + 10}
+    kept: list[Any] = []
+
+    async def run() -> list[float]:
+        import time
+
+        stamps: list[float] = []
+        task = {"messages": [HumanMessage(content="go", name="user")]}
+        async for update in app.astream(task, config, stream_mode="updates"):
+            stamps.append(time.perf_counter())
+            kept.append(update)  # the run's messages, held as a team holds its thread
+        return stamps
+
+    return run

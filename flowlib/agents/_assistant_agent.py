@@ -7,13 +7,32 @@ import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+from typing_extensions import Self
 
 from ..base import CancellationToken, Handoff, Response
-from ..errors import StateError
-from ..memory import Memory
+from ..base._arguments import check_state_argument
+from ..component import (
+    ComponentModel,
+    dump_field,
+    dump_fields,
+    load_error,
+    load_field,
+    load_fields,
+    loading_at,
+    refuse_field,
+    skip_field,
+)
+from ..component._registry import register_builtin
+from ..errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    InvalidValueError,
+    StateError,
+)
+from ..memory import Memory, UpdateContextResult
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -28,8 +47,11 @@ from ..messages import (
     ToolCallSummaryMessage,
 )
 from ..model_context import (
+    BufferedChatCompletionContext,
     ChatCompletionContext,
     ChatCompletionContextState,
+    HeadAndTailChatCompletionContext,
+    TokenLimitedChatCompletionContext,
     UnboundedChatCompletionContext,
 )
 from ..model_context._base import _RollbackPoint
@@ -45,7 +67,7 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
-from ..tools import Tool, Workbench
+from ..tools import BaseTool, Tool, Workbench
 from ..tools._workbench import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
 from ._tool_calls import (
@@ -88,6 +110,33 @@ class _Inference:
     message_id: str
 
 
+# AutoGen wraps an agent's tools in a StaticWorkbench; flowlib reads its tools back.
+_STATIC_WORKBENCH = frozenset({"autogen_core.tools.StaticWorkbench", "StaticWorkbench"})
+
+
+class AssistantAgentConfig(BaseModel):
+    """The config of [`AssistantAgent`][flowlib.agents.AssistantAgent] (AutoGen's shape)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    model_client: ComponentModel
+    tools: list[ComponentModel] | None = None
+    workbench: list[ComponentModel] | None = None
+    handoffs: list[Handoff | str] | None = None
+    model_context: ComponentModel | None = None
+    memory: list[ComponentModel] | None = None
+    description: str = DEFAULT_DESCRIPTION
+    system_message: str | None = None
+    model_client_stream: bool = False
+    reflect_on_tool_use: bool = False
+    tool_call_summary_format: str = "{result}"
+    max_tool_iterations: int = 1
+    metadata: dict[str, str] | None = None
+    output_content_type_format: str | None = None
+    structured_message_factory: ComponentModel | None = None
+
+
 class AssistantAgent(BaseChatAgent):
     """An agent that answers with a model and can call tools and hand off.
 
@@ -115,7 +164,7 @@ class AssistantAgent(BaseChatAgent):
         model_client: The model to call.
         tools: Tools, or plain sync / async functions (wrapped in ``FunctionTool``:
             named after the function, described by its docstring).
-        workbench: A :class:`~flowlib.tools.Workbench` (``StaticWorkbench``,
+        workbench: A [`Workbench`][flowlib.tools.Workbench] (``StaticWorkbench``,
             ``McpWorkbench``, ...) or a list of them, instead of ``tools``: their tools are
             listed at the start of every turn and each call goes to the workbench that
             listed the tool. The agent does not start or stop them (a workbench that needs
@@ -182,19 +231,20 @@ class AssistantAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         self._workbenches = as_workbenches(name, workbench, tools)
-        if isinstance(memory, Memory):
-            raise TypeError(f"Agent `{name}`: memory takes a list of memories: memory=[...].")
+        memories = _memories(name, memory)
         if max_tool_iterations < 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{name}`: max_tool_iterations must be at least 1, got "
-                f"{max_tool_iterations}."
+                f"{max_tool_iterations}.",
+                argument="max_tool_iterations",
             )
         if output_content_type is not None and not (
             isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
         ):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"Agent `{name}`: output_content_type must be a pydantic BaseModel subclass, "
-                f"not {output_content_type!r}."
+                f"not {output_content_type!r}.",
+                argument="output_content_type",
             )
         self._tools = build_tools(name, tools or ())
         self._handoffs = build_handoffs(name, handoffs or (), {tool.name for tool in self._tools})
@@ -202,10 +252,11 @@ class AssistantAgent(BaseChatAgent):
             "function_calling", False
         ):
             given = "handoffs" if self._handoffs and not self._tools else "tools"
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{name}`: the model does not support function calling "
                 f"(model_info['function_calling'] is False), so it cannot use {given}. "
-                "Use a model that supports function calling, or remove them."
+                "Use a model that supports function calling, or remove them.",
+                argument=given,
             )
         handoff_tools: list[Tool] = [handoff.handoff_tool for handoff in self._handoffs.values()]
         self._model_tools: list[Tool] = [*self._tools, *handoff_tools]
@@ -226,7 +277,7 @@ class AssistantAgent(BaseChatAgent):
         self._tool_call_summary_formatter = tool_call_summary_formatter
         self._output_content_type = output_content_type
         self._output_content_type_format = output_content_type_format
-        self._memory = list(memory or ())
+        self._memory = memories
         self._metadata = dict(metadata or {})
         # Where the context stood before a turn that has not finished yet, and a turn
         # counter: together they make each turn all-or-nothing (see on_messages_stream).
@@ -272,6 +323,79 @@ class AssistantAgent(BaseChatAgent):
         content = self._system_messages[0].content
         assert isinstance(content, str)
         return content
+
+    # --- the component protocol ---------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = AssistantAgentConfig
+
+    def _to_config(self) -> AssistantAgentConfig:
+        if self._output_content_type is not None:
+            refuse_field(
+                "output_content_type",
+                f"`{self.name}` answers with the pydantic class "
+                f"{self._output_content_type.__qualname__}, which a config cannot hold "
+                "(AutoGen blocks this dump too). Build this agent in code.",
+            )
+        if self._tool_call_summary_formatter is not None:
+            skip_field(
+                "tool_call_summary_formatter",
+                "it is a Python callable (documented as ignored by configs); the loaded agent "
+                "formats summaries with tool_call_summary_format.",
+            )
+        return AssistantAgentConfig(
+            name=self.name,
+            model_client=dump_field(self._model_client, "model_client"),
+            tools=dump_fields(list(self._tools), "tools") or None,
+            handoffs=list(self._handoffs.values()) or None,
+            model_context=dump_field(self._model_context, "model_context"),
+            memory=dump_fields(list(self._memory), "memory") or None,
+            description=self.description,
+            system_message=self.system_message,
+            model_client_stream=self._model_client_stream,
+            reflect_on_tool_use=self._reflect_on_tool_use,
+            tool_call_summary_format=self._tool_call_summary_format,
+            max_tool_iterations=self._max_tool_iterations,
+            metadata=dict(self._metadata) or None,
+            output_content_type_format=self._output_content_type_format,
+        )
+
+    @classmethod
+    def _from_config(cls, config: AssistantAgentConfig) -> Self:
+        if config.structured_message_factory is not None:
+            raise load_error(
+                "structured output (`output_content_type`) cannot be loaded from a config; "
+                "build this agent in code.",
+                "structured_message_factory",
+            )
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        tools = load_fields(config.tools or [], "tools", BaseTool)
+        for index, workbench in enumerate(config.workbench or ()):
+            if workbench.provider not in _STATIC_WORKBENCH:
+                raise load_error(
+                    f"workbench `{workbench.provider}` is not supported; flowlib agents take "
+                    "tools directly (`tools=[...]`).",
+                    f"workbench[{index}]",
+                )
+            with loading_at(f"workbench[{index}]"):
+                tools += load_fields(workbench.config.get("tools") or [], "tools", BaseTool)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        memory = load_fields(config.memory or [], "memory", Memory)
+        return cls(
+            config.name,
+            client,
+            tools=tools or None,
+            handoffs=config.handoffs,
+            model_context=context,
+            description=config.description,
+            system_message=config.system_message,
+            model_client_stream=config.model_client_stream,
+            reflect_on_tool_use=config.reflect_on_tool_use,
+            max_tool_iterations=config.max_tool_iterations,
+            tool_call_summary_format=config.tool_call_summary_format,
+            output_content_type_format=config.output_content_type_format,
+            memory=memory or None,
+            metadata=config.metadata,
+        )
 
     # --- the turn -----------------------------------------------------------------------
 
@@ -343,8 +467,10 @@ class AssistantAgent(BaseChatAgent):
 
         inner: list[_Item] = []
         for memory in self._memory:
-            update = await memory.update_context(self._model_context)
-            if update.memories.results:
+            update: UpdateContextResult | None = await memory.update_context(self._model_context)
+            # None (a custom memory that returns nothing) means nothing was added, as in
+            # AutoGen, which only reads the result when there is one.
+            if update is not None and update.memories.results:
                 event = MemoryQueryEvent(content=list(update.memories.results), source=self.name)
                 inner.append(event)
                 yield event
@@ -408,7 +534,7 @@ class AssistantAgent(BaseChatAgent):
                         yield streamed
             assert inference is not None
             if isinstance(inference.result.content, list) and inference.result.content:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Agent `{self.name}`: the model answered the reflection call (made "
                     "without tools) with tool calls; expected a text answer."
                 )
@@ -431,7 +557,7 @@ class AssistantAgent(BaseChatAgent):
             tool_calls=all_calls,
             results=all_results,
             source=self.name,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
         yield Response(chat_message=summary, inner_messages=inner)
 
@@ -451,9 +577,17 @@ class AssistantAgent(BaseChatAgent):
         if token.is_cancelled():
             raise asyncio.CancelledError()
         context = await self._model_context.get_messages()
+        fresh = type(self._model_context).get_messages in _FRESH_VIEWS
         if not self._model_client.model_info.get("vision", False):
             context = [_without_images(message) for message in context]
-        request = [*self._system_messages, *context]
+            fresh = True
+        if fresh and type(context) is list:
+            # A list made for this call: prepend in place rather than copy the whole
+            # history a second time (the copy would grow with the conversation).
+            context[0:0] = self._system_messages
+            request = context
+        else:
+            request = [*self._system_messages, *context]
         message_id = str(uuid.uuid4())
         if not self._model_client_stream:
             result = await run_linked(
@@ -482,7 +616,7 @@ class AssistantAgent(BaseChatAgent):
                         content=chunk, full_message_id=message_id, source=self.name
                     )
         if final is None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{self.name}`: the model client's stream ended without a "
                 "CreateResult; create_stream must yield the final result last."
             )
@@ -505,12 +639,12 @@ class AssistantAgent(BaseChatAgent):
                 content=content,
                 source=self.name,
                 models_usage=usage,
-                metadata=dict(self._metadata),
+                metadata=self._metadata,  # validation copies it
             )
         try:
             parsed = self._output_content_type.model_validate_json(content)
         except ValidationError as exc:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Agent `{self.name}`: the model's answer is not a valid "
                 f"`{self._output_content_type.__name__}` ({exc.error_count()} error(s): "
                 f"{exc.errors()[0]['msg']}). Answer: {content[:200]!r}"
@@ -522,7 +656,7 @@ class AssistantAgent(BaseChatAgent):
             format_string=self._output_content_type_format,
             source=self.name,
             models_usage=usage,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
         return structured
 
@@ -569,7 +703,7 @@ class AssistantAgent(BaseChatAgent):
             target=handoff.target,
             context=handoff_context(self.name, steps, set(self._handoffs)),
             source=self.name,
-            metadata=dict(self._metadata),
+            metadata=self._metadata,  # validation copies it
         )
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -604,6 +738,7 @@ class AssistantAgent(BaseChatAgent):
         Raises:
             StateError: If ``state`` is not an AssistantAgent state.
         """
+        check_state_argument(state, f"Agent `{self.name}`")
         try:
             parsed = AssistantAgentState.model_validate(dict(state))
         except ValidationError as exc:
@@ -626,6 +761,47 @@ class AssistantAgent(BaseChatAgent):
         self._turns_started += 1
 
 
+# flowlib's own context views, which return a new list on every call: the agent may
+# extend that list instead of copying it.
+_FRESH_VIEWS = frozenset(
+    {
+        UnboundedChatCompletionContext.get_messages,
+        BufferedChatCompletionContext.get_messages,
+        HeadAndTailChatCompletionContext.get_messages,
+        TokenLimitedChatCompletionContext.get_messages,
+    }
+)
+
+
+def _memories(agent: str, memory: Sequence[Memory] | None) -> list[Memory]:
+    """Check ``memory=``: a list of ``Memory`` objects (as AutoGen, one bare ``Memory`` is refused).
+
+    Raises:
+        ArgumentTypeError: If it is not a list, or an entry is not a ``Memory``.
+    """
+    if memory is None:
+        return []
+    if isinstance(memory, Memory):
+        raise ArgumentTypeError(
+            f"Agent `{agent}`: memory takes a list of memories: memory=[...].",
+            argument="memory",
+        )
+    if isinstance(memory, (str, bytes)) or not isinstance(memory, Sequence):
+        raise ArgumentTypeError(
+            f"Agent `{agent}`: memory must be a list of Memory objects (e.g. "
+            f"[ListMemory()]), not {type(memory).__name__}.",
+            argument="memory",
+        )
+    for index, entry in enumerate(memory):
+        if not isinstance(entry, Memory):
+            raise ArgumentTypeError(
+                f"Agent `{agent}`: memory[{index}] is a {type(entry).__name__}, not a "
+                "Memory; pass Memory objects such as ListMemory().",
+                argument=f"memory[{index}]",
+            )
+    return list(memory)
+
+
 def _calls_of(message: AssistantMessage) -> list[FunctionCall]:
     return message.content if isinstance(message.content, list) else []
 
@@ -636,3 +812,10 @@ def _without_images(message: LLMMessage) -> LLMMessage:
         return message
     parts = [part if isinstance(part, str) else _IMAGE_PLACEHOLDER for part in message.content]
     return UserMessage(content="\n".join(parts), source=message.source)
+
+
+register_builtin(
+    AssistantAgent,
+    "flowlib.agents.AssistantAgent",
+    aliases=("autogen_agentchat.agents.AssistantAgent", "AssistantAgent"),
+)

@@ -7,7 +7,9 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
+from ..base._arguments import check_state_argument
 from ..base._task import task_messages
+from ..errors import AgentError, InvalidArgumentError
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
 
 __all__ = ["BaseChatAgent"]
@@ -44,9 +46,10 @@ class BaseChatAgent(ChatAgent, ABC):
 
     def __init__(self, name: str, description: str) -> None:
         if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent name `{name}` is not a valid Python identifier; use letters, digits "
-                "and underscores, not starting with a digit (e.g. `writer_1`)."
+                "and underscores, not starting with a digit (e.g. `writer_1`).",
+                argument="name",
             )
         self._name = name
         self._description = description
@@ -153,8 +156,9 @@ class BaseChatAgent(ChatAgent, ABC):
             if isinstance(item, Response):
                 response = item
         if response is None:
-            raise RuntimeError(
-                f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response."
+            raise AgentError(
+                f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response.",
+                agent=self.name,
             )
         return response
 
@@ -169,7 +173,12 @@ class BaseChatAgent(ChatAgent, ABC):
         return {"type": "BaseState", "version": "1.0.0"}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Load state; a stateless agent has nothing to restore."""
+        """Load state; a stateless agent has nothing to restore.
+
+        Raises:
+            StateError: ``state`` is not a mapping.
+        """
+        check_state_argument(state, f"Agent `{self.name}`")
 
     async def close(self) -> None:
         """Release resources; does nothing by default."""

@@ -7,10 +7,15 @@ import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from ..base import CancellationToken, Response
+from ..base._arguments import check_state_argument
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
+from ..component import ComponentModel, dump_field, load_field
+from ..component._model import active_policy
+from ..component._registry import register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
 from ..messages import (
     BaseAgentEvent,
@@ -73,6 +78,23 @@ ApprovalFuncType = (
     | Callable[[ApprovalRequest], Awaitable[ApprovalResponse]]
 )
 """A sync or async function deciding on an [`ApprovalRequest`][flowlib.agents.ApprovalRequest]."""
+
+
+class CodeExecutorAgentConfig(BaseModel):
+    """The config of [`CodeExecutorAgent`][flowlib.agents.CodeExecutorAgent]."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    code_executor: ComponentModel
+    model_client: ComponentModel | None = None
+    model_context: ComponentModel | None = None
+    model_client_stream: bool = False
+    max_retries_on_error: int = 0
+    description: str | None = None
+    system_message: str | None = None
+    sources: list[str] | None = None
+    supported_languages: list[str] | None = None
 
 
 class CodeExecutorAgent(BaseChatAgent):
@@ -224,6 +246,51 @@ class CodeExecutorAgent(BaseChatAgent):
     def code_executor(self) -> CodeExecutor:
         """The executor that runs the code."""
         return self._code_executor
+
+    # --- the component protocol ---------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = CodeExecutorAgentConfig
+
+    def _to_config(self) -> CodeExecutorAgentConfig:
+        # The approval_func (a callable) is not written: loading a CodeExecutorAgent needs
+        # `load_component(..., approval_func=...)` anyway, so a loaded agent never runs
+        # code unapproved (flowlib/component/_policy.py).
+        system = self._system_messages[0].content if self._system_messages else None
+        return CodeExecutorAgentConfig(
+            name=self.name,
+            code_executor=dump_field(self._code_executor, "code_executor"),
+            model_client=(
+                None
+                if self._model_client is None
+                else dump_field(self._model_client, "model_client")
+            ),
+            model_context=dump_field(self._model_context, "model_context"),
+            model_client_stream=self._model_client_stream,
+            max_retries_on_error=self._max_retries_on_error,
+            description=self.description,
+            system_message=system if isinstance(system, str) else None,
+            sources=None if self._sources is None else list(self._sources),
+            supported_languages=list(self._supported_languages),
+        )
+
+    @classmethod
+    def _from_config(cls, config: CodeExecutorAgentConfig) -> Self:
+        executor = load_field(config.code_executor, "code_executor", CodeExecutor)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        return cls(
+            config.name,
+            executor,
+            model_client=client,
+            model_context=context,
+            model_client_stream=config.model_client_stream,
+            max_retries_on_error=config.max_retries_on_error,
+            description=config.description,
+            system_message=config.system_message,
+            sources=config.sources,
+            supported_languages=config.supported_languages,
+            approval_func=active_policy().approval_func,
+        )
 
     # --- calls --------------------------------------------------------------------------
 
@@ -441,6 +508,7 @@ class CodeExecutorAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a CodeExecutorAgent state.
         """
+        check_state_argument(state, f"CodeExecutorAgent `{self.name}`")
         context = state.get("llm_context")
         if state.get("type") != "CodeExecutorAgentState" or not isinstance(context, Mapping):
             raise StateError(
@@ -463,3 +531,10 @@ def _describe(result: CodeResult) -> str:
             "print it to stdout."
         )
     return result.output
+
+
+register_builtin(
+    CodeExecutorAgent,
+    "flowlib.agents.CodeExecutorAgent",
+    aliases=("autogen_agentchat.agents.CodeExecutorAgent", "CodeExecutorAgent"),
+)

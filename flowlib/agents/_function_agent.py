@@ -6,7 +6,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
 from ..base import CancellationToken, Response
+from ..component import load_error, refuse_field
+from ..component._registry import register_builtin
+from ..errors import InvalidTypeError, InvalidValueError
 from ..messages import BaseChatMessage, TextMessage
 from ._base_chat_agent import BaseChatAgent
 
@@ -48,17 +54,17 @@ class FunctionAgent(BaseChatAgent):
         self, func: NodeFunction, *, name: str | None = None, description: str | None = None
     ) -> None:
         if not callable(func):
-            raise TypeError(f"A function node needs a callable, not {type(func).__name__}.")
+            raise InvalidTypeError(f"A function node needs a callable, not {type(func).__name__}.")
         node_name = name or getattr(func, "__name__", "")
         if node_name == "<lambda>" or not node_name:
-            raise ValueError(
+            raise InvalidValueError(
                 "A lambda has no usable name; give the node one: "
                 "`add_node(func, name='my_step')` or `FunctionAgent(func, name='my_step')`."
             )
         try:
             inspect.signature(func).bind(())
         except TypeError as exc:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Function node `{node_name}` must accept one positional argument (the new "
                 f"messages); its signature does not: {exc}."
             ) from None
@@ -71,6 +77,23 @@ class FunctionAgent(BaseChatAgent):
     def func(self) -> NodeFunction:
         """The wrapped function."""
         return self._func
+
+    # -- the component protocol: a function is code, never config --------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = BaseModel
+
+    def _to_config(self) -> BaseModel:
+        refuse_field(
+            "func",
+            f"FunctionAgent `{self.name}` runs the Python function "
+            f"{getattr(self._func, '__qualname__', self._func)!r}, which a declarative config "
+            "cannot hold (flowlib never loads code from one). Build this node in code, or use "
+            "an agent that serialises (e.g. AssistantAgent).",
+        )
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        raise load_error("a FunctionAgent runs Python code and cannot be loaded from a config.")
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
@@ -89,7 +112,7 @@ class FunctionAgent(BaseChatAgent):
         """
         result = await self.call(messages)
         if result is None:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Function node `{self.name}` returned None, so there is no chat message to "
                 "return from on_messages(); return a string or a message."
             )
@@ -108,10 +131,18 @@ class FunctionAgent(BaseChatAgent):
             return Response(chat_message=TextMessage(content=value, source=self.name))
         if isinstance(value, BaseChatMessage):
             return Response(chat_message=value)
-        raise TypeError(
+        raise InvalidTypeError(
             f"Function node `{self.name}` returned {type(value).__name__}; return a str, a "
             "chat message (e.g. TextMessage), a Response or None."
         )
 
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
         """A function node keeps no state."""
+
+
+register_builtin(
+    FunctionAgent,
+    "flowlib.agents.FunctionAgent",
+    aliases=("autogen_agentchat.agents.FunctionAgent", "FunctionAgent"),
+    loadable=False,
+)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Response
+from ..component import ComponentModel, dump_field, load_field
+from ..component._registry import register_builtin
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._base_chat_agent import BaseChatAgent
 
@@ -47,6 +50,16 @@ class MessageFilterConfig(BaseModel):
     """
 
     per_source: list[PerSourceFilter]
+
+
+class MessageFilterAgentConfig(BaseModel):
+    """The config of [`MessageFilterAgent`][flowlib.agents.MessageFilterAgent]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    wrapped_agent: ComponentModel
+    filter: MessageFilterConfig
 
 
 class MessageFilterAgent(BaseChatAgent):
@@ -102,6 +115,20 @@ class MessageFilterAgent(BaseChatAgent):
     def filter(self) -> MessageFilterConfig:
         """The filters in use."""
         return self._filter
+
+    component_config_schema: ClassVar[type[BaseModel]] = MessageFilterAgentConfig
+
+    def _to_config(self) -> MessageFilterAgentConfig:
+        return MessageFilterAgentConfig(
+            name=self.name,
+            wrapped_agent=dump_field(self._wrapped_agent, "wrapped_agent"),
+            filter=self._filter,
+        )
+
+    @classmethod
+    def _from_config(cls, config: MessageFilterAgentConfig) -> Self:
+        wrapped = load_field(config.wrapped_agent, "wrapped_agent", ChatAgent)
+        return cls(config.name, wrapped_agent=wrapped, filter=config.filter)
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
@@ -159,3 +186,10 @@ class MessageFilterAgent(BaseChatAgent):
     async def close(self) -> None:
         """Close the wrapped agent."""
         await self._wrapped_agent.close()
+
+
+register_builtin(
+    MessageFilterAgent,
+    "flowlib.agents.MessageFilterAgent",
+    aliases=("autogen_agentchat.agents.MessageFilterAgent", "MessageFilterAgent"),
+)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from ..base import CancellationToken, Response, TaskResult, Team
-from ..errors import StateError
+from ..base._arguments import check_state_argument
+from ..base._task import task_messages
+from ..component import ComponentModel, dump_field, load_field
+from ..component._registry import register_builtin
+from ..errors import ContractError, InvalidTypeError, StateError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -33,7 +40,9 @@ class SocietyOfMindAgent(BaseChatAgent):
     Each call:
 
     1. runs ``team`` with the new messages as its task, streaming the team's events and
-       messages as this agent's inner messages. When the model context already holds
+       messages (a consumer of ``on_messages_stream``/``run_stream`` sees them; the
+       ``Response`` does not carry them, as in AutoGen: they are the inner team's, not
+       this agent's answer to the outer world). When the model context already holds
        earlier messages (preloaded, or from earlier calls), they go first, as the
        ``context`` of a ``HandoffMessage(content="relevant previous messages",
        target="")`` from this agent, so the freshly reset team knows the conversation;
@@ -78,8 +87,8 @@ class SocietyOfMindAgent(BaseChatAgent):
         >>> model = ReplayChatCompletionClient(["A very short story."])
         >>> agent = SocietyOfMindAgent("society_of_mind", team=inner, model_client=model)
         >>> result = asyncio.run(agent.run(task="Write a story."))
-        >>> [m.to_text() for m in result.messages]
-        ['Write a story.', 'Once upon a time, the end.', 'APPROVE', 'A very short story.']
+        >>> [m.to_text() for m in result.messages]  # the task and the final response
+        ['Write a story.', 'A very short story.']
     """
 
     DEFAULT_INSTRUCTION = (
@@ -110,7 +119,7 @@ class SocietyOfMindAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         if not isinstance(team, Team):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"SocietyOfMindAgent `{name}` needs a Team (e.g. a GraphFlow) as its inner "
                 f"team, not {type(team).__name__}."
             )
@@ -134,6 +143,36 @@ class SocietyOfMindAgent(BaseChatAgent):
     def team(self) -> Team:
         """The inner team."""
         return self._team
+
+    # --- the component protocol ---------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]]  # set below the class
+
+    def _to_config(self) -> SocietyOfMindAgentConfig:
+        return SocietyOfMindAgentConfig(
+            name=self.name,
+            team=dump_field(self._team, "team"),
+            model_client=dump_field(self._model_client, "model_client"),
+            description=self.description,
+            instruction=self._instruction,
+            response_prompt=self._response_prompt,
+            model_context=dump_field(self._model_context, "model_context"),
+        )
+
+    @classmethod
+    def _from_config(cls, config: SocietyOfMindAgentConfig) -> Self:
+        team = load_field(config.team, "team", Team)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        return cls(
+            config.name,
+            team,
+            client,
+            description=config.description,
+            instruction=config.instruction,
+            response_prompt=config.response_prompt,
+            model_context=context,
+        )
 
     async def on_messages(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
@@ -183,7 +222,7 @@ class SocietyOfMindAgent(BaseChatAgent):
                     await self._request(transcript), cancellation_token=cancellation_token
                 )
                 if not isinstance(completion.content, str):
-                    raise RuntimeError(
+                    raise ContractError(
                         f"SocietyOfMindAgent `{self.name}`: the model answered with tool "
                         "calls; it must answer in text."
                     )
@@ -195,7 +234,34 @@ class SocietyOfMindAgent(BaseChatAgent):
             )
         finally:
             await self._team.reset()
-        yield Response(chat_message=reply, inner_messages=inner)
+        # As AutoGen's: the inner team's messages were streamed, but the Response (what an
+        # outer team's termination condition and run() see) holds only the answer.
+        yield Response(chat_message=reply, inner_messages=[])
+
+    async def run(
+        self,
+        *,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Run one step on ``task``; return the task and the final response, as AutoGen's
+        ``SocietyOfMindAgent.run()`` does (the inner team's messages are not included; use
+        [`run_stream`][flowlib.agents.BaseChatAgent.run_stream] to see them).
+
+        Args:
+            task: A string, a chat message or a list of them.
+            cancellation_token: Cancels the step; the await raises ``CancelledError``.
+            output_task_messages: Whether the task messages start ``TaskResult.messages``.
+        """
+        incoming = task_messages(task)
+        response = await self.on_messages(incoming, cancellation_token or CancellationToken())
+        kept: list[BaseAgentEvent | BaseChatMessage] = (
+            list(incoming) if output_task_messages else []
+        )
+        kept.extend(response.inner_messages or ())
+        kept.append(response.chat_message)
+        return TaskResult(messages=kept, stop_reason=None)
 
     async def _request(self, transcript: list[UserMessage]) -> list[LLMMessage]:
         """Build the final model request (see the class docstring)."""
@@ -237,6 +303,7 @@ class SocietyOfMindAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a SocietyOfMindAgent state.
         """
+        check_state_argument(state, f"SocietyOfMindAgent `{self.name}`")
         team_state = state.get("inner_team_state")
         if state.get("type") != "SocietyOfMindAgentState" or not isinstance(team_state, Mapping):
             raise StateError(
@@ -247,3 +314,27 @@ class SocietyOfMindAgent(BaseChatAgent):
         context = state.get("llm_context")
         if isinstance(context, Mapping):
             await self._model_context.load_state(context)
+
+
+class SocietyOfMindAgentConfig(BaseModel):
+    """The config of [`SocietyOfMindAgent`][flowlib.agents.SocietyOfMindAgent]."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    name: str
+    team: ComponentModel
+    model_client: ComponentModel
+    description: str = SocietyOfMindAgent.DEFAULT_DESCRIPTION
+    instruction: str = SocietyOfMindAgent.DEFAULT_INSTRUCTION
+    response_prompt: str = SocietyOfMindAgent.DEFAULT_RESPONSE_PROMPT
+    model_context: ComponentModel | None = None
+
+
+SocietyOfMindAgent.component_config_schema = SocietyOfMindAgentConfig
+
+
+register_builtin(
+    SocietyOfMindAgent,
+    "flowlib.agents.SocietyOfMindAgent",
+    aliases=("autogen_agentchat.agents.SocietyOfMindAgent", "SocietyOfMindAgent"),
+)

@@ -9,7 +9,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .._cancellation import CancellationToken
+from .._telemetry import tool_call
 from ..base import Handoff
+from ..errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from ..models import (
     AssistantMessage,
     FunctionCall,
@@ -54,15 +59,17 @@ def build_tools(agent: str, tools: Sequence[ToolInput]) -> list[Tool]:
         elif callable(item):
             tool = as_tool(item)
         else:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"Agent `{agent}`: tools must be BaseTool instances or functions, not "
-                f"{type(item).__name__} ({item!r})."
+                f"{type(item).__name__} ({item!r}).",
+                argument="tools",
             )
         if tool.name in seen:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{agent}`: tool names must be unique, but `{tool.name}` is given "
                 "twice. Rename one of the functions, or pass FunctionTool(func, "
-                "description=..., name='other_name')."
+                "description=..., name='other_name').",
+                argument="tools",
             )
         seen.add(tool.name)
         built.append(tool)
@@ -85,20 +92,23 @@ def build_handoffs(
         elif isinstance(item, Handoff):
             handoff = item
         else:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"Agent `{agent}`: handoffs must be Handoff objects or target names, not "
-                f"{type(item).__name__} ({item!r})."
+                f"{type(item).__name__} ({item!r}).",
+                argument="handoffs",
             )
         if handoff.name in built:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{agent}`: handoff names must be unique, but `{handoff.name}` is "
-                "given twice. Remove the duplicate or give one a different `name`."
+                "given twice. Remove the duplicate or give one a different `name`.",
+                argument="handoffs",
             )
         if handoff.name in tool_names:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Agent `{agent}`: handoff `{handoff.name}` has the same name as a tool. "
                 "Give the handoff another `name` (Handoff(target=..., name=...)) or "
-                "rename the tool."
+                "rename the tool.",
+                argument="handoffs",
             )
         built[handoff.name] = handoff
     return built
@@ -144,13 +154,20 @@ async def _run_one(
         return error(
             f"the arguments of `{call.name}` must be a JSON object, not {type(arguments).__name__}."
         )
-    try:
-        value = await tool.run_json(arguments, token, call_id=call.id)
-        content = tool.return_value_as_string(value)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        return error(str(exc) or type(exc).__name__)
+    # Telemetry (flowlib/_telemetry.py): an execute_tool span and a ToolCallEvent log.
+    with tool_call(
+        name=call.name, call_id=call.id, description=tool.description, arguments=arguments
+    ) as traced:
+        try:
+            value = await tool.run_json(arguments, token, call_id=call.id)
+            content = tool.return_value_as_string(value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failed = error(str(exc) or type(exc).__name__)
+            traced.done(failed.content, is_error=True)
+            return failed
+        traced.done(content)
     return FunctionExecutionResult(content=content, name=call.name, call_id=call.id, is_error=False)
 
 

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import contextvars
 import inspect
 import threading
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
+
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from ..base import CancellationToken, Response
+from ..component import load_error, refuse_field
+from ..component._registry import register_builtin
+from ..errors import AgentError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -36,6 +43,16 @@ _current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 PROMPT = "Enter your response: "
 HANDOFF_PROMPT = "Handoff received from {source}. Enter your response: "
+
+
+class UserProxyAgentConfig(BaseModel):
+    """The config of [`UserProxyAgent`][flowlib.agents.UserProxyAgent] (a console agent)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = "A human user"
+    input_func: str | None = None
 
 
 class UserProxyAgent(BaseChatAgent):
@@ -77,7 +94,7 @@ class UserProxyAgent(BaseChatAgent):
         """Gives the input function the id of the request it is answering."""
 
         def __init__(self) -> None:
-            raise RuntimeError(
+            raise AgentError(
                 "InputRequestContext cannot be instantiated; call "
                 "UserProxyAgent.InputRequestContext.request_id() inside the input function."
             )
@@ -92,7 +109,7 @@ class UserProxyAgent(BaseChatAgent):
             try:
                 return _current_request_id.get()
             except LookupError:
-                raise RuntimeError(
+                raise AgentError(
                     "UserProxyAgent.InputRequestContext.request_id() was called outside an "
                     "input function; it only works while a UserProxyAgent is asking for input."
                 ) from None
@@ -107,6 +124,29 @@ class UserProxyAgent(BaseChatAgent):
         super().__init__(name, description)
         self.input_func: InputFuncType = input_func if input_func is not None else input
         self._is_async = _is_async_callable(self.input_func)
+
+    component_config_schema: ClassVar[type[BaseModel]] = UserProxyAgentConfig
+
+    def _to_config(self) -> UserProxyAgentConfig:
+        if self.input_func is not builtins.input:
+            refuse_field(
+                "input_func",
+                f"`{self.name}` reads the user's answers with the Python callable "
+                f"{getattr(self.input_func, '__qualname__', self.input_func)!r}; a loaded "
+                "agent would read the console instead. Build this agent in code (or pass "
+                "input_func=None to dump a console agent).",
+            )
+        return UserProxyAgentConfig(name=self.name, description=self.description)
+
+    @classmethod
+    def _from_config(cls, config: UserProxyAgentConfig) -> Self:
+        if config.input_func is not None:
+            raise load_error(
+                "an input function cannot be loaded from a config (it would be code); the "
+                "agent reads the console unless built in code with input_func=.",
+                "input_func",
+            )
+        return cls(config.name, description=config.description)
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
@@ -171,16 +211,18 @@ class UserProxyAgent(BaseChatAgent):
             waiter.cancel()
             raise
         except Exception as exc:
-            raise RuntimeError(
+            raise AgentError(
                 f"UserProxyAgent `{self.name}` failed to get user input: "
-                f"{type(exc).__name__}: {exc}"
+                f"{type(exc).__name__}: {exc}",
+                agent=self.name,
             ) from exc
         finally:
             token.remove_callback(waiter.cancel)
         if not isinstance(answer, str):
-            raise RuntimeError(
+            raise AgentError(
                 f"UserProxyAgent `{self.name}`'s input function returned "
-                f"{type(answer).__name__}; it must return a str."
+                f"{type(answer).__name__}; it must return a str.",
+                agent=self.name,
             )
         return answer
 
@@ -225,3 +267,10 @@ def _run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
 
     threading.Thread(target=work, name="flowlib-user-input", daemon=True).start()
     return future
+
+
+register_builtin(
+    UserProxyAgent,
+    "flowlib.agents.UserProxyAgent",
+    aliases=("autogen_agentchat.agents.UserProxyAgent", "UserProxyAgent"),
+)

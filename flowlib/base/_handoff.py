@@ -6,7 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, model_validator
 
-from ..tools import BaseTool, FunctionTool
+from ..errors import InvalidValueError
+from ..tools._base import BaseTool
+from ..tools._function_tool import FunctionTool
 
 __all__ = ["Handoff"]
 
@@ -46,7 +48,7 @@ class Handoff(BaseModel):
         if not filled.get("name"):
             filled["name"] = f"transfer_to_{target}".lower()
         elif not str(filled["name"]).isidentifier():
-            raise ValueError(
+            raise InvalidValueError(
                 f"Handoff name `{filled['name']}` is not a valid identifier; tool names must "
                 "be letters, digits and underscores."
             )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from .._cancellation import CancellationToken
+from ..errors import InvalidArgumentTypeError
 from ..messages import BaseAgentEvent, BaseChatMessage
 
 __all__ = ["TaskResult", "TaskRunner"]
@@ -63,21 +64,29 @@ def task_messages(
     A string becomes ``TextMessage(content=task, source="user")``.
 
     Raises:
-        TypeError: If ``task`` (or an item of it) is not a string or a chat message.
+        InvalidArgumentTypeError: If ``task`` (or an item of it) is not a string or a chat
+            message (a ``TypeError`` and, as in AutoGen, a ``ValueError``).
     """
     from ..messages import TextMessage
+    from ._arguments import _kind
 
+    expected = "a str, a chat message (e.g. TextMessage) or a list of chat messages"
     if task is None:
         return []
     if isinstance(task, str):
         return [TextMessage(content=task, source="user")]
     if isinstance(task, BaseChatMessage):
         return [task]
+    if not isinstance(task, (list, tuple)):
+        event = " (an agent event)" if isinstance(task, BaseAgentEvent) else ""
+        raise InvalidArgumentTypeError(
+            f"`task` is {_kind(task)}{event}; a task must be {expected}.", argument="task"
+        )
     messages = list(task)
     for position, item in enumerate(messages):
         if not isinstance(item, BaseChatMessage):
-            raise TypeError(
-                f"task[{position}] is a {type(item).__name__}; a task must be a str, a chat "
-                "message (e.g. TextMessage) or a list of chat messages."
+            raise InvalidArgumentTypeError(
+                f"`task[{position}]` is {_kind(item)}; a task must be {expected}.",
+                argument=f"task[{position}]",
             )
-    return messages
+    return cast("list[BaseChatMessage]", messages)

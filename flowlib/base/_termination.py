@@ -11,8 +11,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
 from ..component._base import ComponentBase
-from ..errors import FlowlibError
+from ..component._fields import dump_fields, load_fields
+from ..component._model import ComponentModel
+from ..component._registry import register_builtin
+from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
 from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
 
 __all__ = [
@@ -107,10 +113,10 @@ def _check_parts(
     kind: str, conditions: tuple[TerminationCondition, ...]
 ) -> tuple[TerminationCondition, ...]:
     if not conditions:
-        raise ValueError(f"`{kind}` needs at least one termination condition.")
+        raise InvalidValueError(f"`{kind}` needs at least one termination condition.")
     for position, condition in enumerate(conditions):
         if not isinstance(condition, TerminationCondition):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"`{kind}` part {position} is a {type(condition).__name__}; every part must be "
                 "a TerminationCondition such as MaxMessageTermination(10)."
             )
@@ -126,7 +132,39 @@ def _join(stops: Iterable[StopMessage]) -> StopMessage:
     )
 
 
-class AndTerminationCondition(TerminationCondition):
+class CombinedConfig(BaseModel):
+    """The config of [`AndTerminationCondition`][flowlib.base.AndTerminationCondition] and
+    [`OrTerminationCondition`][flowlib.base.OrTerminationCondition]."""
+
+    model_config = {"extra": "forbid"}
+
+    conditions: list[ComponentModel]
+
+
+class _CombinedCondition(TerminationCondition):
+    """What ``&`` and ``|`` share: their parts, and their config (the parts' configs)."""
+
+    _conditions: tuple[TerminationCondition, ...]
+
+    def __init__(self, *conditions: TerminationCondition) -> None:
+        self._conditions = _check_parts(type(self).__name__, conditions)
+
+    @property
+    def conditions(self) -> tuple[TerminationCondition, ...]:
+        """The combined conditions, in order."""
+        return tuple(self._conditions)
+
+    component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
+
+    def _to_config(self) -> CombinedConfig:
+        return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
+
+    @classmethod
+    def _from_config(cls, config: CombinedConfig) -> Self:
+        return cls(*load_fields(config.conditions, "conditions", TerminationCondition))
+
+
+class AndTerminationCondition(_CombinedCondition):
     """Fires once every part has fired; the parts may fire on different calls.
 
     A part that has fired is not called again until
@@ -147,7 +185,7 @@ class AndTerminationCondition(TerminationCondition):
     component_provider_override = "flowlib.base.AndTerminationCondition"
 
     def __init__(self, *conditions: TerminationCondition) -> None:
-        self._conditions = _check_parts("AndTerminationCondition", conditions)
+        super().__init__(*conditions)
         # Part index -> its stop message; dict order is firing order.
         self._stops: dict[int, StopMessage] = {}
 
@@ -188,7 +226,7 @@ class AndTerminationCondition(TerminationCondition):
         return f"AndTerminationCondition({', '.join(map(repr, self._conditions))})"
 
 
-class OrTerminationCondition(TerminationCondition):
+class OrTerminationCondition(_CombinedCondition):
     """Fires as soon as any part fires.
 
     Every part sees every delta (so counters stay right even after another part fires).
@@ -208,7 +246,7 @@ class OrTerminationCondition(TerminationCondition):
     component_provider_override = "flowlib.base.OrTerminationCondition"
 
     def __init__(self, *conditions: TerminationCondition) -> None:
-        self._conditions = _check_parts("OrTerminationCondition", conditions)
+        super().__init__(*conditions)
         self._fired = False
 
     @property
@@ -244,3 +282,11 @@ class OrTerminationCondition(TerminationCondition):
 
     def __repr__(self) -> str:
         return f"OrTerminationCondition({', '.join(map(repr, self._conditions))})"
+
+
+for _combined in (AndTerminationCondition, OrTerminationCondition):
+    register_builtin(
+        _combined,
+        f"flowlib.base.{_combined.__name__}",
+        aliases=(f"autogen_agentchat.base.{_combined.__name__}", _combined.__name__),
+    )

@@ -113,7 +113,7 @@ def base_record(
     created_at: float | None = None,
 ) -> CheckpointRecord:
     """One ``base`` record holding the whole of ``folded``: the first record of a fork
-    (``run_id=new_id, checkpoint_id=1``) or what :meth:`prune` leaves of old records.
+    (``run_id=new_id, checkpoint_id=1``) or what `prune()` leaves of old records.
 
     Args:
         folded: The state to snapshot.

@@ -34,7 +34,7 @@ class InMemoryCheckpointStore:
     Records are copied in and out, so neither the writer nor a reader can change what is
     stored. Safe for concurrent runs on one event loop (no call awaits halfway).
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> store = InMemoryCheckpointStore()
         >>> asyncio.run(store.list_runs())

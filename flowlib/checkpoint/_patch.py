@@ -38,7 +38,7 @@ def diff_state(old: Any, new: Any) -> Patch:
     Returns:
         A JSON patch (see the module docstring); ``{}`` when the values are equal.
 
-    Example:
+    Examples:
         >>> diff_state({"messages": ["a"]}, {"messages": ["a", "b"]})
         {'update': {'messages': {'append': ['b']}}}
     """
@@ -68,7 +68,7 @@ def diff_state(old: Any, new: Any) -> Patch:
 
 
 def apply_patch(old: Any, patch: Patch) -> Any:
-    """The value ``patch`` (from :func:`diff_state`) makes of ``old``.
+    """The value ``patch`` (from `diff_state()`) makes of ``old``.
 
     ``old`` is not changed: the result shares unchanged parts with it, so do not mutate
     either afterwards.

@@ -58,7 +58,7 @@ class SQLiteCheckpointStore:
             checkpoint).
         busy_timeout: Seconds to wait for another process's write lock.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> store = SQLiteCheckpointStore(":memory:")
         >>> asyncio.run(store.list_runs())

@@ -14,7 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
+
 from .._cancellation import CancellationToken
+from ..component._registry import register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ._base import CodeExecutor, CommandLineCodeResult
 from ._output import CappedOutput
@@ -34,6 +38,17 @@ DEFAULT_MAX_OUTPUT_BYTES = 1_048_576
 
 _DRAIN_SECONDS = 2.0  # how long to wait for output still buffered after a kill
 _LEFTOVER_SECONDS = 0.5  # how long background processes may hold the output after the script
+
+
+class LocalExecutorConfig(BaseModel):
+    """The config of
+    [`LocalCommandLineCodeExecutor`][flowlib.code_executors.LocalCommandLineCodeExecutor]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout: float = 60
+    work_dir: str | None = None
+    cleanup_temp_files: bool = True
 
 
 class LocalCommandLineCodeExecutor(CodeExecutor):
@@ -126,6 +141,22 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     def timeout(self) -> float:
         """Seconds each block may run."""
         return self._timeout
+
+    component_config_schema: ClassVar[type[BaseModel]] = LocalExecutorConfig
+
+    def _to_config(self) -> LocalExecutorConfig:
+        work_dir = None if self._given_work_dir is None else str(self._given_work_dir)
+        return LocalExecutorConfig(
+            timeout=self._timeout, work_dir=work_dir, cleanup_temp_files=self._cleanup_temp_files
+        )
+
+    @classmethod
+    def _from_config(cls, config: LocalExecutorConfig) -> Self:
+        return cls(
+            timeout=config.timeout,
+            work_dir=config.work_dir,
+            cleanup_temp_files=config.cleanup_temp_files,
+        )
 
     @property
     def max_output_bytes(self) -> int:
@@ -365,3 +396,13 @@ async def _stop(
 
 def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+register_builtin(
+    LocalCommandLineCodeExecutor,
+    "flowlib.code_executors.LocalCommandLineCodeExecutor",
+    aliases=(
+        "autogen_ext.code_executors.local.LocalCommandLineCodeExecutor",
+        "LocalCommandLineCodeExecutor",
+    ),
+)

@@ -10,9 +10,9 @@ class CappedOutput:
 
     The middle is dropped as it arrives, so memory stays bounded by ``limit`` whatever
     the script prints. The head shows how the output began, the tail how it ended (a
-    traceback is at the end). :meth:`text` puts a note where bytes were left out.
+    traceback is at the end). `text()` puts a note where bytes were left out.
 
-    Example:
+    Examples:
         >>> output = CappedOutput(8)
         >>> output.feed(b"abcdefghijkl")
         >>> output.dropped

@@ -1,24 +1,32 @@
-"""The public entry points: ``dump_component`` / ``load_component`` and the mixin that
-gives agents, teams, termination conditions and model clients the same two methods."""
+"""The public entry points: ``dump_component`` / ``load_component``, the mixin that gives
+agents, teams, termination conditions and model clients the same two methods, and
+[`Component`][flowlib.component.Component], the one protocol by which every class (flowlib's
+and yours) writes itself to a config and builds itself from one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar, overload
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
+from pydantic import BaseModel
 from typing_extensions import Self
 
-from ._model import ComponentModel
+from ._model import ComponentModel, EdgeFunction, dump, load
 
 if TYPE_CHECKING:
-    # Not imported at run time: the base classes import this module early.
-    from ..messages import BaseChatMessage
+    from ..agents._code_executor_agent import ApprovalFuncType
 
-__all__ = ["ComponentBase", "ComponentLoader", "dump_component", "load_component"]
+__all__ = [
+    "Component",
+    "ComponentBase",
+    "ComponentLoader",
+    "dump_component",
+    "load_component",
+]
 
 T = TypeVar("T")
-
-EdgeFunction: TypeAlias = "Callable[[BaseChatMessage], bool]"
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 
 def dump_component(component: object) -> ComponentModel:
@@ -64,9 +72,7 @@ def dump_component(component: object) -> ComponentModel:
         >>> type(condition).__name__
         'OrTerminationCondition'
     """
-    from ._codec import Dumper
-
-    return Dumper().root(component)
+    return dump(component)
 
 
 @overload
@@ -75,6 +81,9 @@ def load_component(
     expected: None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> Any: ...
 
 
@@ -84,6 +93,9 @@ def load_component(
     expected: type[T],
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> T: ...
 
 
@@ -92,13 +104,18 @@ def load_component(
     expected: type[T] | None = None,
     *,
     conditions: Mapping[str, EdgeFunction] | None = None,
+    allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+    allow_commands: bool = False,
+    approval_func: ApprovalFuncType | None = None,
 ) -> T | Any:
     """Build a component from a [`ComponentModel`][flowlib.component.ComponentModel] or its JSON
     dict.
 
     Providers are looked up in flowlib's registry only (flowlib's provider paths,
     AutoGen's, and short class names such as ``"OpenAIChatCompletionClient"``); a
-    provider string is never imported, so a config cannot make flowlib run code.
+    provider string is never imported, so a config cannot make flowlib run code. What
+    else a loaded config may touch is given here, and is nothing by default: see
+    "Security" in the docs.
 
     Args:
         model: The component model, or a dict (``model_dump(mode="json")``, parsed JSON,
@@ -106,25 +123,31 @@ def load_component(
         expected: If given, the component must be an instance of this class.
         conditions: Callables for graph edges whose conditions were callables, by the
             name the dump recorded (the function's ``__name__``).
+        allow_paths: Directories under which loaded components may create or change
+            files (a ``SQLiteStore`` path, a ``DiskCacheStore`` directory, a
+            ``LocalCommandLineCodeExecutor`` work_dir); a config naming a path outside
+            them is refused.
+        allow_commands: Whether an ``McpWorkbench`` may start its server's command.
+        approval_func: Asked before every code execution of each loaded
+            ``CodeExecutorAgent``; without it, a config holding one is refused.
 
     Returns:
         The new component.
 
     Raises:
         UnknownProviderError: A provider is not registered (a ``ValueError``).
-        ComponentLoadError: A config is invalid, of a newer version, or a nested
-            component has the wrong kind (a ``ValueError``).
+        ComponentLoadError: A config is invalid, of a newer version, nested too deeply
+            (over 100 components), a nested component has the wrong kind, or it needs
+            a permission not given (a ``ValueError``).
         ConditionSerializationError: A callable edge condition is not in ``conditions``.
         TypeError: The component is not an ``expected`` instance.
     """
-    from ._codec import Loader
+    from ._policy import LoadPolicy
 
-    component = Loader(conditions=conditions).root(model, None)
-    if expected is not None and not isinstance(component, expected):
-        raise TypeError(
-            f"The config builds a {type(component).__name__}, not a {expected.__name__}."
-        )
-    return component
+    policy = LoadPolicy.build(
+        allow_paths=allow_paths, allow_commands=allow_commands, approval_func=approval_func
+    )
+    return load(model, expected, conditions=conditions, policy=policy)
 
 
 class ComponentLoader:
@@ -139,6 +162,9 @@ class ComponentLoader:
         expected: None = None,
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> Self: ...
 
     @overload
@@ -149,6 +175,9 @@ class ComponentLoader:
         expected: type[T],
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> T: ...
 
     @classmethod
@@ -158,6 +187,9 @@ class ComponentLoader:
         expected: type[T] | None = None,
         *,
         conditions: Mapping[str, EdgeFunction] | None = None,
+        allow_paths: Iterable[str | os.PathLike[str]] | None = None,
+        allow_commands: bool = False,
+        approval_func: ApprovalFuncType | None = None,
     ) -> Self | T:
         """Build a component from a config and check it is an instance of this class.
 
@@ -170,10 +202,17 @@ class ComponentLoader:
             TypeError: The config builds something that is not an instance of this class
                 (or of ``expected``).
         """
-        target: type[Any] | None = expected
+        target: Any = expected
         if target is None and cls not in (ComponentLoader, ComponentBase):
             target = cls
-        return load_component(model, target, conditions=conditions)  # type: ignore[no-any-return]
+        return load_component(  # type: ignore[no-any-return]
+            model,
+            target,
+            conditions=conditions,
+            allow_paths=allow_paths,
+            allow_commands=allow_commands,
+            approval_func=approval_func,
+        )
 
 
 class ComponentBase(ComponentLoader):
@@ -190,3 +229,87 @@ class ComponentBase(ComponentLoader):
             ComponentSerializationError: A field cannot be written.
         """
         return dump_component(self)
+
+
+class Component(ComponentBase, Generic[ConfigT]):
+    """The component protocol, typed by its config model (AutoGen's ``Component[Config]``).
+
+    A class writes itself to a declarative config and builds itself from one:
+
+    * ``component_config_schema``: the pydantic model of the config;
+    * ``_to_config(self)``: the constructor arguments, as a ``component_config_schema``
+      instance (nested components as [`ComponentModel`][flowlib.component.ComponentModel]
+      fields, from ``dump_component()`` or [`dump_field`][flowlib.component.dump_field]);
+    * ``_from_config(cls, config)``: a new instance from a validated config.
+
+    flowlib's own classes implement exactly this; the registry only maps provider
+    strings to classes. Register your class with
+    [`register_component`][flowlib.component.register_component] to make it loadable.
+
+    Class attributes: ``component_type`` (``"termination"``, ``"agent"``, ...; the
+    flowlib base classes set it), ``component_version`` (default 1),
+    ``component_provider_override`` (the provider string dumps write; default
+    ``"<module>.<qualname>"``) and ``component_description``.
+
+    Examples:
+        A custom termination condition, as in AutoGen's guide:
+
+        ```python
+        from collections.abc import Sequence
+        from pydantic import BaseModel
+        from typing_extensions import Self
+        from flowlib.base import TerminationCondition
+        from flowlib.component import Component, register_component
+        from flowlib.messages import StopMessage, ToolCallExecutionEvent
+
+        class FunctionCallTerminationConfig(BaseModel):
+            function_name: str
+
+        class MyFunctionCallTermination(
+            TerminationCondition, Component[FunctionCallTerminationConfig]
+        ):
+            component_config_schema = FunctionCallTerminationConfig
+            component_provider_override = "myapp.MyFunctionCallTermination"
+
+            def __init__(self, function_name: str) -> None:
+                self._terminated = False
+                self._function_name = function_name
+
+            @property
+            def terminated(self) -> bool:
+                return self._terminated
+
+            async def __call__(self, messages: Sequence[object]) -> StopMessage | None:
+                for message in messages:
+                    if isinstance(message, ToolCallExecutionEvent) and any(
+                        r.name == self._function_name for r in message.content
+                    ):
+                        self._terminated = True
+                        return StopMessage(content="done", source="MyFunctionCallTermination")
+                return None
+
+            async def reset(self) -> None:
+                self._terminated = False
+
+            def _to_config(self) -> FunctionCallTerminationConfig:
+                return FunctionCallTerminationConfig(function_name=self._function_name)
+
+            @classmethod
+            def _from_config(cls, config: FunctionCallTerminationConfig) -> Self:
+                return cls(function_name=config.function_name)
+
+        register_component(MyFunctionCallTermination)
+        ```
+    """
+
+    component_config_schema: type[ConfigT]
+    component_version: ClassVar[int] = 1
+
+    def _to_config(self) -> ConfigT:
+        """The constructor arguments of this component, as its config model."""
+        raise NotImplementedError(f"{type(self).__qualname__} does not implement _to_config().")
+
+    @classmethod
+    def _from_config(cls, config: ConfigT) -> Self:
+        """A new component built from a validated config."""
+        raise NotImplementedError(f"{cls.__qualname__} does not implement _from_config().")

@@ -4,8 +4,10 @@
 
     FlowlibError
     ├── ComponentSerializationError (also ValueError)   dump: a field cannot be written
-    └── ComponentLoadError (also ValueError)            load: the config cannot be built
-        └── UnknownProviderError                        load: the provider is not registered
+    ├── ComponentLoadError (also ValueError)            load: the config cannot be built
+    │   └── UnknownProviderError                        load: the provider is not registered
+    ├── ComponentRegistrationError (also ValueError)    register_component: bad arguments
+    └── ComponentTypeError (also TypeError)             load: the config builds another class
 
 A callable edge condition that was not passed back to ``load_component(conditions=...)``
 raises [`ConditionSerializationError`][flowlib.errors.ConditionSerializationError] (a
@@ -20,8 +22,10 @@ from ..errors import FlowlibError
 
 __all__ = [
     "ComponentLoadError",
+    "ComponentRegistrationError",
     "ComponentSerializationError",
     "ComponentSerializationWarning",
+    "ComponentTypeError",
     "UnknownProviderError",
 ]
 
@@ -91,3 +95,15 @@ class UnknownProviderError(ComponentLoadError):
             + ", ".join(self.known),
             path=path,
         )
+
+
+class ComponentRegistrationError(FlowlibError, ValueError):
+    """[`register_component`][flowlib.component.register_component] refused a class: it
+    or one of its provider strings is already registered, it is a local class without
+    an explicit provider, or it gives no way to be dumped and loaded. Nothing was
+    registered."""
+
+
+class ComponentTypeError(FlowlibError, TypeError):
+    """``load_component(config, expected)`` or ``Class.load_component(config)``: the
+    config builds an instance of another class."""

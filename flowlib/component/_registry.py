@@ -1,72 +1,93 @@
 """flowlib's registry of loadable component classes, keyed by provider string.
 
-Loading a config looks its ``provider`` up here and nowhere else: a provider string is
-never imported, so a config can only build classes that Python code registered. The
-built-in classes are registered on first use (``ensure_builtins``), each under
-flowlib's provider path, AutoGen's provider path and its short class name.
+The registry only maps names to classes: how a class is written to a config and built
+from one is the class's own business (``component_config_schema``, ``_to_config``,
+``_from_config``; see [`Component`][flowlib.component.Component]). Loading a config looks
+its ``provider`` up here and nowhere else: a provider string is never imported, so a
+config can only build classes that Python code registered.
+
+flowlib's own classes register themselves when their module is imported (each under
+flowlib's provider path, AutoGen's provider path and its short class name). So that a
+config naming a built-in loads even when its module was not imported yet, the first
+lookup imports the modules listed in ``BUILTIN_MODULES`` (``ensure_builtins``). That list
+is data, not an import: this package sits in flowlib's bottom layer and imports nothing
+above it.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from ._errors import ComponentLoadError, ComponentSerializationError
-
-if TYPE_CHECKING:
-    from ._codec import Dumper, Loader
+from ._errors import ComponentRegistrationError, ComponentSerializationError
 
 __all__ = [
+    "BUILTIN_MODULES",
     "ComponentSpec",
-    "FromConfig",
-    "ToConfig",
     "ensure_builtins",
     "known_providers",
-    "register",
+    "register_builtin",
     "register_component",
+    "registered_ancestor",
+    "speaks_protocol",
     "spec_for_class",
     "spec_for_provider",
 ]
 
-ToConfig = Callable[[Any, "Dumper"], Mapping[str, Any]]
-"""``(component, dumper) -> config``: the constructor arguments as JSON data."""
-FromConfig = Callable[[type, Mapping[str, Any], "Loader"], Any]
-"""``(class, config, loader) -> component``: builds an instance of ``class``."""
+BUILTIN_MODULES: tuple[str, ...] = (
+    "flowlib.base",
+    "flowlib.messages",
+    "flowlib.conditions",
+    "flowlib.models",
+    "flowlib.model_context",
+    "flowlib.memory",
+    "flowlib.code_executors",
+    "flowlib.tools",
+    "flowlib.tools.mcp",
+    "flowlib.agents",
+    "flowlib.teams",
+)
+"""The modules whose import registers flowlib's own component classes."""
 
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """How one class is dumped and loaded.
+    """What the registry knows of one class: its names, never how to write it.
 
     Attributes:
         cls: The class (dumping matches the exact class, never a subclass).
         provider: The provider string written by dumps.
         component_type: ``"agent"``, ``"team"``, ``"model"``, ...
         component_version: The version of the config schema written by dumps.
-        to_config: Reads a component's constructor arguments.
-        from_config: Builds a component from a config.
         aliases: Other provider strings that load this class (AutoGen paths, short names).
         shared_state: Whether two holders of one instance behave differently from two
             holders of two copies (a replay script, a memory): a dump of a shared
             instance then warns, since loading makes copies.
         loadable: False for classes that are registered only to explain why they cannot
-            be dumped or loaded (a function as a tool, ...).
+            be dumped or loaded (a function as a tool, ...): their ``_from_config``
+            raises.
+        description: Written in dumps; defaults to the first paragraph of the class
+            docstring.
+        to_config: Only for classes registered with plain functions
+            (``register_component(cls, to_config=..., from_config=...)``).
+        from_config: See ``to_config``.
     """
 
     cls: type
     provider: str
     component_type: str
-    to_config: ToConfig
-    from_config: FromConfig
     component_version: int = 1
     aliases: tuple[str, ...] = ()
     shared_state: bool = False
     loadable: bool = True
     description: str | None = field(default=None)
+    to_config: Callable[[Any], Mapping[str, Any]] | None = None
+    from_config: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 _lock = threading.RLock()
@@ -75,22 +96,17 @@ _by_provider: dict[str, ComponentSpec] = {}
 _builtins_loaded = False
 
 
-def register(spec: ComponentSpec) -> None:
-    """Add ``spec`` to the registry.
-
-    Raises:
-        ValueError: If the class or one of the provider strings is already registered.
-    """
+def _register(spec: ComponentSpec) -> None:
     with _lock:
         if spec.cls in _by_class:
-            raise ValueError(
+            raise ComponentRegistrationError(
                 f"`{spec.cls.__qualname__}` is already a registered component "
                 f"(provider `{_by_class[spec.cls].provider}`)."
             )
         names = (spec.provider, *spec.aliases)
         taken = [name for name in names if name in _by_provider]
         if taken:
-            raise ValueError(
+            raise ComponentRegistrationError(
                 f"Provider {', '.join(f'`{n}`' for n in taken)} is already registered for "
                 f"`{_by_provider[taken[0]].cls.__qualname__}`; choose another provider string."
             )
@@ -99,29 +115,65 @@ def register(spec: ComponentSpec) -> None:
             _by_provider[name] = spec
 
 
+def register_builtin(
+    cls: type,
+    provider: str,
+    *,
+    aliases: Iterable[str] = (),
+    shared_state: bool = False,
+    loadable: bool = True,
+) -> None:
+    """Register one of flowlib's own classes (called by its module, at import).
+
+    The class speaks the component protocol; ``component_type`` and
+    ``component_version`` are read from it.
+    """
+    _check_protocol(cls)
+    _register(
+        ComponentSpec(
+            cls=cls,
+            provider=provider,
+            component_type=_component_type(cls),
+            component_version=int(getattr(cls, "component_version", 1)),
+            aliases=tuple(aliases),
+            shared_state=shared_state,
+            loadable=loadable,
+        )
+    )
+
+
 def ensure_builtins() -> None:
-    """Register flowlib's own components, once (imported late: they import the package)."""
+    """Import the modules of flowlib's own components, once, so that they are registered."""
     global _builtins_loaded
     if _builtins_loaded:
         return
     with _lock:
         if _builtins_loaded:
             return
-        from ._builtins import register_builtins
-
-        register_builtins()
-        _builtins_loaded = True
+        _builtins_loaded = True  # first: the imports below register through this module
+        try:
+            for module in BUILTIN_MODULES:
+                importlib.import_module(module)
+        except BaseException:
+            _builtins_loaded = False  # try again on the next lookup
+            raise
 
 
 def spec_for_class(cls: type) -> ComponentSpec | None:
-    """The spec of exactly ``cls`` (subclasses are not matched), or an ad-hoc spec for a
-    class that implements AutoGen's ``_to_config`` protocol, or None."""
+    """The spec of exactly ``cls`` (subclasses are not matched), or an ad-hoc spec for an
+    unregistered class that speaks the component protocol itself and subclasses no
+    registered class, or None."""
     ensure_builtins()
     spec = _by_class.get(cls)
     if spec is not None:
         return spec
-    if _speaks_autogen_protocol(cls):
-        return _protocol_spec(cls, provider=_default_provider(cls))
+    if speaks_protocol(cls) and not any(base in _by_class for base in cls.__mro__[1:]):
+        return ComponentSpec(
+            cls=cls,
+            provider=_default_provider(cls),
+            component_type=_component_type(cls),
+            component_version=int(getattr(cls, "component_version", 1)),
+        )
     return None
 
 
@@ -129,6 +181,14 @@ def spec_for_provider(provider: str) -> ComponentSpec | None:
     """The spec registered under ``provider`` (a provider path, alias or short name)."""
     ensure_builtins()
     return _by_provider.get(provider)
+
+
+def registered_ancestor(cls: type) -> type | None:
+    """The nearest base class of ``cls`` that is registered, if any."""
+    for base in cls.__mro__[1:]:
+        if base in _by_class:
+            return base
+    return None
 
 
 def known_providers() -> list[str]:
@@ -153,18 +213,19 @@ def register_component(
 ) -> None:
     """Make ``cls`` loadable (and dumpable) by provider string.
 
-    Three ways to say how:
+    This is the only way a class becomes loadable: flowlib never imports a provider
+    string found in a config. Three ways to say how ``cls`` is written and built:
 
-    * ``to_config`` / ``from_config``: plain functions, ``component -> dict`` and
-      ``dict -> component``. Nested components go through
-      [`dump_component`][flowlib.component.dump_component] /
-      [`load_component`][flowlib.component.load_component] (their dicts are
-      ``model_dump(mode="json")`` of the component model).
-    * AutoGen's protocol, when neither function is given: ``cls`` defines
+    * The component protocol, when neither function is given: ``cls`` defines
       ``component_config_schema`` (a pydantic model), ``_to_config(self)`` and the
-      classmethod ``_from_config(config)``.
-    * ``like=Base``: a subclass of a built-in component with the same constructor, dumped
-      and loaded with ``Base``'s adapter but built as ``cls``.
+      classmethod ``_from_config(config)``, most simply by subclassing
+      [`Component`][flowlib.component.Component]. flowlib's own classes work this way.
+    * ``like=Base``: a subclass of a registered class with the same constructor; it
+      inherits ``Base``'s protocol methods and is built as ``cls``.
+    * ``to_config`` / ``from_config``: plain functions, ``component -> dict`` and
+      ``dict -> component``, for classes you cannot change. Nested components go
+      through [`dump_component`][flowlib.component.dump_component] /
+      [`load_component`][flowlib.component.load_component].
 
     Args:
         cls: The class.
@@ -178,82 +239,108 @@ def register_component(
         like: See above.
 
     Raises:
-        ValueError: If the class or a provider string is already registered, ``cls`` is
-            a local class, or no way to dump and load it was given.
+        ComponentRegistrationError: The class or a provider string is already registered,
+            ``cls`` is a local class without ``provider=``, or no way to dump and load it
+            was given (a ``ValueError``).
 
     Examples:
-        >>> from flowlib.base import TerminationCondition
-        >>> class NeverStop(TerminationCondition):
-        ...     terminated = False
-        ...     async def __call__(self, messages): return None
-        ...     async def reset(self): pass
-        >>> register_component(
-        ...     NeverStop,
-        ...     provider="myapp.NeverStop",
-        ...     to_config=lambda condition: {},
-        ...     from_config=lambda config: NeverStop(),
-        ... )  # doctest: +SKIP
+        ```python
+        from pydantic import BaseModel
+        from flowlib.base import TerminationCondition
+        from flowlib.component import Component, register_component
+
+        class NeverStopConfig(BaseModel):
+            pass
+
+        class NeverStop(TerminationCondition, Component[NeverStopConfig]):
+            component_config_schema = NeverStopConfig
+            terminated = False
+
+            async def __call__(self, messages): return None
+            async def reset(self): pass
+            def _to_config(self) -> NeverStopConfig: return NeverStopConfig()
+            @classmethod
+            def _from_config(cls, config: NeverStopConfig) -> "NeverStop": return cls()
+
+        register_component(NeverStop, provider="myapp.NeverStop")
+        ```
     """
     ensure_builtins()
     name = provider or _default_provider(cls)
-    kind = component_type or getattr(cls, "component_type", None)
-    if not isinstance(kind, str):
-        raise ValueError(
-            f"`{cls.__qualname__}` has no `component_type`; pass component_type='agent' "
-            "(or 'team', 'model', 'termination', ...)."
-        )
+    kind = component_type or _component_type(cls)
     version = component_version or int(getattr(cls, "component_version", 1))
     if like is not None:
         base = _by_class.get(like)
         if base is None or not base.loadable:
-            raise ValueError(f"like=`{like.__qualname__}` is not a loadable registered component.")
+            raise ComponentRegistrationError(
+                f"like=`{like.__qualname__}` is not a loadable registered component."
+            )
         if not issubclass(cls, like):
-            raise ValueError(f"`{cls.__qualname__}` is not a subclass of `{like.__qualname__}`.")
+            raise ComponentRegistrationError(
+                f"`{cls.__qualname__}` is not a subclass of `{like.__qualname__}`."
+            )
         spec = ComponentSpec(
             cls=cls,
             provider=name,
             component_type=kind,
             component_version=version,
-            to_config=base.to_config,
-            from_config=base.from_config,
             aliases=tuple(aliases),
             shared_state=base.shared_state,
+            to_config=base.to_config,
+            from_config=base.from_config,
         )
     elif to_config is not None and from_config is not None:
-        dump_fn, load_fn = to_config, from_config
         spec = ComponentSpec(
             cls=cls,
             provider=name,
             component_type=kind,
             component_version=version,
-            to_config=lambda component, dumper: dumper.json_value(dict(dump_fn(component)), ""),
-            from_config=lambda target, config, loader: load_fn(config),
+            aliases=tuple(aliases),
+            to_config=to_config,
+            from_config=from_config,
+        )
+    elif to_config is None and from_config is None and speaks_protocol(cls):
+        spec = ComponentSpec(
+            cls=cls,
+            provider=name,
+            component_type=kind,
+            component_version=version,
             aliases=tuple(aliases),
         )
-    elif to_config is None and from_config is None and _speaks_autogen_protocol(cls):
-        spec = _protocol_spec(cls, provider=name, aliases=tuple(aliases), version=version)
     else:
-        raise ValueError(
+        raise ComponentRegistrationError(
             f"Say how to dump and load `{cls.__qualname__}`: pass both to_config= and "
-            "from_config=, or like=<a built-in base class>, or implement "
-            "component_config_schema, _to_config() and _from_config()."
+            "from_config=, or like=<a registered base class>, or implement "
+            "component_config_schema, _to_config() and _from_config() (subclass "
+            "flowlib.component.Component)."
         )
-    register(spec)
+    _register(spec)
 
 
 def _default_provider(cls: type) -> str:
-    override = getattr(cls, "component_provider_override", None)
+    override = cls.__dict__.get("component_provider_override")
     if isinstance(override, str) and override:
         return override
     if "<locals>" in cls.__qualname__:
-        raise ValueError(
+        raise ComponentRegistrationError(
             f"`{cls.__qualname__}` is a local class; move it to module level, or pass "
             "provider='...' explicitly."
         )
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _speaks_autogen_protocol(cls: type) -> bool:
+def _component_type(cls: type) -> str:
+    kind = getattr(cls, "component_type", None)
+    if not isinstance(kind, str):
+        raise ComponentRegistrationError(
+            f"`{cls.__qualname__}` has no `component_type`; set the class attribute or pass "
+            "component_type='agent' (or 'team', 'model', 'termination', ...)."
+        )
+    return kind
+
+
+def speaks_protocol(cls: type) -> bool:
+    """Whether ``cls`` has ``component_config_schema``, ``_to_config`` and ``_from_config``."""
     schema = getattr(cls, "component_config_schema", None)
     return (
         isinstance(schema, type)
@@ -263,44 +350,9 @@ def _speaks_autogen_protocol(cls: type) -> bool:
     )
 
 
-def _protocol_spec(
-    cls: type, *, provider: str, aliases: tuple[str, ...] = (), version: int | None = None
-) -> ComponentSpec:
-    kind = getattr(cls, "component_type", None)
-    if not isinstance(kind, str):
+def _check_protocol(cls: type) -> None:
+    if not speaks_protocol(cls):
         raise ComponentSerializationError(
-            f"`{cls.__qualname__}` defines _to_config() but no `component_type`."
+            f"`{cls.__qualname__}` does not implement the component protocol "
+            "(component_config_schema, _to_config, _from_config)."
         )
-
-    def to_config(component: Any, dumper: Dumper) -> Mapping[str, Any]:
-        config = component._to_config()
-        if not isinstance(config, BaseModel):
-            raise ComponentSerializationError(
-                f"`{cls.__qualname__}._to_config()` returned {type(config).__name__}, "
-                "not a pydantic model."
-            )
-        data: dict[str, Any] = config.model_dump(mode="json", exclude_none=True)
-        return data
-
-    def from_config(target: type, config: Mapping[str, Any], loader: Loader) -> Any:
-        schema: type[BaseModel] = target.component_config_schema  # type: ignore[attr-defined]
-        validated = loader.validate(schema, config)
-        from_config_method = target._from_config  # type: ignore[attr-defined]
-        try:
-            return from_config_method(validated)
-        except (TypeError, ValueError) as exc:
-            raise ComponentLoadError(
-                f"`{target.__qualname__}._from_config()` failed at `{loader.path() or '<root>'}`:"
-                f" {exc}",
-                path=loader.path(),
-            ) from exc
-
-    return ComponentSpec(
-        cls=cls,
-        provider=provider,
-        component_type=kind,
-        component_version=version or int(getattr(cls, "component_version", 1)),
-        to_config=to_config,
-        from_config=from_config,
-        aliases=aliases,
-    )

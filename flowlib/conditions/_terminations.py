@@ -10,9 +10,16 @@ import inspect
 import time
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from ..base import TerminatedException, TerminationCondition
+from ..base._arguments import check_count, check_number
+from ..component import json_field, load_error, refuse_field, skip_field
+from ..component._registry import register_builtin
+from ..errors import InvalidArgumentError, InvalidTypeError, InvalidValueError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -42,17 +49,77 @@ _Messages: TypeAlias = Sequence[BaseAgentEvent | BaseChatMessage]
 def _names(parameter: str, owner: str, names: Sequence[str]) -> tuple[str, ...]:
     """Copy a list of agent names, refusing a bare string (which `in` would match by substring)."""
     if isinstance(names, str):
-        raise TypeError(
+        raise InvalidTypeError(
             f"`{owner}` {parameter} must be a list of agent names, not the string {names!r}; "
             f"write {parameter}=[{names!r}]."
         )
     copied = tuple(names)
     if not copied:
-        raise ValueError(
+        raise InvalidValueError(
             f"`{owner}` {parameter} is empty, so the condition could never fire; "
             "give at least one agent name."
         )
     return copied
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmptyConfig(_Config):
+    """The config of a condition without arguments."""
+
+
+class MaxMessageConfig(_Config):
+    """The config of [`MaxMessageTermination`][flowlib.conditions.MaxMessageTermination]."""
+
+    max_messages: int
+    include_agent_event: bool = False
+
+
+class TextMentionConfig(_Config):
+    """The config of [`TextMentionTermination`][flowlib.conditions.TextMentionTermination]."""
+
+    text: str
+    sources: list[str] | None = None
+
+
+class TokenUsageConfig(_Config):
+    """The config of [`TokenUsageTermination`][flowlib.conditions.TokenUsageTermination]."""
+
+    max_total_token: int | None = None
+    max_prompt_token: int | None = None
+    max_completion_token: int | None = None
+
+
+class HandoffConfig(_Config):
+    """The config of [`HandoffTermination`][flowlib.conditions.HandoffTermination]."""
+
+    target: str
+
+
+class TimeoutConfig(_Config):
+    """The config of [`TimeoutTermination`][flowlib.conditions.TimeoutTermination]."""
+
+    timeout_seconds: float
+
+
+class SourceMatchConfig(_Config):
+    """The config of [`SourceMatchTermination`][flowlib.conditions.SourceMatchTermination]."""
+
+    sources: list[str]
+
+
+class TextMessageConfig(_Config):
+    """The config of [`TextMessageTermination`][flowlib.conditions.TextMessageTermination]."""
+
+    source: str | None = None
+
+
+class FunctionCallConfig(_Config):
+    """The config of [`FunctionCallTermination`][flowlib.conditions.FunctionCallTermination]."""
+
+    function_name: str
 
 
 class _LatchedCondition(TerminationCondition):
@@ -105,6 +172,22 @@ class _LatchedCondition(TerminationCondition):
         """The constructor arguments that recreate this condition."""
         return {}
 
+    # -- the component protocol: the config is the constructor arguments ------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = EmptyConfig
+
+    def _to_config(self) -> BaseModel:
+        arguments = {
+            name: json_field(value, name)
+            for name, value in self._params().items()
+            if value is not None
+        }
+        return self.component_config_schema.model_validate(arguments)
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        return cls(**config.model_dump(exclude_none=True))
+
     def __repr__(self) -> str:
         arguments = ", ".join(f"{name}={value!r}" for name, value in self._params().items())
         return f"{type(self).__name__}({arguments})"
@@ -154,13 +237,11 @@ class MaxMessageTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.MaxMessageTermination"
+    component_config_schema = MaxMessageConfig
 
     def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
         super().__init__()
-        if max_messages < 1:
-            raise ValueError(
-                f"`MaxMessageTermination` max_messages is {max_messages}; it must be at least 1."
-            )
+        check_count(max_messages, "max_messages")
         self._max_messages = max_messages
         self._include_agent_event = include_agent_event
         self._message_count = 0
@@ -219,11 +300,12 @@ class TextMentionTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.TextMentionTermination"
+    component_config_schema = TextMentionConfig
 
     def __init__(self, text: str, sources: Sequence[str] | None = None) -> None:
         super().__init__()
         if not text:
-            raise ValueError(
+            raise InvalidValueError(
                 "`TextMentionTermination` text is empty, so every message would match; "
                 'give the text to look for, e.g. TextMentionTermination("TERMINATE").'
             )
@@ -231,6 +313,16 @@ class TextMentionTermination(_LatchedCondition):
         self._sources = (
             None if sources is None else _names("sources", "TextMentionTermination", sources)
         )
+
+    @property
+    def text(self) -> str:
+        """The text whose mention stops the run."""
+        return self._text
+
+    @property
+    def sources(self) -> tuple[str, ...] | None:
+        """The sources whose messages count, or None for every source."""
+        return None if self._sources is None else tuple(self._sources)
 
     async def _check(self, messages: _Messages) -> StopMessage | None:
         for message in messages:
@@ -266,6 +358,7 @@ class TokenUsageTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.TokenUsageTermination"
+    component_config_schema = TokenUsageConfig
 
     def __init__(
         self,
@@ -280,14 +373,16 @@ class TokenUsageTermination(_LatchedCondition):
             "max_completion_token": max_completion_token,
         }
         if all(limit is None for limit in limits.values()):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "At least one of max_total_token, max_prompt_token, or max_completion_token "
-                "must be provided"
+                "must be provided",
+                argument="max_total_token",
             )
         for name, limit in limits.items():
             if limit is not None and limit < 1:
-                raise ValueError(
-                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1."
+                raise InvalidArgumentError(
+                    f"`TokenUsageTermination` {name} is {limit}; a limit must be at least 1.",
+                    argument=name,
                 )
         self._max_total_token = max_total_token
         self._max_prompt_token = max_prompt_token
@@ -345,6 +440,7 @@ class HandoffTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.HandoffTermination"
+    component_config_schema = HandoffConfig
 
     def __init__(self, target: str) -> None:
         super().__init__()
@@ -382,13 +478,15 @@ class TimeoutTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.TimeoutTermination"
+    component_config_schema = TimeoutConfig
 
     def __init__(
         self, timeout_seconds: float, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         super().__init__()
+        check_number(timeout_seconds, "timeout_seconds")
         if timeout_seconds < 0:
-            raise ValueError(
+            raise InvalidValueError(
                 f"`TimeoutTermination` timeout_seconds is {timeout_seconds}; "
                 "it must be zero or more."
             )
@@ -409,6 +507,14 @@ class TimeoutTermination(_LatchedCondition):
 
     def _params(self) -> dict[str, Any]:
         return {"timeout_seconds": self._timeout_seconds}
+
+    def _to_config(self) -> BaseModel:
+        if self._clock is not time.monotonic:
+            skip_field(
+                "clock",
+                "a replaced clock is a Python callable; the loaded condition uses time.monotonic.",
+            )
+        return super()._to_config()
 
 
 class ExternalTermination(_LatchedCondition):
@@ -471,6 +577,7 @@ class SourceMatchTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.SourceMatchTermination"
+    component_config_schema = SourceMatchConfig
 
     def __init__(self, sources: Sequence[str]) -> None:
         super().__init__()
@@ -502,6 +609,7 @@ class TextMessageTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.TextMessageTermination"
+    component_config_schema = TextMessageConfig
 
     def __init__(self, source: str | None = None) -> None:
         super().__init__()
@@ -536,6 +644,7 @@ class FunctionCallTermination(_LatchedCondition):
     """
 
     component_provider_override = "flowlib.conditions.FunctionCallTermination"
+    component_config_schema = FunctionCallConfig
 
     def __init__(self, function_name: str) -> None:
         super().__init__()
@@ -592,7 +701,7 @@ class FunctionalTermination(_LatchedCondition):
     ) -> None:
         super().__init__()
         if not callable(func):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"`FunctionalTermination` needs a function of the messages, got a "
                 f"{type(func).__name__}."
             )
@@ -609,3 +718,46 @@ class FunctionalTermination(_LatchedCondition):
 
     def _params(self) -> dict[str, Any]:
         return {"func": self._func}
+
+    def _to_config(self) -> BaseModel:
+        refuse_field(
+            "func",
+            "FunctionalTermination wraps a Python function, which a declarative config cannot "
+            "hold. Use a built-in condition (they all serialise), or register your own "
+            "TerminationCondition subclass with flowlib.component.register_component().",
+        )
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        raise load_error(
+            "FunctionalTermination wraps a Python function and cannot be loaded from a config."
+        )
+
+
+_AUTOGEN = "autogen_agentchat.conditions."
+
+for _condition in (
+    MaxMessageTermination,
+    TextMentionTermination,
+    StopMessageTermination,
+    TokenUsageTermination,
+    HandoffTermination,
+    TimeoutTermination,
+    SourceMatchTermination,
+    TextMessageTermination,
+    FunctionCallTermination,
+):
+    _name = _condition.__name__
+    register_builtin(_condition, f"flowlib.conditions.{_name}", aliases=(_AUTOGEN + _name, _name))
+register_builtin(
+    ExternalTermination,
+    "flowlib.conditions.ExternalTermination",
+    aliases=(_AUTOGEN + "ExternalTermination", "ExternalTermination"),
+    shared_state=True,  # one stop button for one team
+)
+register_builtin(
+    FunctionalTermination,
+    "flowlib.conditions.FunctionalTermination",
+    aliases=(_AUTOGEN + "FunctionalTermination",),
+    loadable=False,
+)

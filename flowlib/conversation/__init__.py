@@ -29,8 +29,7 @@ from ._events import (
     ToolResultEvent,
 )
 from ._human import ask_human, ask_human_sync
-from ._reply import AgentReply
-from ._run import AgentRun
+from ._run import AgentReply, AgentRun
 from ._stream import EventIterator, MemoryStream, RunStream, Subscriber
 from ._turn import HumanInputHandler
 

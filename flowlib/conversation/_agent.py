@@ -7,13 +7,13 @@ from typing import Any
 
 from ..base import ChatAgent, Team
 from ..base._task import task_messages
+from ..errors import InvalidTypeError
 from ..memory import Memory
 from ..messages import BaseChatMessage
 from ..models import ChatCompletionClient
 from ..tools import Tool, as_tool
 from ._backends import AssistantBackend, Backend, WrappedBackend
-from ._reply import AgentReply
-from ._run import AgentRun
+from ._run import AgentReply, AgentRun
 from ._stream import MemoryStream
 from ._turn import HumanInputHandler
 
@@ -97,7 +97,7 @@ class Agent:
 
     def _setup(self, backend: Backend, human_input: HumanInputHandler | None) -> None:
         if human_input is not None and not callable(human_input):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{backend.name}`: human_input must be a function taking a "
                 f"HumanInputRequest and returning the answer, not {type(human_input).__name__}."
             )
@@ -125,12 +125,12 @@ class Agent:
             TypeError: If ``agent`` is not a flowlib ``ChatAgent``.
         """
         if not isinstance(agent, ChatAgent):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent.from_chat_agent() takes a flowlib ChatAgent, not "
                 f"{type(agent).__name__}; for a team use Agent.from_team()."
             )
         wrapper = cls.__new__(cls)
-        wrapper._setup(WrappedBackend(agent), human_input)
+        cls._setup(wrapper, WrappedBackend(agent), human_input)
         return wrapper
 
     @classmethod
@@ -146,12 +146,12 @@ class Agent:
             TypeError: If ``team`` is not a flowlib ``Team``.
         """
         if not isinstance(team, Team):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent.from_team() takes a flowlib Team, not {type(team).__name__}; for "
                 "an agent use Agent.from_chat_agent()."
             )
         wrapper = cls.__new__(cls)
-        wrapper._setup(WrappedBackend(team), human_input)
+        cls._setup(wrapper, WrappedBackend(team), human_input)
         return wrapper
 
     @property
@@ -207,11 +207,24 @@ class Agent:
         stream: MemoryStream | None,
     ) -> AgentRun:
         if message is None:
-            raise TypeError("A turn needs a message: a str, a chat message or a list of them.")
+            raise InvalidTypeError(
+                "A turn needs a message: a str, a chat message or a list of them."
+            )
         messages = task_messages(message)
         return AgentRun(
-            self, messages, state=state, stream=stream if stream is not None else MemoryStream()
+            self,
+            messages,
+            state=state,
+            stream=stream if stream is not None else MemoryStream(),
+            backend=self._backend,
+            human_input=self._human_input,
+            open_run=self._next_run,
         )
+
+    def _next_run(
+        self, message: _Message, state: Mapping[str, Any] | None, stream: MemoryStream | None
+    ) -> AgentRun:
+        return self._open_run(message, state=state, stream=stream)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"

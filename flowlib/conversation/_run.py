@@ -1,24 +1,146 @@
-"""``AgentRun``: one observable turn, driven on demand inside an ``async with`` block."""
+"""``AgentRun``, one observable turn driven on demand inside an ``async with`` block, and
+``AgentReply``, its result and the handle to continue the conversation.
+
+The two live together because each makes the other: a run ends in a reply, and a reply
+opens the next run. Neither knows [`Agent`][flowlib.conversation.Agent]: the agent hands a
+run its backend and a way to open the next run (``OpenRun``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._cancellation import CancellationToken
+from ..base import TaskResult
+from ..errors import InvalidTypeError
 from ..messages import BaseChatMessage, TextMessage
+from ._backends import Backend
 from ._errors import ConversationError, TurnCancelledError
-from ._events import ReplyEvent
-from ._reply import AgentReply
+from ._events import Event, ReplyEvent
 from ._stream import MemoryStream, RunStream
-from ._turn import CURRENT_TURN, Turn
+from ._turn import CURRENT_TURN, HumanInputHandler, Turn
 
-if TYPE_CHECKING:
-    from ._agent import Agent
+__all__ = ["AgentReply", "AgentRun", "ConversationAgent", "Message", "OpenRun"]
 
-__all__ = ["AgentRun"]
+Message = str | BaseChatMessage | Sequence[BaseChatMessage]
+"""What a turn takes: a string (a user ``TextMessage``), a chat message or a list of them."""
+
+
+class OpenRun(Protocol):
+    """Opens the next turn of a conversation from a saved state, on a stream."""
+
+    def __call__(
+        self, message: Message, state: Mapping[str, Any] | None, stream: MemoryStream | None
+    ) -> AgentRun: ...
+
+
+class ConversationAgent(Protocol):
+    """What a reply knows of the agent that gave it
+    ([`Agent`][flowlib.conversation.Agent] is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    async def ask(self, message: Message, *, stream: MemoryStream | None = None) -> AgentReply: ...
+
+    def run(self, message: Message, *, stream: MemoryStream | None = None) -> AgentRun: ...
+
+
+class AgentReply:
+    """The final result of one turn; [`ask`][flowlib.conversation.AgentReply.ask] /
+    [`run`][flowlib.conversation.AgentReply.run] continue its conversation.
+
+    A reply remembers the conversation's state as this turn left it (the model context
+    of the agent, or the team's and its participants' state). Continuing a reply starts
+    the next turn from that state, with the conversation's history; continuing an older
+    reply again branches the conversation from that point. Every branch keeps
+    publishing to the conversation's [`stream`][flowlib.conversation.AgentReply.stream].
+
+    Attributes are read-only; build replies with ``Agent.ask`` / ``Agent.run``.
+    """
+
+    def __init__(
+        self,
+        *,
+        agent: ConversationAgent,
+        response: BaseChatMessage,
+        task_result: TaskResult,
+        events: Sequence[Event],
+        state: Mapping[str, Any],
+        stream: MemoryStream,
+        open_run: OpenRun,
+    ) -> None:
+        self._agent = agent
+        self._open_run = open_run
+        self._response = response
+        self._task_result = task_result
+        self._events = tuple(events)
+        self._state = state
+        self._stream = stream
+
+    @property
+    def response(self) -> BaseChatMessage:
+        """The turn's final chat message: the agent's answer (a ``TextMessage``, or a
+        ``ToolCallSummaryMessage`` / ``StructuredMessage`` / ``HandoffMessage`` as the
+        agent produces them) or, for a team, its last message."""
+        return self._response
+
+    @property
+    def body(self) -> str:
+        """The text of [`response`][flowlib.conversation.AgentReply.response]
+        (``response.to_text()``)."""
+        return self._response.to_text()
+
+    @property
+    def task_result(self) -> TaskResult:
+        """The turn as flowlib's ``TaskResult``: the input messages, the agent's (or
+        team's) events and messages in flowlib's own types. Chunks, human-input events
+        and messages enqueued mid-turn are only in
+        [`events`][flowlib.conversation.AgentReply.events]."""
+        return self._task_result
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """Every event the turn emitted, the closing [`ReplyEvent`][flowlib.conversation.ReplyEvent]
+        included."""
+        return self._events
+
+    @property
+    def stream(self) -> MemoryStream:
+        """The conversation's event stream."""
+        return self._stream
+
+    @property
+    def agent(self) -> ConversationAgent:
+        """The agent that replied."""
+        return self._agent
+
+    async def ask(self, message: str | BaseChatMessage | Sequence[BaseChatMessage]) -> AgentReply:
+        """Continue this conversation: run the next turn and return its reply.
+
+        Exactly ``run(message)`` + ``await result()``.
+
+        Args:
+            message: A string (a user ``TextMessage``), a chat message or a list of them.
+
+        Raises:
+            Exception: Whatever made the turn fail.
+        """
+        async with self.run(message) as run:
+            return await run.result()
+
+    def run(self, message: str | BaseChatMessage | Sequence[BaseChatMessage]) -> AgentRun:
+        """Open the next turn of this conversation, to watch and drive (see ``AgentRun``)."""
+        return self._open_run(message, self._state, self._stream)
+
+    def __repr__(self) -> str:
+        return f"AgentReply(agent={self._agent.name!r}, body={self.body!r})"
 
 
 class AgentRun:
@@ -60,13 +182,19 @@ class AgentRun:
 
     def __init__(
         self,
-        agent: Agent,
+        agent: ConversationAgent,
         messages: Sequence[BaseChatMessage],
         *,
         state: Mapping[str, Any] | None,
         stream: MemoryStream,
+        backend: Backend,
+        human_input: HumanInputHandler | None,
+        open_run: OpenRun,
     ) -> None:
         self._agent = agent
+        self._backend = backend
+        self._human_input = human_input
+        self._open_run = open_run
         self._messages = list(messages)
         self._state = state
         self._memory = stream
@@ -196,7 +324,7 @@ class AgentRun:
         elif isinstance(message, BaseChatMessage):
             chat = message
         else:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"enqueue() takes a str or a chat message (e.g. TextMessage), not "
                 f"{type(message).__name__}."
             )
@@ -229,13 +357,13 @@ class AgentRun:
             memory=self._memory,
             run_stream=self._stream,
             inbox=self._inbox,
-            human_input=agent._human_input,
+            human_input=self._human_input,
         )
         CURRENT_TURN.set(turn)  # this task's own context: tools see it, nothing else
         token = CancellationToken()
         inputs = [*self._memory._take_pending(), *self._messages, *turn.take_inbox()]
         try:
-            outcome = await agent._backend.run_turn(inputs, self._state, turn, token)
+            outcome = await self._backend.run_turn(inputs, self._state, turn, token)
             body = outcome.response.to_text()
             await turn.emit(
                 ReplyEvent(content=body, message_id=outcome.response.id, source=agent.name)
@@ -247,6 +375,7 @@ class AgentRun:
                 events=self._stream.events,
                 state=outcome.state,
                 stream=self._memory,
+                open_run=self._open_run,
             )
         except BaseException:
             token.cancel()

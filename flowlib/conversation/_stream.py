@@ -7,6 +7,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from ..errors import InvalidValueError
 from ..messages import BaseChatMessage
 from ._events import Event
 
@@ -145,7 +146,7 @@ class RunStream:
             ValueError: If ``max_events`` is negative.
         """
         if max_events is not None and max_events < 0:
-            raise ValueError(f"max_events must be >= 0 or None, got {max_events}.")
+            raise InvalidValueError(f"max_events must be >= 0 or None, got {max_events}.")
         return EventIterator(self, max_events)
 
     def _append(self, event: Event) -> None:

@@ -10,6 +10,7 @@ import inspect
 import uuid
 from collections.abc import Awaitable, Callable
 
+from ..errors import InvalidTypeError
 from ..messages import BaseChatMessage
 from ._errors import HumanInputRequiredError
 from ._events import Event, HumanInputRequest, HumanInputResponse, to_events
@@ -98,7 +99,7 @@ class Turn:
         if inspect.isawaitable(answer):
             answer = await answer
         if not isinstance(answer, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Agent `{self.agent_name}`: the human_input handler returned "
                 f"{type(answer).__name__}; it must return a str."
             )

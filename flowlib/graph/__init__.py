@@ -19,7 +19,7 @@ from ._router import Router, Routing, Selected
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
 from ._trace import RunTrace
-from ._validate import GraphAnalysis, validate_graph
+from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
 __all__ = [
     "COMPLETE_REASON",
@@ -35,6 +35,7 @@ __all__ = [
     "GraphAnalysis",
     "GraphExecutor",
     "GraphManagerState",
+    "GraphWarning",
     "HandoffTo",
     "IsHandoff",
     "NodeKind",
@@ -49,5 +50,6 @@ __all__ = [
     "graph_description",
     "graph_difference",
     "graph_signature",
+    "graph_warnings",
     "validate_graph",
 ]

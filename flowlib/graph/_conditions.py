@@ -234,10 +234,10 @@ def condition_from_data(
 def check_condition(condition: object, *, source: str, target: str) -> None:
     """Reject, at build time, a condition that could never work on edge ``source -> target``.
 
-    A condition is ``None``, a string, an :class:`EdgeCondition` or a plain (sync)
+    A condition is ``None``, a string, an `EdgeCondition` or a plain (sync)
     callable on the message. Conditions are checked synchronously once per completion,
     so an ``async def`` callable is rejected: its coroutine would always count as true.
-    Every :class:`Regex`, also inside ``Not``/``AnyOf``/``AllOf``, must compile.
+    Every `Regex`, also inside ``Not``/``AnyOf``/``AllOf``, must compile.
 
     Raises:
         InvalidConditionError: An ``async`` callable or a regex that does not compile

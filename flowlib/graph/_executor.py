@@ -32,6 +32,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
+from .._telemetry import trace_node_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
 from ..errors import NodeExecutionError, TeamRunningError
 from ..messages import (
@@ -45,12 +46,12 @@ from ._node import DirectCallNode
 from ._plan import ExecutionPlan
 from ._router import Router, Routing
 from ._scheduler import Finished, LoadedState, Scheduler
+from ._shapes import Participant
 from ._state import GraphManagerState
 from ._trace import RunTrace
 
 __all__ = ["COMPLETE_REASON", "YIELD_EVERY", "GraphExecutor", "Participant", "RunRecorder"]
 
-Participant = ChatAgent | Team | Router
 Item = BaseAgentEvent | BaseChatMessage
 TaskRouter = Callable[[Sequence[BaseChatMessage]], Sequence[str] | None]
 """Given a run's task messages, the nodes to run next (replacing the ready set), or None."""
@@ -190,6 +191,25 @@ class GraphExecutor:
         return [name for node, name in enumerate(self._plan.names) if self._sched.running[node]]
 
     @property
+    def plan(self) -> ExecutionPlan:
+        """The compiled plan the executor runs."""
+        return self._plan
+
+    def node_kind(self, node: int) -> int:
+        """The kind code of ``node`` (agent, function, team or router) in the plan."""
+        return self._kind[node]
+
+    def waiting_joins(self) -> list[tuple[int, list[int]]]:
+        """The activation groups some of whose edges fired while others have not yet:
+        ``(group index, edges still missing)`` for each (a join left waiting when a run
+        ends is a join that did not complete)."""
+        return self._sched.tracker.waiting()
+
+    def turn_step(self, node: int) -> int:
+        """The trace step of ``node``'s current (or latest) turn, from 0."""
+        return self._sched.turn_step[node]
+
+    @property
     def counts_turn(self) -> list[bool]:
         """Per node, whether its turns count toward ``max_turns`` (routers' do not)."""
         return [kind != _ROUTER for kind in self._kind]
@@ -205,7 +225,13 @@ class GraphExecutor:
 
     # --- one turn -----------------------------------------------------------------------
 
-    async def _turn(
+    def _turn(
+        self, node: int, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | _Output, None]:
+        # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
+        return trace_node_turn(self, node, self._turn_body(node, messages, token))
+
+    async def _turn_body(
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | _Output, None]:
         participant = self._participants[node]
@@ -291,6 +317,7 @@ class GraphExecutor:
             # team streams the inner team's messages, which are not the outer team's.
             chat = response.chat_message
             delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
+            self._factory.check(delta, agent=participant.name)
             yield _Output([chat], chat, delta=delta, tail=(chat,))
 
     def _routed(self, node: int, routing: Routing) -> _Output:
@@ -682,7 +709,7 @@ class GraphExecutor:
 
     def bookkeeping(self, *, settled: bool = False) -> dict[str, Any]:
         """The run state except the thread, at the last consistent point (see
-        [`Scheduler.bookkeeping`][flowlib.graph._scheduler.Scheduler.bookkeeping])."""
+        `Scheduler.bookkeeping`)."""
         return self._sched.bookkeeping(settled=settled)
 
     def save_state(self) -> GraphManagerState:

@@ -22,7 +22,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from ..errors import ConditionSerializationError
+from ..errors import ConditionSerializationError, GraphLoadError
 from ..messages import BaseChatMessage
 from ._conditions import CallableCondition, EdgeCondition, condition_from_data
 
@@ -261,7 +261,15 @@ class DiGraph(BaseModel):
 
         Raises:
             ConditionSerializationError: If a callable condition is not in ``conditions``.
+            GraphLoadError: If ``data`` is not a dumped graph (a ``ValueError``); the
+                message says where and what is wrong.
         """
+        if _deeper_than(data, _MAX_LOAD_DEPTH):
+            raise GraphLoadError(
+                f"Cannot load the graph: its data nests more than {_MAX_LOAD_DEPTH} levels "
+                "deep (conditions inside conditions?), which drawing and running could not "
+                "handle; pass what `DiGraph.dump()` wrote."
+            )
         try:
             graph = cls.model_validate(data)
         except ValidationError as exc:
@@ -272,7 +280,12 @@ class DiGraph(BaseModel):
                 if isinstance(cause, ConditionSerializationError):
                     where = ".".join(str(part) for part in error["loc"])
                     raise ConditionSerializationError(f"{cause} (at `{where}`)") from exc
-            raise
+            raise GraphLoadError(_load_problems(exc)) from exc
+        except RecursionError as exc:
+            raise GraphLoadError(
+                "Cannot load the graph: its data is nested too deeply (conditions inside "
+                "conditions?); pass what `DiGraph.dump()` wrote."
+            ) from exc
         for source, edge in graph.iter_edges():
             placeholder = edge.condition
             if isinstance(placeholder, CallableCondition):
@@ -288,3 +301,38 @@ class DiGraph(BaseModel):
                 edge.condition = None
                 edge.condition_function = func
         return graph
+
+
+def _load_problems(exc: ValidationError) -> str:
+    """A one-paragraph account of a failed ``DiGraph.load``: where and what, at most five."""
+    problems = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error["loc"]) or "<root>"
+        problems.append(f"`{where}`: {error['msg']}")
+    more = exc.error_count() - len(problems)
+    suffix = f"; and {more} more" if more > 0 else ""
+    return (
+        "Cannot load the graph; pass what `DiGraph.dump()` wrote. "
+        + "; ".join(problems)
+        + suffix
+        + "."
+    )
+
+
+_MAX_LOAD_DEPTH = 100
+"""How deeply the data given to ``DiGraph.load`` may nest (a graph's own nesting is
+about six levels; each condition combinator adds one or two)."""
+
+
+def _deeper_than(data: object, limit: int) -> bool:
+    """Whether lists and dicts in ``data`` nest deeper than ``limit`` (no recursion)."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((value, depth + 1) for value in item)
+    return False

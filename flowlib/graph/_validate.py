@@ -1,12 +1,12 @@
-"""Build-time validation of a :class:`DiGraph`, with networkx doing the graph analysis.
+"""Build-time validation of a `DiGraph`, with networkx doing the graph analysis.
 
 One pass, linear in nodes + edges, no Python recursion and no process-wide side effects.
-:func:`analyse` indexes the graph once (names, edge targets, the effective activation
+`analyse()` indexes the graph once (names, edge targets, the effective activation
 group of every edge) and hands the structure to networkx on a ``networkx.DiGraph`` view
 of the IR (node numbers, insertion order): a topological sort recognises a DAG, strongly
 connected components find the loops, a breadth-first search from the start nodes finds
 what is reachable, and ``find_cycle`` shows one loop without a conditional edge.
-:func:`validate_graph` runs every rule on that analysis and returns it, so the
+`validate_graph()` runs every rule on that analysis and returns it, so the
 executor's plan is compiled from the same pass.
 
 Rules, each a [`GraphError`][flowlib.errors.GraphError] subclass whose message names the
@@ -19,13 +19,14 @@ offending nodes or edges and says how to fix it:
   one offending cycle is shown as ``a -> b -> a``;
 - the edges of one activation group agree on ``all``/``any``;
 - a team whose graph loops has a termination condition or ``max_turns``
-  (:func:`check_loop_bounded`, applied when ``has_termination`` is given).
+  (`check_loop_bounded()`, applied when ``has_termination`` is given).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import networkx as nx
 
@@ -39,19 +40,83 @@ from ..errors import (
     UnknownNodeError,
     UnreachableNodeError,
 )
-from ._conditions import check_condition
-from ._model import DiGraph, DiGraphEdge
+from ._conditions import Contains, EdgeCondition, Not, as_condition, check_condition
+
+if TYPE_CHECKING:
+    from ._model import DiGraph
 
 __all__ = [
+    "EdgeIR",
     "GraphAnalysis",
+    "GraphIR",
+    "GraphWarning",
+    "NodeIR",
     "analyse",
     "check_cycles_have_exits",
     "check_loop_bounded",
+    "graph_warnings",
     "index_view",
     "validate_graph",
 ]
 
 _SHOWN = 10  # how many names an error message lists before "and N more"
+
+
+# What the validator reads of the IR. [`DiGraph`][flowlib.graph.DiGraph] and its nodes and
+# edges are these; the validator does not import them, so that `DiGraph`'s own queries
+# (`graph_validate()`, `get_has_cycles()`, ...) can call it without an import cycle.
+
+
+class EdgeIR(Protocol):
+    """An edge as the validator (and the plan compiled from its analysis) reads it."""
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def condition(self) -> Any: ...
+
+    @property
+    def condition_function(self) -> Callable[[Any], bool] | None: ...
+
+    @property
+    def activation_group(self) -> str: ...
+
+    @property
+    def activation_condition(self) -> Literal["all", "any"] | None: ...
+
+    @property
+    def is_conditional(self) -> bool: ...
+
+    def check_condition(self, message: Any) -> bool: ...
+
+
+class NodeIR(Protocol):
+    """A node as the validator reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def edges(self) -> Sequence[EdgeIR]: ...
+
+    @property
+    def activation(self) -> Literal["all", "any"]: ...
+
+
+class GraphIR(Protocol):
+    """A graph as the validator reads it ([`DiGraph`][flowlib.graph.DiGraph])."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeIR]: ...
+
+    @property
+    def default_start_node(self) -> str | None: ...
+
+    @property
+    def pattern(self) -> str | None: ...
+
+    def iter_edges(self) -> Iterator[tuple[str, EdgeIR]]: ...
 
 
 @dataclass
@@ -62,7 +127,7 @@ class GraphAnalysis:
     index: dict[str, int]
     sources: list[int] = field(default_factory=list)  # per edge, in iter_edges order
     targets: list[int] = field(default_factory=list)
-    edges: list[DiGraphEdge] = field(default_factory=list)
+    edges: list[EdgeIR] = field(default_factory=list)
     scc: list[int] = field(default_factory=list)  # node -> component id
     cyclic: set[int] = field(default_factory=set)  # ids of components that loop
     edge_groups: list[str] = field(default_factory=list)
@@ -122,7 +187,7 @@ def index_view(analysis: GraphAnalysis) -> nx.DiGraph[int]:
     return view
 
 
-def analyse(graph: DiGraph) -> GraphAnalysis:
+def analyse(graph: GraphIR) -> GraphAnalysis:
     """Index ``graph``: edges by number, components, default activation groups.
 
     Raises:
@@ -131,7 +196,7 @@ def analyse(graph: DiGraph) -> GraphAnalysis:
     return _analyse(graph)[0]
 
 
-def _analyse(graph: DiGraph) -> tuple[GraphAnalysis, nx.DiGraph[int]]:
+def _analyse(graph: GraphIR) -> tuple[GraphAnalysis, nx.DiGraph[int]]:
     if not graph.nodes:
         raise EmptyGraphError(
             "The graph has no nodes; add at least one with `DiGraphBuilder.add_node(agent)`."
@@ -206,7 +271,7 @@ def _components(view: nx.DiGraph[int], cyclic: set[int]) -> list[int]:
     return component
 
 
-def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
+def _assign_groups(graph: GraphIR, analysis: GraphAnalysis) -> None:
     """Give every edge its effective activation group and condition.
 
     Explicit groups are kept. An edge without one joins the target's default group:
@@ -229,7 +294,7 @@ def _assign_groups(graph: DiGraph, analysis: GraphAnalysis) -> None:
         activations.append(edge.activation_condition or node_activation[target])
 
 
-def check_cycles_have_exits(graph: DiGraph, analysis: GraphAnalysis) -> None:
+def check_cycles_have_exits(graph: GraphIR, analysis: GraphAnalysis) -> None:
     """Raise if some cycle has no conditional edge; show one such cycle.
 
     A cycle without a conditional edge exists exactly when the unconditional edges inside
@@ -298,7 +363,7 @@ def check_loop_bounded(
     ``max_turns``: a loop whose exit never matches would run forever.
 
     Args:
-        analysis: The graph's analysis (from :func:`validate_graph` or :func:`analyse`).
+        analysis: The graph's analysis (from `validate_graph()` or `analyse()`).
         has_termination: Whether the team has a termination condition.
         max_turns: The team's turn limit, if any.
         team: The team's name, for the message.
@@ -319,7 +384,7 @@ def check_loop_bounded(
 
 
 def validate_graph(
-    graph: DiGraph,
+    graph: GraphIR,
     *,
     allow_unconditional_cycles: bool | None = None,
     allow_unreachable: bool | None = None,
@@ -340,13 +405,10 @@ def validate_graph(
             start a run at any node, such as a swarm resumed by a handoff task).
         has_termination: For a team's graph: whether the team has a termination
             condition. When given, a looping graph must be bounded by it or by
-            ``max_turns`` (:func:`check_loop_bounded`), except a round-robin ring, which
+            ``max_turns`` (`check_loop_bounded()`), except a round-robin ring, which
             may be built without a bound and is checked when it runs.
         max_turns: The team's turn limit (with ``has_termination``).
         team: The team's name, for the unbounded-loop message.
-
-        The first two default to what the graph's ``pattern`` needs: a round-robin ring
-        may loop without a conditional edge, and a swarm may start at any participant.
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.
@@ -418,3 +480,145 @@ def _check_activation_conflicts(analysis: GraphAnalysis) -> None:
         nodes=[names[target]],
         edges=conflict_edges,
     )
+
+
+# --- static warnings ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphWarning:
+    """A likely mistake that validation alone cannot prove (see
+    [`graph_warnings`][flowlib.graph.graph_warnings]).
+
+    Attributes:
+        kind: ``"exclusive_join"`` or ``"no_fallback"``.
+        nodes: The nodes it is about.
+        edges: The ``(source, target)`` edges it is about.
+        message: What may go wrong and how to fix it.
+    """
+
+    kind: str
+    nodes: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _key_of(condition: object) -> object:
+    """A comparable key for a condition (a substring and ``Contains`` of it are equal)."""
+    if isinstance(condition, str):
+        return ("contains", condition)
+    if isinstance(condition, Contains):
+        return ("contains", condition.text)
+    if isinstance(condition, EdgeCondition):
+        return condition.model_dump_json()
+    return ("callable", id(condition)) if condition is not None else None
+
+
+def _condition_key(edge: EdgeIR) -> object:
+    return _key_of(edge.condition_function or edge.condition)
+
+
+def _complement(edge: EdgeIR) -> object:
+    """The key of the condition this edge's condition negates, if it is a ``Not``."""
+    condition = edge.condition
+    return _key_of(as_condition(condition.condition)) if isinstance(condition, Not) else None
+
+
+def _branch_edge(analysis: GraphAnalysis, edge_index: int, incoming: list[list[int]]) -> int:
+    """Walk back from an edge through unconditional single-entry nodes to the edge whose
+    condition decides whether it can fire (the edge itself if it is conditional)."""
+    seen: set[int] = set()
+    current = edge_index
+    while not analysis.edges[current].is_conditional:
+        source = analysis.sources[current]
+        if len(incoming[source]) != 1 or source in seen:
+            return -1
+        seen.add(source)
+        current = incoming[source][0]
+    return current
+
+
+def graph_warnings(graph: DiGraph, analysis: GraphAnalysis | None = None) -> list[GraphWarning]:
+    """Cheap checks for flows that validate but are likely wrong; no run needed.
+
+    - ``exclusive_join``: an ``all`` join whose incoming edges depend on different
+      conditions of one source (directly, or through nodes reached only that way); when
+      one reply matches one of them but not the other, the join waits forever.
+    - ``no_fallback``: a node whose outgoing edges are all conditional, with neither an
+      unconditional edge nor a condition and its ``Not``; a reply that matches none ends
+      the run there. Routers and swarms decide their edges themselves and are skipped.
+
+    [`flowlib.testing.explore`][flowlib.testing.explore] confirms (or refutes) both by
+    running the flow with stand-ins.
+
+    Args:
+        graph: A graph that passed [`validate_graph`][flowlib.graph.validate_graph].
+        analysis: Its analysis, if already computed.
+
+    Returns:
+        The warnings, in graph order.
+    """
+    if analysis is None:
+        analysis = analyse(graph)
+    names = analysis.names
+    found: list[GraphWarning] = []
+    incoming: list[list[int]] = [[] for _ in names]
+    groups: dict[tuple[int, str], list[int]] = {}
+    for position, target in enumerate(analysis.targets):
+        incoming[target].append(position)
+        groups.setdefault((target, analysis.edge_groups[position]), []).append(position)
+    for (target, group), members in groups.items():
+        if len(members) < 2 or analysis.edge_activation[members[0]] != "all":
+            continue
+        by_source: dict[int, dict[object, int]] = {}
+        for member in members:
+            branch = _branch_edge(analysis, member, incoming)
+            if branch >= 0:
+                key = _condition_key(analysis.edges[branch])
+                by_source.setdefault(analysis.sources[branch], {}).setdefault(key, member)
+        for source, keyed in by_source.items():
+            if len(keyed) < 2:
+                continue
+            pairs = [(names[analysis.sources[m]], names[target]) for m in keyed.values()]
+            shown = ", ".join(f"`{s} -> {t}`" for s, t in pairs)
+            found.append(
+                GraphWarning(
+                    "exclusive_join",
+                    (names[target], names[source]),
+                    tuple(pairs),
+                    f"`{names[target]}` waits for all of {shown} (activation group "
+                    f"`{group}`), which depend on different conditions of `{names[source]}`; "
+                    f"a reply that matches only some leaves `{names[target]}` waiting "
+                    "forever. Use activation_condition='any' if one branch is enough.",
+                )
+            )
+    kinds = [node.kind for node in graph.nodes.values()]
+    if graph.pattern != "swarm":
+        out: list[list[int]] = [[] for _ in names]
+        for position, source in enumerate(analysis.sources):
+            out[source].append(position)
+        for node, edges in enumerate(out):
+            if not edges or kinds[node] == "router":
+                continue
+            if any(not analysis.edges[e].is_conditional for e in edges):
+                continue
+            keys = {_condition_key(analysis.edges[e]) for e in edges}
+            if any(_complement(analysis.edges[e]) in keys for e in edges):
+                continue
+            pairs = [(names[node], names[analysis.targets[e]]) for e in edges]
+            shown = ", ".join(f"`{s} -> {t}`" for s, t in pairs)
+            found.append(
+                GraphWarning(
+                    "no_fallback",
+                    (names[node],),
+                    tuple(pairs),
+                    f"every edge out of `{names[node]}` is conditional ({shown}) and none is "
+                    "a fallback; a reply that matches none ends the run at "
+                    f"`{names[node]}`. Add an edge without a condition, or the `Not` of "
+                    "another edge's condition.",
+                )
+            )
+    return found

@@ -47,7 +47,11 @@ class Memory(ABC):
 
     @abstractmethod
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
-        """Add relevant memories to ``model_context`` and return what was added."""
+        """Add relevant memories to ``model_context`` and return what was added.
+
+        An implementation that returns ``None`` is read as "nothing added" (no
+        ``MemoryQueryEvent``), as AutoGen reads it.
+        """
 
     @abstractmethod
     async def query(

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from ..component._registry import register_builtin
 from ..model_context import ChatCompletionContext
 from ..models import SystemMessage
 from ._base import Memory, MemoryQueryResult, UpdateContextResult
 from ._types import MemoryContent
 
 __all__ = ["ListMemory"]
+
+
+class ListMemoryConfig(BaseModel):
+    """The config of [`ListMemory`][flowlib.memory.ListMemory]: its name and items."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    memory_contents: list[MemoryContent] = []
 
 
 class ListMemory(Memory):
@@ -62,6 +75,15 @@ class ListMemory(Memory):
     def content(self, value: Sequence[MemoryContent]) -> None:
         self._contents = list(value)
 
+    component_config_schema: ClassVar[type[BaseModel]] = ListMemoryConfig
+
+    def _to_config(self) -> ListMemoryConfig:
+        return ListMemoryConfig(name=self._name, memory_contents=list(self._contents))
+
+    @classmethod
+    def _from_config(cls, config: ListMemoryConfig) -> Self:
+        return cls(config.name, config.memory_contents)
+
     async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
         """Append every item to ``model_context`` as one system message.
 
@@ -100,3 +122,11 @@ class ListMemory(Memory):
 
     def __repr__(self) -> str:
         return f"ListMemory(name={self._name!r}, items={len(self._contents)})"
+
+
+register_builtin(
+    ListMemory,
+    "flowlib.memory.ListMemory",
+    aliases=("autogen_core.memory.ListMemory", "ListMemory"),
+    shared_state=True,
+)

@@ -7,9 +7,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import StateError
+from ..component._base import ComponentBase
+from ..errors import InvalidTypeError, StateError
 from ..models import (
     AssistantMessage,
     FunctionCall,
@@ -41,7 +42,17 @@ class ChatCompletionContextState(BaseModel):
     messages: list[LLMMessage] = Field(default_factory=list)
 
 
-class ChatCompletionContext(ABC):
+class ContextConfig(BaseModel):
+    """The config of
+    [`UnboundedChatCompletionContext`][flowlib.model_context.UnboundedChatCompletionContext]
+    and the base of the other model contexts' configs: the preloaded messages."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    initial_messages: list[LLMMessage] | None = None
+
+
+class ChatCompletionContext(ComponentBase, ABC):
     """Stores an agent's LLM messages and decides which of them the model sees.
 
     Subclasses implement [`get_messages`][flowlib.model_context.ChatCompletionContext.get_messages]
@@ -49,6 +60,10 @@ class ChatCompletionContext(ABC):
     handling are shared. The history may be preloaded with ``initial_messages``;
     [`clear`][flowlib.model_context.ChatCompletionContext.clear] (what an agent's reset calls) drops
     them too.
+
+    Model contexts are components: ``context.dump_component()`` writes the constructor
+    arguments (and the preloaded messages, not the history);
+    ``ChatCompletionContext.load_component(config)`` builds one.
 
     Args:
         initial_messages: Messages to start the history with.
@@ -81,6 +96,10 @@ class ChatCompletionContext(ABC):
         for message in initial_messages or ():
             self._initial_messages.append(_checked(message))
         self._messages: list[LLMMessage] = list(self._initial_messages)
+
+    def _initial_config(self) -> list[LLMMessage] | None:
+        """The preloaded messages for a config (None when there are none)."""
+        return list(self._initial_messages) or None
 
     async def add_message(self, message: LLMMessage) -> None:
         """Append a message to the history.
@@ -133,8 +152,8 @@ class ChatCompletionContext(ABC):
     def _rollback_point(self) -> _RollbackPoint:
         """Mark the history as it stands, in O(1): the list and its length.
 
-        The history only grows by appending (:meth:`add_message`) and is only replaced
-        whole (:meth:`clear`, :meth:`load_state`), so the list object and its length are
+        The history only grows by appending (`add_message()`) and is only replaced
+        whole (`clear()`, `load_state()`), so the list object and its length are
         enough to restore it, without copying or serialising it.
         """
         messages = self._messages
@@ -142,7 +161,7 @@ class ChatCompletionContext(ABC):
 
     def _roll_back(self, point: _RollbackPoint) -> None:
         """Restore the history to ``point``: drop what was appended since, or bring back
-        the list that :meth:`clear`/:meth:`load_state` replaced."""
+        the list that `clear()`/`load_state()` replaced."""
         messages = point.messages
         intact = len(messages) >= point.length and (
             point.length == 0 or messages[point.length - 1] is point.last
@@ -172,7 +191,7 @@ class _RollbackPoint:
 
 def _checked(message: Any) -> LLMMessage:
     if not isinstance(message, _LLM_MESSAGE_TYPES):
-        raise TypeError(
+        raise InvalidTypeError(
             f"A model context holds LLM messages (SystemMessage, UserMessage, "
             f"AssistantMessage, FunctionExecutionResultMessage), not "
             f"{type(message).__name__}. Convert chat messages with to_model_message()."

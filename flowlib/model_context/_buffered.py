@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
+from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..models import FunctionExecutionResultMessage, LLMMessage
-from ._base import ChatCompletionContext
+from ._base import ChatCompletionContext, ContextConfig
 
 __all__ = ["BufferedChatCompletionContext"]
+
+
+class BufferedContextConfig(ContextConfig):
+    """The config of
+    [`BufferedChatCompletionContext`][flowlib.model_context.BufferedChatCompletionContext]."""
+
+    buffer_size: int
 
 
 class BufferedChatCompletionContext(ChatCompletionContext):
@@ -38,12 +51,23 @@ class BufferedChatCompletionContext(ChatCompletionContext):
         self, buffer_size: int, initial_messages: Sequence[LLMMessage] | None = None
     ) -> None:
         if buffer_size < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"buffer_size must be at least 1, got {buffer_size}. Use "
                 "UnboundedChatCompletionContext to send the whole history."
             )
         super().__init__(initial_messages)
         self._buffer_size = buffer_size
+
+    component_config_schema: ClassVar[type[BaseModel]] = BufferedContextConfig
+
+    def _to_config(self) -> BufferedContextConfig:
+        return BufferedContextConfig(
+            buffer_size=self._buffer_size, initial_messages=self._initial_config()
+        )
+
+    @classmethod
+    def _from_config(cls, config: BufferedContextConfig) -> Self:
+        return cls(config.buffer_size, config.initial_messages)
 
     @property
     def buffer_size(self) -> int:
@@ -56,3 +80,13 @@ class BufferedChatCompletionContext(ChatCompletionContext):
         while view and isinstance(view[0], FunctionExecutionResultMessage):
             view = view[1:]
         return view
+
+
+register_builtin(
+    BufferedChatCompletionContext,
+    "flowlib.model_context.BufferedChatCompletionContext",
+    aliases=(
+        "autogen_core.model_context.BufferedChatCompletionContext",
+        "BufferedChatCompletionContext",
+    ),
+)

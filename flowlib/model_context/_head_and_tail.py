@@ -4,11 +4,25 @@ with a note of how many were skipped between them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
+from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..models import FunctionExecutionResultMessage, LLMMessage, UserMessage
-from ._base import ChatCompletionContext, is_tool_call_message
+from ._base import ChatCompletionContext, ContextConfig, is_tool_call_message
 
 __all__ = ["HeadAndTailChatCompletionContext"]
+
+
+class HeadAndTailContextConfig(ContextConfig):
+    """The config of
+    [`HeadAndTailChatCompletionContext`][flowlib.model_context.HeadAndTailChatCompletionContext]."""
+
+    head_size: int
+    tail_size: int
 
 
 class HeadAndTailChatCompletionContext(ChatCompletionContext):
@@ -35,12 +49,25 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
         initial_messages: Sequence[LLMMessage] | None = None,
     ) -> None:
         if head_size < 1:
-            raise ValueError(f"head_size must be at least 1, got {head_size}.")
+            raise InvalidValueError(f"head_size must be at least 1, got {head_size}.")
         if tail_size < 1:
-            raise ValueError(f"tail_size must be at least 1, got {tail_size}.")
+            raise InvalidValueError(f"tail_size must be at least 1, got {tail_size}.")
         super().__init__(initial_messages)
         self._head_size = head_size
         self._tail_size = tail_size
+
+    component_config_schema: ClassVar[type[BaseModel]] = HeadAndTailContextConfig
+
+    def _to_config(self) -> HeadAndTailContextConfig:
+        return HeadAndTailContextConfig(
+            head_size=self._head_size,
+            tail_size=self._tail_size,
+            initial_messages=self._initial_config(),
+        )
+
+    @classmethod
+    def _from_config(cls, config: HeadAndTailContextConfig) -> Self:
+        return cls(config.head_size, config.tail_size, config.initial_messages)
 
     async def get_messages(self) -> list[LLMMessage]:
         """Return the head, the placeholder and the tail (or everything, if it fits)."""
@@ -56,3 +83,13 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
         skipped = len(messages) - len(head) - len(tail)
         placeholder = UserMessage(content=f"Skipped {skipped} messages.", source="System")
         return [*head, placeholder, *tail]
+
+
+register_builtin(
+    HeadAndTailChatCompletionContext,
+    "flowlib.model_context.HeadAndTailChatCompletionContext",
+    aliases=(
+        "autogen_core.model_context.HeadAndTailChatCompletionContext",
+        "HeadAndTailChatCompletionContext",
+    ),
+)

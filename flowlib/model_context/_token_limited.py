@@ -4,12 +4,28 @@ fit in a token budget."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
+from ..component import ComponentModel, dump_field, json_field, load_field
+from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ..models import ChatCompletionClient, LLMMessage
-from ..tools import ToolSchema
-from ._base import ChatCompletionContext, drop_orphan_results
+from ..tools._schema import ToolSchema
+from ._base import ChatCompletionContext, ContextConfig, drop_orphan_results
 
 __all__ = ["TokenLimitedChatCompletionContext"]
+
+
+class TokenLimitedContextConfig(ContextConfig):
+    """The config of
+    [`TokenLimitedChatCompletionContext`][flowlib.model_context.TokenLimitedChatCompletionContext]."""
+
+    model_client: ComponentModel
+    token_limit: int | None = None
+    tool_schema: list[dict[str, Any]] | None = None
 
 
 class TokenLimitedChatCompletionContext(ChatCompletionContext):
@@ -40,11 +56,32 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         initial_messages: Sequence[LLMMessage] | None = None,
     ) -> None:
         if token_limit is not None and token_limit < 1:
-            raise ValueError(f"token_limit must be at least 1, got {token_limit}.")
+            raise InvalidValueError(f"token_limit must be at least 1, got {token_limit}.")
         super().__init__(initial_messages)
         self._model_client = model_client
         self._token_limit = token_limit
         self._tool_schema: list[ToolSchema] = list(tool_schema or [])
+
+    component_config_schema: ClassVar[type[BaseModel]] = TokenLimitedContextConfig
+
+    def _to_config(self) -> TokenLimitedContextConfig:
+        schemas = json_field([dict(schema) for schema in self._tool_schema], "tool_schema")
+        return TokenLimitedContextConfig(
+            model_client=dump_field(self._model_client, "model_client"),
+            token_limit=self._token_limit,
+            tool_schema=schemas or None,
+            initial_messages=self._initial_config(),
+        )
+
+    @classmethod
+    def _from_config(cls, config: TokenLimitedContextConfig) -> Self:
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        return cls(
+            client,
+            token_limit=config.token_limit,
+            tool_schema=cast("list[ToolSchema] | None", config.tool_schema),
+            initial_messages=config.initial_messages,
+        )
 
     @property
     def token_limit(self) -> int | None:
@@ -65,3 +102,13 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         while start < len(self._messages) and not self._fits(self._messages[start:]):
             start += 1
         return drop_orphan_results(self._messages[start:])
+
+
+register_builtin(
+    TokenLimitedChatCompletionContext,
+    "flowlib.model_context.TokenLimitedChatCompletionContext",
+    aliases=(
+        "autogen_core.model_context.TokenLimitedChatCompletionContext",
+        "TokenLimitedChatCompletionContext",
+    ),
+)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
+
+from ..component._registry import register_builtin
 from ..models import LLMMessage
-from ._base import ChatCompletionContext
+from ._base import ChatCompletionContext, ContextConfig
 
 __all__ = ["UnboundedChatCompletionContext"]
 
@@ -18,3 +24,22 @@ class UnboundedChatCompletionContext(ChatCompletionContext):
     async def get_messages(self) -> list[LLMMessage]:
         """Return the whole history."""
         return list(self._messages)
+
+    component_config_schema: ClassVar[type[BaseModel]] = ContextConfig
+
+    def _to_config(self) -> ContextConfig:
+        return ContextConfig(initial_messages=self._initial_config())
+
+    @classmethod
+    def _from_config(cls, config: ContextConfig) -> Self:
+        return cls(config.initial_messages)
+
+
+register_builtin(
+    UnboundedChatCompletionContext,
+    "flowlib.model_context.UnboundedChatCompletionContext",
+    aliases=(
+        "autogen_core.model_context.UnboundedChatCompletionContext",
+        "UnboundedChatCompletionContext",
+    ),
+)

@@ -18,6 +18,8 @@ from ._client import (
 )
 from ._image import Image, ImageDetail
 from ._openai import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
     ModelResponseError,
     OpenAIChatCompletionClient,
@@ -47,6 +49,8 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
     "CreateResult",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
     "DiskCacheStore",
     "FinishReasons",
     "FunctionCall",

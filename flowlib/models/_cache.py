@@ -16,11 +16,15 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import closing
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from ..component import ComponentModel, dump_field, load_field, refuse_field
+from ..component._registry import register_builtin
+from ..errors import InvalidValueError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike
 from ._openai_mapping import tool_schema
 from ._types import CreateResult, LLMMessage, RequestUsage
@@ -59,8 +63,42 @@ class CacheStore(ABC, Generic[T]):
         """Store ``value`` under ``key``, replacing any previous value."""
 
 
+class EmptyConfig(BaseModel):
+    """The config of a component without arguments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SQLiteStoreConfig(BaseModel):
+    """The config of [`SQLiteStore`][flowlib.models.SQLiteStore] (of chat results)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    table: str = "flowlib_cache"
+
+
+class ChatCompletionCacheConfig(BaseModel):
+    """The config of [`ChatCompletionCache`][flowlib.models.ChatCompletionCache]."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    client: ComponentModel
+    store: ComponentModel | None = None
+
+
 class InMemoryStore(CacheStore[T]):
     """A store in a dict, lost when the process ends."""
+
+    component_type: ClassVar[str] = "cache_store"
+    component_config_schema: ClassVar[type[BaseModel]] = EmptyConfig
+
+    def _to_config(self) -> EmptyConfig:
+        return EmptyConfig()
+
+    @classmethod
+    def _from_config(cls, config: EmptyConfig) -> Self:
+        return cls()
 
     def __init__(self) -> None:
         self._values: dict[str, T] = {}
@@ -109,11 +147,12 @@ class SQLiteStore(CacheStore[T]):
         table: str = "flowlib_cache",
     ) -> None:
         if os.fspath(path) == ":memory:":
-            raise ValueError("SQLiteStore needs a file path; use InMemoryStore for memory.")
+            raise InvalidValueError("SQLiteStore needs a file path; use InMemoryStore for memory.")
         if not table.isidentifier():
-            raise ValueError(f"table must be an identifier, not `{table}`.")
+            raise InvalidValueError(f"table must be an identifier, not `{table}`.")
         self._path = os.fspath(path)
         self._table = table
+        self._value_type = value_type
         self._adapter: TypeAdapter[T] = TypeAdapter(value_type)
         self._lock = threading.Lock()
         with self._connect() as connection:
@@ -125,6 +164,22 @@ class SQLiteStore(CacheStore[T]):
     def path(self) -> str:
         """The database file."""
         return self._path
+
+    component_type: ClassVar[str] = "cache_store"
+    component_config_schema: ClassVar[type[BaseModel]] = SQLiteStoreConfig
+
+    def _to_config(self) -> SQLiteStoreConfig:
+        if self._value_type is not CHAT_CACHE_VALUE_TYPE:
+            refuse_field(
+                "value_type",
+                "a custom value_type is a Python type, which a config cannot hold; only "
+                "stores of chat results (the default) can be dumped.",
+            )
+        return SQLiteStoreConfig(path=self._path, table=self._table)
+
+    @classmethod
+    def _from_config(cls, config: SQLiteStoreConfig) -> Self:
+        return cls(config.path, table=config.table)
 
     def _connect(self) -> closing[sqlite3.Connection]:
         return closing(sqlite3.connect(self._path, timeout=30))
@@ -211,6 +266,19 @@ class ChatCompletionCache(ChatCompletionClient):
     def store(self) -> CacheStore[CHAT_CACHE_VALUE_TYPE]:
         """The cache store."""
         return self._store
+
+    component_config_schema: ClassVar[type[BaseModel]] = ChatCompletionCacheConfig
+
+    def _to_config(self) -> ChatCompletionCacheConfig:
+        return ChatCompletionCacheConfig(
+            client=dump_field(self._client, "client"), store=dump_field(self._store, "store")
+        )
+
+    @classmethod
+    def _from_config(cls, config: ChatCompletionCacheConfig) -> Self:
+        client = load_field(config.client, "client", ChatCompletionClient)
+        store = load_field(config.store, "store", CacheStore)
+        return cls(client, store)
 
     @staticmethod
     def cache_key(
@@ -364,3 +432,17 @@ class ChatCompletionCache(ChatCompletionClient):
     def model_info(self) -> ModelInfo:
         """The wrapped client's model info."""
         return self._client.model_info
+
+
+register_builtin(
+    ChatCompletionCache,
+    "flowlib.models.ChatCompletionCache",
+    aliases=("autogen_ext.models.cache.ChatCompletionCache", "ChatCompletionCache"),
+)
+register_builtin(
+    InMemoryStore,
+    "flowlib.models.InMemoryStore",
+    aliases=("autogen_core.InMemoryStore", "InMemoryStore"),
+    shared_state=True,
+)
+register_builtin(SQLiteStore, "flowlib.models.SQLiteStore", aliases=("SQLiteStore",))

@@ -1,7 +1,7 @@
-"""Cache stores on external key-value stores: :class:`DiskCacheStore` (``diskcache``) and
-:class:`RedisStore` (``redis``), for :class:`~flowlib.models.ChatCompletionCache`.
+"""Cache stores on external key-value stores: `DiskCacheStore` (``diskcache``) and
+`RedisStore` (``redis``), for [`ChatCompletionCache`][flowlib.models.ChatCompletionCache].
 
-Values are written as JSON through a pydantic ``TypeAdapter`` (as :class:`SQLiteStore`
+Values are written as JSON through a pydantic ``TypeAdapter`` (as `SQLiteStore`
 does), never pickled, so a shared cache cannot make a reader run code.
 """
 
@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from ..component import ComponentSerializationError
+from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ._cache import CHAT_CACHE_VALUE_TYPE, CacheStore
 
@@ -34,7 +36,7 @@ class CacheStoreTypeError(FlowlibError, TypeError):
 
 
 class DiskCacheStoreConfig(BaseModel):
-    """The component config of :class:`DiskCacheStore`: the cache's directory."""
+    """The component config of `DiskCacheStore`: the cache's directory."""
 
     directory: str
 
@@ -49,7 +51,7 @@ class DiskCacheStore(CacheStore[T]):
     Raises:
         TypeError: If ``cache_instance`` is not a ``diskcache.Cache``.
 
-    Example:
+    Examples:
         >>> import tempfile, diskcache
         >>> store = DiskCacheStore(diskcache.Cache(tempfile.mkdtemp()), value_type=int)
         >>> store.set("answer", 42)
@@ -103,7 +105,7 @@ class DiskCacheStore(CacheStore[T]):
 
 
 class RedisStoreConfig(BaseModel):
-    """The component config of :class:`RedisStore`: how to connect (the password is not
+    """The component config of `RedisStore`: how to connect (the password is not
     written; add it to the config yourself when loading)."""
 
     host: str = "localhost"
@@ -127,9 +129,14 @@ class RedisStore(CacheStore[T]):
     Raises:
         TypeError: If ``redis_instance`` is not a ``redis.Redis``.
 
-    Example:
-        >>> import redis
-        >>> store = RedisStore(redis.Redis(host="localhost", port=6379))  # doctest: +SKIP
+    Examples:
+        ```python
+        import redis
+
+        from flowlib.models import RedisStore
+
+        store = RedisStore(redis.Redis(host="localhost", port=6379))
+        ```
     """
 
     component_type: ClassVar[str] = "cache_store"
@@ -202,9 +209,19 @@ class RedisStore(CacheStore[T]):
 
 def _refuse_custom_type(value_type: Any, store: str) -> None:
     if value_type is not CHAT_CACHE_VALUE_TYPE:
-        from ..component import ComponentSerializationError
-
         raise ComponentSerializationError(
             f"{store}: a custom value_type is a Python type, which a config cannot hold; "
             "only stores of chat results (the default) can be dumped."
         )
+
+
+register_builtin(
+    DiskCacheStore,
+    "flowlib.models.DiskCacheStore",
+    aliases=("autogen_ext.cache_store.diskcache.DiskCacheStore", "DiskCacheStore"),
+)
+register_builtin(
+    RedisStore,
+    "flowlib.models.RedisStore",
+    aliases=("autogen_ext.cache_store.redis.RedisStore", "RedisStore"),
+)

@@ -10,7 +10,8 @@ from typing_extensions import NotRequired, Required, TypedDict
 
 from .._cancellation import CancellationToken
 from ..component._base import ComponentBase
-from ..tools import Tool, ToolSchema
+from ..errors import InvalidTypeError, InvalidValueError
+from ..tools._schema import Tool, ToolSchema
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = [
@@ -71,7 +72,7 @@ def validate_model_info(model_info: ModelInfo) -> None:
             stacklevel=2,
         )
     if missing:
-        raise ValueError(
+        raise InvalidValueError(
             f"model_info is missing required fields: {', '.join(missing)}. A complete "
             "example: {'vision': False, 'function_calling': True, 'json_output': True, "
             "'family': 'unknown', 'structured_output': True}."
@@ -152,7 +153,7 @@ class ModelFamily:
     ]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "ModelFamily":
-        raise TypeError("ModelFamily is a namespace of constants; do not instantiate it.")
+        raise InvalidTypeError("ModelFamily is a namespace of constants; do not instantiate it.")
 
     @staticmethod
     def is_claude(family: str) -> bool:

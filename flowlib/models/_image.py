@@ -19,6 +19,8 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from ..errors import InvalidTypeError, InvalidValueError
+
 __all__ = ["Image", "ImageDetail"]
 
 ImageDetail = Literal["auto", "high", "low"]
@@ -97,14 +99,14 @@ class Image:
             data = self._encode_pil(image)
             mime_type = "image/png"
         else:
-            raise TypeError(
+            raise InvalidTypeError(
                 f"`Image` takes encoded image bytes or a PIL image, not {type(image).__name__}; "
                 "use Image.from_file(), Image.from_uri() or Image.from_base64() for other sources."
             )
         if mime_type is None:
             mime_type = _sniff_mime_type(data)
             if mime_type is None:
-                raise ValueError(
+                raise InvalidValueError(
                     "Cannot detect the image format from its bytes; pass `mime_type=` "
                     "(e.g. mime_type='image/png')."
                 )
@@ -135,7 +137,9 @@ class Image:
         """
         pil_module = _import_pil_image()
         if not isinstance(pil_image, pil_module.Image):
-            raise TypeError(f"Image.from_pil() takes a PIL image, not {type(pil_image).__name__}.")
+            raise InvalidTypeError(
+                f"Image.from_pil() takes a PIL image, not {type(pil_image).__name__}."
+            )
         return cls(cls._encode_pil(pil_image), mime_type="image/png")
 
     @classmethod
@@ -161,7 +165,7 @@ class Image:
         if mime_type is None:
             guessed, _ = mimetypes.guess_type(os.fspath(file_path))
             if guessed is None or not guessed.startswith("image/"):
-                raise ValueError(
+                raise InvalidValueError(
                     f"Cannot tell the image format of `{os.fspath(file_path)}`; read the bytes "
                     "yourself and pass them as Image(data, mime_type=...)."
                 )
@@ -184,14 +188,16 @@ class Image:
         """
         header, sep, payload = uri.partition(",")
         if not sep or not header.startswith("data:") or not header.endswith(";base64"):
-            raise ValueError(
+            raise InvalidValueError(
                 "Image.from_uri() takes a base64 data URI such as "
                 "'data:image/png;base64,iVBORw0...'; download other URLs yourself and use "
                 "Image(data) or Image.from_base64()."
             )
         mime_type = header[len("data:") : -len(";base64")].split(";", 1)[0]
         if not mime_type.startswith("image/"):
-            raise ValueError(f"The data URI holds `{mime_type or 'no MIME type'}`, not an image.")
+            raise InvalidValueError(
+                f"The data URI holds `{mime_type or 'no MIME type'}`, not an image."
+            )
         return cls(_b64decode(payload), mime_type=mime_type)
 
     @classmethod
@@ -253,7 +259,7 @@ class Image:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Image):
             return NotImplemented
-        return self._mime_type == other._mime_type and self._data == other._data
+        return self._mime_type == other.mime_type and self._data == other.data
 
     def __hash__(self) -> int:
         return hash((self._mime_type, self._data))
@@ -273,7 +279,7 @@ class Image:
             data, mime_type = value["data"], value["mime_type"]
             if isinstance(data, str) and isinstance(mime_type, str):
                 return cls.from_base64(data, mime_type=mime_type)
-        raise ValueError(
+        raise InvalidValueError(
             'expected an Image or {"data": <base64 str>, "mime_type": <str>}, '
             f"got {type(value).__name__}"
         )
@@ -313,4 +319,4 @@ def _b64decode(text: str) -> bytes:
     try:
         return base64.b64decode(text, validate=True)
     except binascii.Error as exc:
-        raise ValueError(f"Invalid base64 image data: {exc}") from exc
+        raise InvalidValueError(f"Invalid base64 image data: {exc}") from exc

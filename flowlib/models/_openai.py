@@ -14,12 +14,16 @@ import inspect
 import json
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from ..errors import FlowlibError
+from .._telemetry import traced_create, traced_create_stream
+from ..component import json_field, load_error, refuse_field, skip_field
+from ..component._registry import register_builtin
+from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
 from ._client import (
     ChatCompletionClient,
     ModelFamily,
@@ -29,6 +33,20 @@ from ._client import (
     validate_model_info,
 )
 from ._known_models import lookup_context_window, lookup_model_info
+from ._openai_config import (
+    DEFAULT_BASE_URL,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    SECRET_HEADERS,
+    AzureOpenAIClientConfig,
+    OpenAIClientConfig,
+    create_args_of,
+    env_key_belongs_to,
+    key_of,
+    model_info_of,
+    same_endpoint,
+    timeout_of,
+)
 from ._openai_mapping import (
     count_tokens,
     finish_reason,
@@ -45,10 +63,13 @@ if TYPE_CHECKING:
     from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 __all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
     "AzureOpenAIChatCompletionClient",
     "ModelResponseError",
     "OpenAIChatCompletionClient",
 ]
+
 
 _T = TypeVar("_T")
 
@@ -71,8 +92,10 @@ _EXAMPLE_INFO = (
 
 class ModelResponseError(FlowlibError, RuntimeError):
     """The model server answered with something that is not a usable completion:
-    a body that is not JSON, no choices, a malformed tool call, or structured output
-    that does not match the requested model.
+    a body that is not JSON, no choices, a malformed tool call, structured output
+    that does not match the requested model, or a stream that was cut off (it ended
+    without a finish reason, was not an event stream, stalled past the timeout, or
+    carried an error event). Nothing of a failed answer is returned.
     """
 
 
@@ -88,7 +111,7 @@ def _check_create_args(args: Mapping[str, Any], where: str) -> None:
     unknown = sorted(set(args) - _create_arg_names())
     if unknown:
         names = ", ".join(f"`{name}`" for name in unknown)
-        raise ValueError(
+        raise InvalidValueError(
             f"Unknown {where} {names}: they are not parameters of the Chat Completions API "
             "(nor ones the client sets itself: messages, model, stream, tools, tool_choice). "
             "Send server-specific fields in `extra_body={...}`."
@@ -101,7 +124,7 @@ def _resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
         return model_info
     known = lookup_model_info(model)
     if known is None:
-        raise ValueError(
+        raise InvalidValueError(
             f"`{model}` is not a known OpenAI model, so flowlib cannot tell what it "
             f"supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
         )
@@ -129,6 +152,15 @@ _END: Any = object()
 
 
 async def _next_or_end(iterator: Any, model: str) -> Any:
+    """The next chunk of a stream, or ``_END``; a broken stream is a ModelResponseError.
+
+    The SDK retries a request only until its answer starts; errors while the stream is
+    read (the connection closes, a read times out, the server sends an error event)
+    reach the reader unwrapped, as ``httpx`` or ``openai.APIError`` exceptions.
+    """
+    import httpx
+    import openai
+
     try:
         return await iterator.__anext__()
     except StopAsyncIteration:
@@ -136,6 +168,20 @@ async def _next_or_end(iterator: Any, model: str) -> Any:
     except json.JSONDecodeError as exc:
         raise ModelResponseError(
             f"The server streamed a chunk for `{model}` that is not valid JSON: {exc}"
+        ) from exc
+    except (httpx.TimeoutException, openai.APITimeoutError) as exc:
+        raise ModelResponseError(
+            f"The stream from `{model}` stalled: no data within the client's timeout. "
+            "Raise `timeout=` if the server is just slow."
+        ) from exc
+    except (httpx.TransportError, openai.APIConnectionError) as exc:
+        raise ModelResponseError(
+            f"The connection to the server of `{model}` broke mid-stream "
+            f"({type(exc).__name__}: {exc})."
+        ) from exc
+    except openai.APIError as exc:
+        raise ModelResponseError(
+            f"The server of `{model}` sent an error event mid-stream: {exc.message}"
         ) from exc
 
 
@@ -217,7 +263,7 @@ _OPTION_ARGS = {
 
 def _can_post_directly(client: Any) -> bool:
     """Whether requests can go through the SDK client's ``post`` (see
-    :func:`_post_chat_completion`): an ``AsyncOpenAI`` (or Azure) client of an SDK whose
+    `_post_chat_completion()`): an ``AsyncOpenAI`` (or Azure) client of an SDK whose
     request options take the ``security`` key ``chat.completions.create`` sets."""
     try:
         from openai import AsyncOpenAI, RequestOptions
@@ -272,6 +318,8 @@ class _Request:
 class _BaseOpenAIClient(ChatCompletionClient):
     """The shared implementation behind the OpenAI and Azure OpenAI clients."""
 
+    _otel_system = "openai"  # gen_ai.system of its spans
+
     def __init__(
         self,
         client: AsyncOpenAI,
@@ -292,10 +340,55 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = _can_post_directly(client)
 
+    def _common_config(self) -> dict[str, Any]:
+        """The config fields both OpenAI clients share (the component protocol)."""
+        sdk = self._client
+        config: dict[str, Any] = {"model": self._model, "model_info": dict(self._model_info)}
+        config["timeout"] = "none" if self.timeout is None else self.timeout
+        config["max_retries"] = self.max_retries
+        headers: dict[str, str] = {}
+        # The SDK keeps the caller's own headers private (its public default_headers adds
+        # its own); reading them is allow-listed in tests/test_layers.py.
+        for name, value in dict(getattr(sdk, "_custom_headers", None) or {}).items():
+            if name.lower() in SECRET_HEADERS:
+                skip_field(f"default_headers.{name}", "it holds a credential; add it back by hand.")
+            else:
+                headers[name] = value
+        if headers:
+            config["default_headers"] = headers
+        if self._context_window is not None:
+            config["context_window"] = self._context_window
+        config["include_name_in_message"] = self._include_name
+        for name, value in self._create_args.items():
+            if isinstance(value, type):
+                refuse_field(
+                    name,
+                    f"`{name}` is the Python class {value.__qualname__}, which a config cannot "
+                    "hold; pass it per call (json_output=...) or use the agent's "
+                    "output_content_type in code.",
+                )
+            config[name] = json_field(value, name)
+        return config
+
     @property
     def model(self) -> str:
         """The model name sent with every request."""
         return self._model
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds the SDK waits for the connection and for each read, per try (``None``:
+        forever; a ``client=`` given with an ``httpx.Timeout`` reports its read timeout)."""
+        value = self._client.timeout
+        if value is None or isinstance(value, (int, float)):
+            return None if value is None else float(value)
+        read = getattr(value, "read", None)
+        return None if read is None else float(read)
+
+    @property
+    def max_retries(self) -> int:
+        """How often the SDK retries a failed request."""
+        return int(self._client.max_retries)
 
     @property
     def model_info(self) -> ModelInfo:
@@ -325,27 +418,27 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 kwargs["response_format"] = response_format
         if json_output is True:
             if not info["json_output"]:
-                raise ValueError(
+                raise InvalidValueError(
                     f"`{self._model}` does not support JSON mode (model_info json_output "
                     "is False); drop json_output=True or fix model_info."
                 )
             kwargs["response_format"] = response_format_for(True)
         elif _is_model_class(json_output):
             if not info.get("structured_output", False):
-                raise ValueError(
+                raise InvalidValueError(
                     f"`{self._model}` does not support structured output (model_info "
                     "structured_output is False); ask for JSON in the prompt instead."
                 )
             structured = json_output
             kwargs["response_format"] = response_format_for(json_output)
         elif json_output not in (None, False):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"json_output must be None, a bool or a pydantic model class, not {json_output!r}."
             )
 
         if tools:
             if not info["function_calling"]:
-                raise ValueError(
+                raise InvalidValueError(
                     f"`{self._model}` does not support function calling (model_info "
                     "function_calling is False); call it without tools."
                 )
@@ -353,12 +446,12 @@ class _BaseOpenAIClient(ChatCompletionClient):
             kwargs["tool_choice"] = wire_tool_choice(tool_choice, tools)
         else:
             if not isinstance(tool_choice, str):
-                raise ValueError("tool_choice names a tool, but no tools were given.")
+                raise InvalidValueError("tool_choice names a tool, but no tools were given.")
             # The API rejects parallel_tool_calls without tools.
             kwargs.pop("parallel_tool_calls", None)
 
         if not info["vision"] and has_images(messages):
-            raise ValueError(
+            raise InvalidValueError(
                 f"`{self._model}` does not accept images (model_info vision is False)."
             )
         role = "developer" if info["family"] in _DEVELOPER_ROLE_FAMILIES else "system"
@@ -374,6 +467,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
 
     # -- calls --------------------------------------------------------------------------
 
+    @traced_create
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -443,6 +537,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._record_usage(usage)
         return result
 
+    @traced_create_stream
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],
@@ -507,6 +602,15 @@ class _BaseOpenAIClient(ChatCompletionClient):
                     yield delta.content
         finally:
             await stream.close()
+        if reason is None:
+            # A complete stream ends with a finish reason: without one the connection
+            # was cut, or the body was no event stream (an HTML error page, ...).
+            got = f"{len(''.join(text))} characters" if text or calls else "no content"
+            raise ModelResponseError(
+                f"The stream from `{self._model}` ended without a finish reason "
+                f"(after {got}): the connection was cut or the answer was not an event "
+                "stream. The partial answer is discarded."
+            )
         result_usage = _usage(usage)
         result = self._result(
             text="".join(text) if text else None,
@@ -623,7 +727,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         """
         window = self._context_window or lookup_context_window(self._model)
         if window is None:
-            raise ValueError(
+            raise InvalidValueError(
                 f"The context window of `{self._model}` is unknown; pass "
                 "context_window=<tokens> to the client."
             )
@@ -645,10 +749,25 @@ def _preview(value: Any) -> str:
 def _sdk_options(
     timeout: float | None, max_retries: int, default_headers: Mapping[str, str] | None
 ) -> dict[str, Any]:
-    options: dict[str, Any] = {"max_retries": max_retries, "default_headers": default_headers}
+    from ..errors import ArgumentTypeError, InvalidArgumentError
+
     if timeout is not None:
-        options["timeout"] = timeout
-    return options
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise ArgumentTypeError(
+                f"timeout must be a number of seconds or None, not {timeout!r}.",
+                argument="timeout",
+            )
+        if not timeout > 0:
+            raise InvalidArgumentError(
+                f"timeout must be > 0 seconds (or None to wait forever), not {timeout!r}.",
+                argument="timeout",
+            )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise InvalidArgumentError(
+            f"max_retries must be an int >= 0, not {max_retries!r}.", argument="max_retries"
+        )
+    # timeout=None reaches the SDK as None: no timeout (leaving it out would mean 600 s).
+    return {"max_retries": max_retries, "default_headers": default_headers, "timeout": timeout}
 
 
 class OpenAIChatCompletionClient(_BaseOpenAIClient):
@@ -662,12 +781,15 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
     Args:
         model: The model name sent with each request.
         api_key: The API key; defaults to the ``OPENAI_API_KEY`` environment variable.
-            A ``base_url`` server that needs no key can be used without one.
+            A ``base_url`` server that needs no key can be used without one; an empty
+            key (``api_key=""``, as configs write it) builds, and sends a placeholder.
         base_url: The server's base URL, e.g. ``http://localhost:11434/v1``.
         model_info: What the model supports; required for models flowlib does not know.
-        timeout: Seconds before a request times out (each try); the SDK default when
-            None.
-        max_retries: How often the SDK retries connection errors, 408, 409, 429 and 5xx.
+        timeout: Seconds to wait for the connection and for each read of the answer,
+            per try ([`DEFAULT_TIMEOUT`][flowlib.models.DEFAULT_TIMEOUT], 60 s); ``None``
+            waits forever.
+        max_retries: How often the SDK retries connection errors, timeouts, 408, 409,
+            429 and 5xx ([`DEFAULT_MAX_RETRIES`][flowlib.models.DEFAULT_MAX_RETRIES], 2).
         organization: The OpenAI organization id.
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncOpenAI`` to use instead of building one from the
@@ -713,8 +835,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         api_key: str | None = None,
         base_url: str | None = None,
         model_info: ModelInfo | None = None,
-        timeout: float | None = None,
-        max_retries: int = 2,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         organization: str | None = None,
         default_headers: Mapping[str, str] | None = None,
         client: AsyncOpenAI | None = None,
@@ -727,9 +849,11 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         if client is None:
             from openai import AsyncOpenAI
 
+            if api_key == "":  # configs leave it empty for later; the SDK refuses ""
+                api_key = _PLACEHOLDER_KEY
             if api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
-                    raise ValueError(
+                    raise InvalidValueError(
                         "No OpenAI API key: pass api_key=... or set the OPENAI_API_KEY "
                         "environment variable (a local server given by base_url= needs "
                         "neither)."
@@ -741,8 +865,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
                 organization=organization,
                 **_sdk_options(timeout, max_retries, default_headers),
             )
-        elif api_key or base_url or organization or default_headers or timeout is not None:
-            raise TypeError(
+        elif api_key or base_url or organization or default_headers or timeout != DEFAULT_TIMEOUT:
+            raise InvalidTypeError(
                 "Pass either client= or connection options (api_key, base_url, organization, "
                 "default_headers, timeout), not both: configure the AsyncOpenAI you pass."
             )
@@ -753,6 +877,43 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             create_args=create_args,
             context_window=context_window,
             include_name_in_message=include_name_in_message,
+        )
+
+    # -- the component protocol ------------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = OpenAIClientConfig
+
+    def _to_config(self) -> OpenAIClientConfig:
+        config = self._common_config()
+        base_url = str(self._client.base_url).rstrip("/")
+        if base_url != DEFAULT_BASE_URL:
+            config["base_url"] = base_url
+            env_key = os.environ.get("OPENAI_API_KEY")
+            if env_key and self._client.api_key == env_key and not env_key_belongs_to(base_url):
+                # The client sends the environment's key to this endpoint: say so by
+                # name, since a loaded config gets no key from the environment for it.
+                config["api_key_env"] = "OPENAI_API_KEY"
+        if self._client.organization:
+            config["organization"] = self._client.organization
+        return OpenAIClientConfig.model_validate(config)
+
+    @classmethod
+    def _from_config(cls, config: OpenAIClientConfig) -> Self:
+        api_key = key_of(config)
+        if api_key is None and not env_key_belongs_to(config.base_url):
+            api_key = _PLACEHOLDER_KEY  # not the environment's key: it is not for this endpoint
+        return cls(
+            config.model,
+            api_key=api_key,
+            base_url=config.base_url,
+            model_info=model_info_of(config),
+            timeout=timeout_of(config),
+            max_retries=config.max_retries,
+            organization=config.organization,
+            default_headers=config.default_headers,
+            context_window=config.context_window,
+            include_name_in_message=config.include_name_in_message,
+            **create_args_of(config),
         )
 
 
@@ -772,8 +933,9 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         azure_ad_token_provider: A callable returning Entra ID tokens, instead of a key.
         model_info: As for
             [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient].
-        timeout: Seconds before a request times out; the SDK default when None.
-        max_retries: How often the SDK retries.
+        timeout: Seconds to wait for the connection and each read, per try (60 s);
+            ``None`` waits forever.
+        max_retries: How often the SDK retries (2).
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncAzureOpenAI`` to use instead (taken over).
         context_window: The context window in tokens, for
@@ -801,6 +963,8 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         >>> asyncio.run(client.close())
     """
 
+    _otel_system = "az.ai.openai"  # gen_ai.system of its spans
+
     def __init__(
         self,
         *,
@@ -811,8 +975,8 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         api_key: str | None = None,
         azure_ad_token_provider: Callable[[], str | Awaitable[str]] | None = None,
         model_info: ModelInfo | None = None,
-        timeout: float | None = None,
-        max_retries: int = 2,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         client: AsyncAzureOpenAI | None = None,
         context_window: int | None = None,
@@ -825,7 +989,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             from openai import AsyncAzureOpenAI
 
             if azure_endpoint is None or api_version is None:
-                raise ValueError(
+                raise InvalidValueError(
                     "AzureOpenAIChatCompletionClient needs azure_endpoint= and api_version=."
                 )
             if (
@@ -833,7 +997,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
                 and azure_ad_token_provider is None
                 and not os.environ.get("AZURE_OPENAI_API_KEY")
             ):
-                raise ValueError(
+                raise InvalidValueError(
                     "No Azure OpenAI credentials: pass api_key= or azure_ad_token_provider=, "
                     "or set the AZURE_OPENAI_API_KEY environment variable."
                 )
@@ -853,3 +1017,91 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             context_window=context_window,
             include_name_in_message=include_name_in_message,
         )
+
+    # -- the component protocol ------------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = AzureOpenAIClientConfig
+
+    def _to_config(self) -> AzureOpenAIClientConfig:
+        # AsyncAzureOpenAI has no public accessors for these; allow-listed in
+        # tests/test_layers.py.
+        sdk = self._client
+        if getattr(sdk, "_azure_ad_token_provider", None) is not None:
+            refuse_field(
+                "azure_ad_token_provider",
+                "an Entra ID token provider is a Python callable, which a config cannot hold; "
+                "use AZURE_OPENAI_API_KEY, or build this client in code.",
+            )
+        config = self._common_config()
+        endpoint = getattr(sdk, "_azure_endpoint", None)
+        if endpoint is not None:
+            config["azure_endpoint"] = str(endpoint)
+            env_key = os.environ.get("AZURE_OPENAI_API_KEY")
+            if (
+                env_key
+                and sdk.api_key == env_key
+                and not same_endpoint(str(endpoint), os.environ.get("AZURE_OPENAI_ENDPOINT"))
+            ):
+                config["api_key_env"] = "AZURE_OPENAI_API_KEY"
+        config["api_version"] = getattr(sdk, "_api_version", None)
+        deployment = getattr(sdk, "_azure_deployment", None)
+        if deployment:
+            config["azure_deployment"] = deployment
+        return AzureOpenAIClientConfig.model_validate(config)
+
+    @classmethod
+    def _from_config(cls, config: AzureOpenAIClientConfig) -> Self:
+        if config.azure_ad_token_provider is not None:
+            raise load_error(
+                "an `azure_ad_token_provider` cannot be loaded from a config (it would be "
+                "code); set AZURE_OPENAI_API_KEY or build the client in code.",
+                "azure_ad_token_provider",
+            )
+        api_key = key_of(config)
+        env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if (
+            api_key is None
+            and config.azure_endpoint is not None
+            and not same_endpoint(config.azure_endpoint, env_endpoint)
+        ):
+            raise load_error(
+                f"the config names the endpoint `{config.azure_endpoint}` but no key; the "
+                "AZURE_OPENAI_API_KEY in the environment is sent only to AZURE_OPENAI_ENDPOINT. "
+                "If that key belongs to this endpoint, add `api_key_env: AZURE_OPENAI_API_KEY` "
+                "to the config (or `api_key`).",
+                "azure_endpoint",
+            )
+        return cls(
+            model=config.model,
+            azure_endpoint=config.azure_endpoint or env_endpoint,
+            api_version=config.api_version,
+            azure_deployment=config.azure_deployment,
+            api_key=api_key,
+            model_info=model_info_of(config),
+            timeout=timeout_of(config),
+            max_retries=config.max_retries,
+            default_headers=config.default_headers,
+            context_window=config.context_window,
+            include_name_in_message=config.include_name_in_message,
+            **create_args_of(config),
+        )
+
+
+register_builtin(
+    OpenAIChatCompletionClient,
+    "flowlib.models.OpenAIChatCompletionClient",
+    aliases=(
+        "autogen_ext.models.openai.OpenAIChatCompletionClient",
+        "openai_chat_completion_client",
+        "OpenAIChatCompletionClient",
+    ),
+)
+register_builtin(
+    AzureOpenAIChatCompletionClient,
+    "flowlib.models.AzureOpenAIChatCompletionClient",
+    aliases=(
+        "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
+        "azure_openai_chat_completion_client",
+        "AzureOpenAIChatCompletionClient",
+    ),
+)

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..tools import Tool, ToolSchema
+from ..errors import InvalidTypeError, InvalidValueError
+from ..tools._schema import Tool, ToolSchema
 from ._client import ToolChoice, ToolLike
 from ._image import Image
 from ._types import (
@@ -116,7 +117,7 @@ def wire_messages(
                 for result in message.content
             )
         else:
-            raise TypeError(f"Not an LLM message: {type(message).__name__}.")
+            raise InvalidTypeError(f"Not an LLM message: {type(message).__name__}.")
     return wire
 
 
@@ -140,7 +141,7 @@ def tool_schema(tool: ToolLike) -> ToolSchema:
         return tool.schema
     if isinstance(tool, dict) and "name" in tool:
         return tool
-    raise TypeError(f"Expected a Tool or a ToolSchema dict, got {type(tool).__name__}.")
+    raise InvalidTypeError(f"Expected a Tool or a ToolSchema dict, got {type(tool).__name__}.")
 
 
 def wire_tools(tools: Sequence[ToolLike]) -> list[dict[str, Any]]:
@@ -175,13 +176,13 @@ def wire_tool_choice(tool_choice: ToolChoice, tools: Sequence[ToolLike]) -> str 
     """
     if isinstance(tool_choice, str):
         if tool_choice not in ("auto", "required", "none"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"tool_choice must be 'auto', 'required', 'none' or a Tool, not {tool_choice!r}."
             )
         return tool_choice
     name = tool_schema(tool_choice)["name"]
     if name not in {tool_schema(tool)["name"] for tool in tools}:
-        raise ValueError(
+        raise InvalidValueError(
             f"tool_choice names the tool `{name}`, which is not in `tools`; pass it in tools too."
         )
     return {"type": "function", "function": {"name": name}}
@@ -234,7 +235,7 @@ def response_format_for(output: bool | type[BaseModel]) -> dict[str, Any]:
             schema["description"] = output.__doc__.strip()
         schema["strict"] = True
         return {"type": "json_schema", "json_schema": schema}
-    raise TypeError(f"Expected True or a pydantic model class, got {output!r}.")
+    raise InvalidTypeError(f"Expected True or a pydantic model class, got {output!r}.")
 
 
 # -- results ----------------------------------------------------------------------------

@@ -6,11 +6,15 @@ import asyncio
 import re
 from array import array
 from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, ClassVar, cast, overload
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from .._telemetry import traced_create, traced_create_stream
+from ..component._registry import register_builtin
+from ..errors import FlowlibError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
 from ._types import CreateResult, LLMMessage, RequestUsage
 
@@ -161,8 +165,11 @@ class _RequestLog(Sequence[list[LLMMessage]]):
 class _CreateCalls(Sequence[dict[str, Any]]):
     """``create_calls``: the arguments of every call, built when read."""
 
-    def __init__(self, client: ReplayChatCompletionClient) -> None:
+    def __init__(
+        self, client: ReplayChatCompletionClient, tokens: list[CancellationToken | None]
+    ) -> None:
         self._client = client
+        self._tokens = tokens  # the client's own list, shared
 
     def __len__(self) -> int:
         return len(self._client.request_args)
@@ -181,7 +188,7 @@ class _CreateCalls(Sequence[dict[str, Any]]):
         return {
             "messages": client.requests[position],
             **client.request_args[position],
-            "cancellation_token": client._tokens[position],
+            "cancellation_token": self._tokens[position],
         }
 
     def __eq__(self, other: object) -> bool:
@@ -195,8 +202,19 @@ class _CreateCalls(Sequence[dict[str, Any]]):
         return repr(list(self))
 
 
-class ReplayExhaustedError(ValueError):
+class ReplayExhaustedError(FlowlibError, ValueError):
     """The replay client was asked for more responses than it was scripted with."""
+
+
+class ReplayConfig(BaseModel):
+    """The config of [`ReplayChatCompletionClient`][flowlib.models.ReplayChatCompletionClient]:
+    its script (a config is a blueprint: the position in the script is not kept)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    chat_completions: list[str | CreateResult]
+    model_info: dict[str, Any] | None = None
+    latency: float | None = None
 
 
 class ReplayChatCompletionClient(ChatCompletionClient):
@@ -229,6 +247,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         >>> result.content, result.finish_reason
         ('Hello!', 'stop')
     """
+
+    _otel_system = "replay"  # gen_ai.system of its spans (a scripted model)
 
     def __init__(
         self,
@@ -271,7 +291,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         """The arguments of every call (create and create_stream), in order: dicts with
         ``messages``, ``tools``, ``tool_choice``, ``json_output``, ``extra_create_args``
         and ``cancellation_token``, as AutoGen's replay client records them."""
-        return _CreateCalls(self)
+        return _CreateCalls(self, self._tokens)
 
     @property
     def remaining(self) -> int:
@@ -328,6 +348,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 cancellation_token.link_future(sleeper)
             await sleeper
 
+    @traced_create
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -352,6 +373,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         }
         return self._next(messages, args, cancellation_token)
 
+    @traced_create_stream
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],
@@ -414,3 +436,27 @@ class ReplayChatCompletionClient(ChatCompletionClient):
     def model_info(self) -> ModelInfo:
         """What the fake model claims to support."""
         return self._model_info
+
+    # -- the component protocol ------------------------------------------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = ReplayConfig
+
+    def _to_config(self) -> ReplayConfig:
+        return ReplayConfig(
+            chat_completions=list(self._script),
+            model_info=dict(self._model_info),
+            latency=self._latency or None,
+        )
+
+    @classmethod
+    def _from_config(cls, config: ReplayConfig) -> Self:
+        info = None if config.model_info is None else cast(ModelInfo, config.model_info)
+        return cls(config.chat_completions, model_info=info, latency=config.latency or 0.0)
+
+
+register_builtin(
+    ReplayChatCompletionClient,
+    "flowlib.models.ReplayChatCompletionClient",
+    aliases=("autogen_ext.models.replay.ReplayChatCompletionClient", "ReplayChatCompletionClient"),
+    shared_state=True,
+)

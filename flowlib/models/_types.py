@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..errors import InvalidTypeError
 from ._image import Image
 
 __all__ = [
@@ -34,12 +35,12 @@ def _merge_positional(
 ) -> dict[str, Any]:
     """Turn positional constructor arguments into keywords, as a dataclass would."""
     if len(args) > len(names):
-        raise TypeError(
+        raise InvalidTypeError(
             f"{model}() takes at most {len(names)} positional arguments ({len(args)} given)"
         )
     for name, value in zip(names, args, strict=False):
         if name in kwargs:
-            raise TypeError(f"{model}() got multiple values for argument '{name}'")
+            raise InvalidTypeError(f"{model}() got multiple values for argument '{name}'")
         kwargs[name] = value
     return kwargs
 

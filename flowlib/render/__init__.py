@@ -32,14 +32,30 @@ from ._dot import to_dot
 from ._errors import GraphvizNotFoundError, RenderError
 from ._mermaid import to_mermaid
 from ._output import render, to_svg
+from ._page import (
+    PageMessage,
+    PageStep,
+    run_page,
+    steps_from_records,
+    steps_from_run,
+    trace_from_steps,
+    write_run_page,
+)
 from ._scene import SupportsGraph
 
 __all__ = [
     "GraphvizNotFoundError",
+    "PageMessage",
+    "PageStep",
     "RenderError",
     "SupportsGraph",
     "render",
+    "run_page",
+    "steps_from_records",
+    "steps_from_run",
     "to_dot",
     "to_mermaid",
     "to_svg",
+    "trace_from_steps",
+    "write_run_page",
 ]

@@ -1,8 +1,11 @@
 """Graphviz DOT output.
 
 Node ids are the node's path of names joined by ``/`` (``writer``, ``inner/writer``),
-start points are ``@start`` (``inner/@start``): a name is an identifier, so neither can
-collide with a node. A nested team is a ``cluster_<path>`` subgraph; edges into it end at
+start points are ``@start`` (``inner/@start``). Names are arbitrary text (a model or a
+user may supply them), so each name is percent-escaped in ids where it could collide or
+be changed on the way (see ``dot_id_part``): ``%``, ``/``, a leading ``@``, control
+characters, backslashes and unpaired surrogates. A plain name is its own id.
+A nested team is a ``cluster_<path>`` subgraph; edges into it end at
 its border (``lhead``) and come from its start point, edges out of it leave its border
 (``ltail``) from its first leaf (or last node).
 """
@@ -38,8 +41,9 @@ Attrs = Sequence[tuple[str, str]]
 def dot_quote(text: str) -> str:
     """``text`` as a DOT quoted string that Graphviz shows verbatim.
 
-    Backslashes are doubled (so ``\\N`` and friends stay literal), quotes escaped, line
-    breaks become centred line breaks, other control characters spaces.
+    Backslashes are doubled (so ``\\N`` and friends stay literal), quotes escaped, ``&``
+    written as ``&amp;`` (Graphviz decodes entities), line breaks become centred line
+    breaks, other control characters spaces, unpaired surrogates U+FFFD.
     """
     out: list[str] = []
     for char in text.replace("\r\n", "\n").replace("\r", "\n"):
@@ -47,13 +51,40 @@ def dot_quote(text: str) -> str:
             out.append("\\\\")
         elif char == '"':
             out.append('\\"')
+        elif char == "&":
+            out.append("&amp;")  # Graphviz decodes entities (``&lt;``) in labels
         elif char == "\n":
             out.append("\\n")
-        elif ord(char) < 32 or ord(char) == 127:
+        elif ord(char) < 32 or 127 <= ord(char) < 160:
             out.append(" ")
+        elif 0xD800 <= ord(char) < 0xE000:
+            out.append("\ufffd")  # an unpaired surrogate cannot be written as UTF-8
         else:
             out.append(char)
     return '"' + "".join(out) + '"'
+
+
+def dot_id_part(name: str) -> str:
+    """One node name as a segment of a DOT id: injective, and unchanged by ``dot_quote``.
+
+    ``/`` separates path segments and ``@start`` names start points, so both are escaped
+    in names; control characters and backslashes would be changed by quoting (two names
+    differing only there would merge), so they are escaped too, as ``%XX``.
+    """
+    out: list[str] = []
+    for position, char in enumerate(name):
+        code = ord(char)
+        if (
+            char in "%/\\"
+            or (char == "@" and position == 0)
+            or code < 32
+            or 127 <= code < 160
+            or 0xD800 <= code < 0xE000
+        ):
+            out.append(f"%{code:02X}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def _attrs(attrs: Attrs) -> str:
@@ -61,11 +92,11 @@ def _attrs(attrs: Attrs) -> str:
 
 
 def _node_id(node: SceneNode) -> str:
-    return "/".join(node.path)
+    return "/".join(map(dot_id_part, node.path))
 
 
 def _start_id(outer: tuple[str, ...]) -> str:
-    return "/".join((*outer, "@start"))
+    return "/".join((*map(dot_id_part, outer), "@start"))
 
 
 def _cluster_id(node: SceneNode) -> str:

@@ -35,29 +35,72 @@ __all__ = ["mermaid_text", "to_mermaid"]
 _INDENT = "    "
 # Characters that could end a quoted label or be read as markup; a ``#`` only when it
 # would start an entity (Mermaid decodes ``#word;`` anywhere in the source).
-_ENTITIES = set('"&<>|`\\')  # a backslash too: Mermaid reads ``\\n`` as a line break
+# ``%`` too: Mermaid strips ``%%{...}%%`` directives and ``%%`` comments anywhere.
+_ENTITIES = set('"&<>|`\\%')  # a backslash too: Mermaid reads ``\\n`` as a line break
 _ENTITY_START = re.compile(r"#(?=\w+;)")
+# Mermaid drops the last ``;`` of any line matching ``style.*:\S*#.*;`` (or classDef),
+# which would break the last entity of a label: the first letter of these words is
+# written as an entity, so no label line matches.
+_STYLE_WORDS = re.compile(r"[sc](?=tyle|lassDef)")
 
 
 def mermaid_text(text: str) -> str:
     """``text`` as the inside of a quoted Mermaid label, shown verbatim.
 
-    Markup characters become ``#code;`` entities, line breaks ``<br/>``, other control
-    characters spaces.
+    Markup characters (and ``%``, which starts directives and comments) become
+    ``#code;`` entities, line breaks ``<br/>``, other control characters spaces,
+    unpaired surrogates U+FFFD.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     hashes = {match.start() for match in _ENTITY_START.finditer(text)}
+    hashes.update(match.start() for match in _STYLE_WORDS.finditer(text))
     out: list[str] = []
     for position, char in enumerate(text):
         if char == "\n":
             out.append("<br/>")
         elif char in _ENTITIES or position in hashes:
             out.append(f"#{ord(char)};")
-        elif ord(char) < 32 or ord(char) == 127:
-            out.append(" ")
         else:
-            out.append(char)
-    return "".join(out)
+            out.append(_plain(char))
+    # Mermaid trims a label (JavaScript's trim) and cannot read an empty one: whitespace
+    # at either end, and an empty text, are written as entities, which it keeps.
+    for order in (range(len(out)), range(len(out) - 1, -1, -1)):
+        for index in order:
+            if not _trimmed(out[index]):
+                break
+            out[index] = f"#{ord(out[index])};"
+    return "".join(out) or "#32;"
+
+
+def _plain(char: str) -> str:
+    """A control character as a space, an unpaired surrogate (which cannot be written
+    as UTF-8) as U+FFFD, anything else as itself."""
+    code = ord(char)
+    if char != "\n" and (code < 32 or 127 <= code < 160):
+        return " "
+    if 0xD800 <= code < 0xE000:
+        return "\ufffd"
+    return char
+
+
+def _trimmed(char: str) -> bool:
+    return len(char) == 1 and (char.isspace() or char == "\ufeff")
+
+
+_YAML_BREAKS = frozenset({0x2028, 0x2029, 0xFEFF})
+
+
+def _yaml_text(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar for the front matter, with ``%`` as
+    ``\\x25`` (so no ``%%{...}%%`` directive appears in the file) and no raw control
+    characters or surrogates."""
+    text = "".join(map(_plain, text.replace("\r\n", "\n").replace("\r", "\n")))
+    quoted = json.dumps(text, ensure_ascii=False).replace("%", "\\x25")
+    # YAML 1.1 readers take NEL, LS and PS for line breaks: escape them (and C1, BOM).
+    return "".join(
+        f"\\u{ord(char):04x}" if 0x7F <= ord(char) < 0xA0 or ord(char) in _YAML_BREAKS else char
+        for char in quoted
+    )
 
 
 def _label(lines: list[str]) -> str:
@@ -222,7 +265,7 @@ def to_mermaid(
     writer.body(1, scene, None)
     out: list[str] = []
     if scene.title:
-        out += ["---", "title: " + json.dumps(" — ".join(scene.title), ensure_ascii=False), "---"]
+        out += ["---", "title: " + _yaml_text(" — ".join(scene.title)), "---"]
     out.append("flowchart TB")
     out.extend(writer.lines)
     out.extend(_INDENT + link for link in writer.links)

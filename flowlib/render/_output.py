@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import InvalidValueError
 from ..graph import DiGraph
 from ._dot import to_dot
 from ._errors import INSTALL_HINT, GraphvizNotFoundError, RenderError
@@ -100,7 +101,7 @@ def _format_of(path: Path, format: str | None) -> Format:
     if found is None:
         known = ", ".join(sorted(FORMATS))
         where = f"format={format!r}" if format is not None else f"the suffix of `{path}`"
-        raise ValueError(
+        raise InvalidValueError(
             f"Cannot tell the drawing format from {where}; use one of {known} "
             "(e.g. `render(team, 'flow.svg')` or `format='mermaid'`)."
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import TaskResult
+from ..errors import InvalidTypeError, InvalidValueError
 from ..graph import DiGraph, RunTrace
 from ..messages import BaseChatMessage
 
@@ -51,7 +52,7 @@ def path_from_trace(graph: DiGraph, trace: RunTrace) -> RunPath:
         ValueError: If the trace was recorded on a graph with other nodes or edges.
     """
     if trace.names != list(graph.nodes) or trace.edge_ends != _edge_ends(graph):
-        raise ValueError(
+        raise InvalidValueError(
             "The trace was recorded on a different graph (its nodes or edges differ from "
             "the drawing's); pass the trace of this team's own run, e.g. `trace=True`."
         )
@@ -154,7 +155,7 @@ def resolve_path(obj: Any, graph: DiGraph, trace: TraceArg) -> RunPath | None:
     if trace is True:
         own = getattr(obj, "trace", None)
         if not isinstance(own, RunTrace):
-            raise TypeError(
+            raise InvalidTypeError(
                 "`trace=True` draws the team's own last run, but "
                 f"{type(obj).__name__} has no `trace`; pass a team, or pass the RunTrace "
                 "or TaskResult itself."
@@ -166,6 +167,6 @@ def resolve_path(obj: Any, graph: DiGraph, trace: TraceArg) -> RunPath | None:
         return path_from_trace(graph, trace)
     if isinstance(trace, TaskResult):
         return _rebuild(obj, graph, trace)
-    raise TypeError(
+    raise InvalidTypeError(
         f"`trace` must be a RunTrace, a TaskResult, True or None, not {type(trace).__name__}."
     )

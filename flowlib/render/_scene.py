@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import InvalidTypeError
 from ..graph import DiGraph, DiGraphEdge, NodeKind, describe_condition
 from ..graph._validate import GraphAnalysis, analyse
 from ._path import RunPath, TraceArg, participants_by_name, resolve_path
@@ -112,7 +113,7 @@ def graph_of(obj: DiGraph | SupportsGraph) -> DiGraph:
     graph = getattr(obj, "graph", None)
     if isinstance(graph, DiGraph):
         return graph
-    raise TypeError(
+    raise InvalidTypeError(
         f"Cannot draw a {type(obj).__name__}: pass a DiGraph or a team (anything with a "
         "`graph` attribute holding a DiGraph), e.g. `to_dot(builder.build())`."
     )
@@ -122,7 +123,7 @@ def graph_of(obj: DiGraph | SupportsGraph) -> DiGraph:
 
 
 def _termination_name(condition: Any) -> str:
-    parts = getattr(condition, "_conditions", None)
+    parts = getattr(condition, "conditions", None)
     name = type(condition).__name__
     if isinstance(parts, (list, tuple)) and name in {
         "AndTerminationCondition",

@@ -157,7 +157,7 @@ class DiGraphBuilder:
         Raises:
             UnknownNodeError: If ``source`` or ``target`` has not been added.
             InvalidConditionError: If ``condition`` is an ``async`` callable (conditions
-                are checked synchronously) or a :class:`~flowlib.graph.Regex` that does not
+                are checked synchronously) or a [`Regex`][flowlib.graph.Regex] that does not
                 compile; the message names the edge.
             InvalidArgumentError: If ``activation_condition`` is not ``"all"``, ``"any"``
                 or ``None``.

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team, TerminationCondition
 from ..checkpoint import CheckpointStore
+from ..component._registry import register_builtin
 from ..graph import DiGraph
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._arguments import check_team_arguments
+from ._config import (
+    AUTOGEN_TEAMS,
+    GraphFlowConfig,
+    dump_graph,
+    load_graph,
+    load_members,
+    load_termination,
+    team_fields,
+)
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
@@ -58,6 +72,26 @@ class GraphFlow(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents"
     component_provider_override = "flowlib.teams.GraphFlow"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = GraphFlowConfig
+
+    def _to_config(self) -> GraphFlowConfig:
+        fields = team_fields(self, self._message_factory.custom_types)
+        return GraphFlowConfig(**fields, graph=dump_graph(self.graph))
+
+    @classmethod
+    def _from_config(cls, config: GraphFlowConfig) -> Self:
+        graph = load_graph(config.graph)
+        return cls(
+            load_members(config),
+            graph,
+            name=config.name,
+            description=config.description,
+            termination_condition=load_termination(config),
+            max_turns=config.max_turns,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team | NodeFunction],
@@ -73,6 +107,14 @@ class GraphFlow(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "GraphFlow",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            functions=True,
+            graph=graph,
+        )
         members: list[ChatAgent | Team] = [
             p if isinstance(p, (ChatAgent, Team)) else FunctionAgent(p) for p in participants
         ]
@@ -87,3 +129,10 @@ class GraphFlow(BaseGroupChat):
             checkpoint_store=checkpoint_store,
             durability=durability,
         )
+
+
+register_builtin(
+    GraphFlow,
+    "flowlib.teams.GraphFlow",
+    aliases=(AUTOGEN_TEAMS + "GraphFlow", "GraphFlow"),
+)

@@ -17,10 +17,11 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
+from .._telemetry import trace_team_run
+from ..base import CancellationToken, TaskResult, Team, TerminationCondition
+from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..checkpoint import (
-    CheckpointRecord,
     CheckpointStore,
     FoldedRun,
     RunRecord,
@@ -47,10 +48,11 @@ from ..graph import (
     graph_difference,
     graph_signature,
 )
+from ..graph._shapes import Participant
 from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
-from ._durable import Checkpointer, Durability, StoredRun, json_state
+from ._durable import Checkpointer, Durability, StoredRun
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
@@ -60,8 +62,6 @@ _ABANDON_SPINS = 8
 """Loop iterations a new run waits for an abandoned ``run_stream`` (left with ``break``)
 to start closing; Python closes such a stream through the event loop, in 2 or 3."""
 
-Participant = ChatAgent | Team | Router
-
 
 def reject_runtime(runtime: object) -> None:
     """Teams accept ``runtime=`` for AutoGen compatibility; only None is meaningful.
@@ -70,9 +70,10 @@ def reject_runtime(runtime: object) -> None:
         ValueError: If a runtime was given.
     """
     if runtime is not None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "flowlib runs teams on its own graph executor and has no separate agent "
-            "runtime; remove the `runtime=` argument."
+            "runtime; remove the `runtime=` argument.",
+            argument="runtime",
         )
 
 
@@ -136,11 +137,15 @@ class BaseGroupChat(Team, ABC):
                 argument="durability",
             )
         if not participants:
-            raise ValueError(
-                f"{type(self).__name__} needs at least one participant; pass a list of agents."
+            raise InvalidArgumentError(
+                f"{type(self).__name__} needs at least one participant; pass a list of agents.",
+                argument="participants",
             )
         if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-            raise ValueError(f"max_turns must be a positive integer or None, not {max_turns!r}.")
+            raise InvalidArgumentError(
+                f"max_turns must be a positive integer or None, not {max_turns!r}.",
+                argument="max_turns",
+            )
         by_name: dict[str, Participant] = {}
         for participant in participants:
             if participant.name in by_name:
@@ -185,6 +190,7 @@ class BaseGroupChat(Team, ABC):
         for message_type in custom_message_types or ():
             if not self._message_factory.is_registered(message_type):
                 self._message_factory.register(message_type)
+        self._message_factory.register_produced(self._participants)
         self._plan = ExecutionPlan(graph, analysis)
         self._executor = GraphExecutor(
             self._plan,
@@ -345,6 +351,7 @@ class BaseGroupChat(Team, ABC):
         loop early (``break``) closes the run: a ``run()`` right afterwards works.
         """
         messages = task_messages(task)
+        self._message_factory.check(messages)
         run_id = _check_run_id(run_id)
         fork = _check_fork(fork_from, self._checkpoint_store)
         if fork is not None and run_id is None:
@@ -376,12 +383,15 @@ class BaseGroupChat(Team, ABC):
             self._checkpointer = checkpointer
             # Closed at once when the caller stops reading, so the team is free again.
             async with aclosing(
-                self._executor.run_stream(
-                    messages,
-                    cancellation_token=cancellation_token,
-                    output_task_messages=output_task_messages,
-                    run_id=run_id,
-                    recorder=checkpointer,
+                trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
+                    self,
+                    self._executor.run_stream(
+                        messages,
+                        cancellation_token=cancellation_token,
+                        output_task_messages=output_task_messages,
+                        run_id=run_id,
+                        recorder=checkpointer,
+                    ),
                 )
             ) as stream:
                 async for item in stream:
@@ -527,29 +537,16 @@ class BaseGroupChat(Team, ABC):
                     run_id=run_id,
                 )
             return self._new_checkpointer(current)
-        # A new run starts from whatever state the team is in: a base record holds it.
-        # (A run stored without any record died before its first write: it starts so.)
+        # A new run starts from whatever state the team is in. Its first record is the
+        # `start` record, written by the checkpointer once the task is in the thread: it
+        # holds the whole state and the task in one append, so a stored record always
+        # has the task. (A run stored without any record died before its first write:
+        # it starts so, with the task given again.)
         if run is not None:
             self._check_stored_graph(run)
-        states = {p.name: json_state(await p.save_state()) for p in self._participants}
-        names = self._plan.names
-        if run is None:
+        else:
             await store.create_run(self._run_record(run_id, None))
-        await store.append(
-            CheckpointRecord(
-                run_id=run_id,
-                checkpoint_id=1,
-                kind="base",
-                turn=0,
-                created_at=time.time(),
-                messages=[m.dump() for m in self._executor.thread],
-                message_nodes=[names[n] if n >= 0 else None for n in self._executor.thread_nodes],
-                bookkeeping=self._executor.bookkeeping(settled=True),
-                participants={name: {"set": state} for name, state in states.items()},
-            ),
-            status="running",
-        )
-        stored = StoredRun(run_id, 1, states, 0, saved_upto=len(self._executor.thread))
+        stored = StoredRun(run_id, 0)
         self._stored = stored
         return self._new_checkpointer(stored)
 
@@ -651,7 +648,11 @@ class BaseGroupChat(Team, ABC):
             StateError: If the state's version, participants or graph do not fit this team.
             TeamRunningError: If the team is running.
         """
+        check_state_argument(state, self._name)
         self._require_stopped("load state into")
+        await load_atomically(self._name, state, self.save_state, self._load_state)
+
+    async def _load_state(self, state: Mapping[str, Any]) -> None:
         version = state.get("version")
         if version != TEAM_STATE_VERSION:
             raise StateError(

@@ -32,12 +32,21 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from typing_extensions import Self
 
-from ..agents import FunctionAgent
-from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..base import CancellationToken, ChatAgent, TerminationCondition
+from ..base._task import task_messages
 from ..checkpoint import CheckpointStore
-from ..errors import DuplicateNodeError, NodeExecutionError, StateError
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
+from ..component import dump_field, load_field
+from ..component._registry import register_builtin
+from ..errors import (
+    FlowlibError,
+    InvalidValueError,
+    NodeExecutionError,
+    StateError,
+)
+from ..graph import Router, Routing
+from ..graph._shapes import hub_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory, TextMessage
 from ..models import (
     AssistantMessage,
@@ -46,8 +55,17 @@ from ..models import (
     RequestUsage,
     UserMessage,
 )
+from ._arguments import check_team_arguments
+from ._config import (
+    AUTOGEN_TEAMS,
+    MagenticOneGroupChatConfig,
+    load_members,
+    load_termination,
+    team_fields,
+)
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._setup import check_agents_only, check_router_name
 
 __all__ = [
     "LEDGER_ATTEMPTS",
@@ -230,7 +248,7 @@ class OrchestratorError(NodeExecutionError, ValueError):
         self.detail = message
 
 
-class _LedgerProblem(ValueError):
+class _LedgerProblem(FlowlibError, ValueError):
     """One unusable progress ledger; ``missing`` lists absent keys."""
 
     def __init__(self, message: str, *, missing: Sequence[str] = ()) -> None:
@@ -847,6 +865,37 @@ class MagenticOneGroupChat(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override: ClassVar[str | None] = "flowlib.teams.MagenticOneGroupChat"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = MagenticOneGroupChatConfig
+
+    def _to_config(self) -> MagenticOneGroupChatConfig:
+        fields = team_fields(self, self._message_factory.custom_types)
+        return MagenticOneGroupChatConfig(
+            **fields,
+            emit_team_events=self._emit_team_events,
+            model_client=dump_field(self._model_client, "model_client"),
+            max_stalls=self._max_stalls,
+            final_answer_prompt=self._final_answer_prompt,
+        )
+
+    @classmethod
+    def _from_config(cls, config: MagenticOneGroupChatConfig) -> Self:
+        members = load_members(config, ChatAgent)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        prompt = config.final_answer_prompt
+        return cls(
+            members,
+            client,
+            name=config.name,
+            description=config.description,
+            termination_condition=load_termination(config),
+            max_turns=config.max_turns,
+            max_stalls=config.max_stalls,
+            final_answer_prompt=ORCHESTRATOR_FINAL_ANSWER_PROMPT if prompt is None else prompt,
+            emit_team_events=config.emit_team_events,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent],
@@ -865,28 +914,26 @@ class MagenticOneGroupChat(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "MagenticOneGroupChat",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            model_client=model_client,
+        )
         participants = list(participants)
         if not participants:
-            raise ValueError(
+            raise InvalidValueError(
                 "MagenticOneGroupChat needs at least one participant; pass a list of agents."
             )
-        for participant in participants:
-            if isinstance(participant, Team):
-                raise ValueError(
-                    f"MagenticOneGroupChat participants must be agents; `{participant.name}` "
-                    "is a team. Wrap it in a SocietyOfMindAgent, or use RoundRobinGroupChat "
-                    "or GraphFlow to nest teams."
-                )
-            if participant.name == ORCHESTRATOR_NAME:
-                raise DuplicateNodeError(
-                    f"A participant is named `{ORCHESTRATOR_NAME}`, the name of the team's "
-                    "orchestrator node; rename the participant.",
-                    nodes=[ORCHESTRATOR_NAME],
-                )
+        check_agents_only("MagenticOneGroupChat", participants)
+        check_router_name(
+            participants, ORCHESTRATOR_NAME, role="orchestrator", fix="rename the participant."
+        )
         if isinstance(max_stalls, bool) or not isinstance(max_stalls, int) or max_stalls < 1:
-            raise ValueError(f"max_stalls must be a positive integer, not {max_stalls!r}.")
+            raise InvalidValueError(f"max_stalls must be a positive integer, not {max_stalls!r}.")
         if not isinstance(final_answer_prompt, str) or not final_answer_prompt.strip():
-            raise ValueError("final_answer_prompt must be a non-empty string.")
+            raise InvalidValueError("final_answer_prompt must be a non-empty string.")
         self._orchestrator = MagenticOneOrchestrator(
             ORCHESTRATOR_NAME,
             participants=participants,
@@ -898,7 +945,7 @@ class MagenticOneGroupChat(BaseGroupChat):
             name=name or self.DEFAULT_NAME,
             description=description or self.DEFAULT_DESCRIPTION,
             participants=[self._orchestrator, *participants],
-            graph=hub_graph(ORCHESTRATOR_NAME, participants),
+            graph=hub_graph(ORCHESTRATOR_NAME, participants, pattern="magentic_one"),
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
@@ -938,30 +985,19 @@ class MagenticOneGroupChat(BaseGroupChat):
         Raises:
             ValueError: If there is no task and none is under way.
         """
-        if not task and not self._orchestrator.has_task:
-            raise ValueError(
+        if (
+            not task_messages(task)
+            and not self._orchestrator.has_task
+            and not self._executor.is_running
+        ):
+            raise InvalidValueError(
                 "MagenticOneGroupChat has no task under way (the last one was answered, or "
                 "none was given); run it with a task, e.g. `team.run(task=...)`."
             )
 
 
-def hub_graph(router: str, participants: Sequence[ChatAgent]) -> DiGraph:
-    """The hub ``router -> p (Selected(p)) -> router`` for every participant ``p``."""
-    nodes: dict[str, DiGraphNode] = {
-        router: DiGraphNode(
-            name=router,
-            edges=[
-                DiGraphEdge(target=p.name, condition=Selected(target=p.name)) for p in participants
-            ],
-            activation="any",
-            kind="router",
-        )
-    }
-    for participant in participants:
-        nodes[participant.name] = DiGraphNode(
-            name=participant.name,
-            edges=[DiGraphEdge(target=router)],
-            activation="any",
-            kind="function" if isinstance(participant, FunctionAgent) else "agent",
-        )
-    return DiGraph(nodes=nodes, default_start_node=router, pattern="magentic_one")
+register_builtin(
+    MagenticOneGroupChat,
+    "flowlib.teams.MagenticOneGroupChat",
+    aliases=(AUTOGEN_TEAMS + "MagenticOneGroupChat", "MagenticOneGroupChat"),
+)

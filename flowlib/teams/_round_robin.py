@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+from typing_extensions import Self
 
 from ..base import ChatAgent, Team, TerminationCondition
 from ..checkpoint import CheckpointStore
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode
+from ..component._registry import register_builtin
+from ..graph._shapes import ring_graph
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ._arguments import check_team_arguments
+from ._config import (
+    AUTOGEN_TEAMS,
+    GroupChatConfig,
+    group_chat_config,
+    group_chat_from_config,
+)
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
 
@@ -52,6 +63,18 @@ class RoundRobinGroupChat(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override = "flowlib.teams.RoundRobinGroupChat"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
+
+    def _to_config(self) -> GroupChatConfig:
+        custom = self._message_factory.custom_types
+        return group_chat_config(self, custom, self._emit_team_events)
+
+    @classmethod
+    def _from_config(cls, config: GroupChatConfig) -> Self:
+        return group_chat_from_config(cls, config, (ChatAgent, Team))
+
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team],
@@ -67,11 +90,17 @@ class RoundRobinGroupChat(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "RoundRobinGroupChat",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
         super().__init__(
             name=name or self.DEFAULT_NAME,
             description=description or self.DEFAULT_DESCRIPTION,
             participants=participants,
-            graph=ring_graph([p.name for p in participants], participants),
+            graph=ring_graph(participants),
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
@@ -82,18 +111,8 @@ class RoundRobinGroupChat(BaseGroupChat):
         )
 
 
-def ring_graph(names: Sequence[str], participants: Sequence[ChatAgent | Team]) -> DiGraph:
-    """The ring ``names[0] -> names[1] -> ... -> names[0]``."""
-    nodes: dict[str, DiGraphNode] = {}
-    for position, (name, participant) in enumerate(zip(names, participants, strict=True)):
-        target = names[(position + 1) % len(names)]
-        nodes[name] = DiGraphNode(
-            name=name,
-            edges=[DiGraphEdge(target=target)],
-            kind="team" if isinstance(participant, Team) else "agent",
-        )
-    return DiGraph(
-        nodes=nodes,
-        default_start_node=names[0] if names else None,
-        pattern="round_robin",
-    )
+register_builtin(
+    RoundRobinGroupChat,
+    "flowlib.teams.RoundRobinGroupChat",
+    aliases=(AUTOGEN_TEAMS + "RoundRobinGroupChat", "RoundRobinGroupChat"),
+)

@@ -14,19 +14,29 @@ import json
 import logging
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
 from ..checkpoint import CheckpointStore
-from ..errors import DuplicateNodeError, StateError
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode, Router, Routing, Selected
+from ..component import dump_field, load_field, skip_field
+from ..component._registry import register_builtin
+from ..errors import (
+    ContractError,
+    InvalidArgumentError,
+    InvalidValueError,
+    StateError,
+)
+from ..graph import Router, Routing
+from ..graph._shapes import hub_graph
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
     MessageFactory,
     ModelClientStreamingChunkEvent,
+    SelectorEvent,
 )
 from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
 from ..models import (
@@ -38,8 +48,17 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
+from ._arguments import check_team_arguments
+from ._config import (
+    AUTOGEN_TEAMS,
+    SelectorGroupChatConfig,
+    load_members,
+    load_termination,
+    team_fields,
+)
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._setup import check_router_name
 
 __all__ = [
     "DEFAULT_SELECTOR_PROMPT",
@@ -86,7 +105,7 @@ def check_selector_prompt(prompt: str) -> None:
     try:
         prompt.format(roles="", participants="", history="")
     except (KeyError, IndexError, ValueError) as exc:
-        raise ValueError(
+        raise InvalidValueError(
             f"selector_prompt is not a valid template ({type(exc).__name__}: {exc}). It may "
             "use only the fields {roles}, {participants} and {history}; write other braces "
             "doubled ({{ and }})."
@@ -177,7 +196,7 @@ class SelectorRouter(Router):
         super().__init__(name, "Selects the next speaker of the group chat.")
         check_selector_prompt(selector_prompt)
         if not isinstance(max_selector_attempts, int) or max_selector_attempts < 1:
-            raise ValueError(
+            raise InvalidValueError(
                 f"max_selector_attempts must be a positive integer, not {max_selector_attempts!r}."
             )
         self._names = [participant for participant, _ in participants]
@@ -215,6 +234,41 @@ class SelectorRouter(Router):
     def model_context(self) -> ChatCompletionContext:
         """The context the prompt's ``{history}`` is read from."""
         return self._context
+
+    @property
+    def model_client(self) -> ChatCompletionClient:
+        """The model that selects speakers."""
+        return self._model_client
+
+    @property
+    def selector_prompt(self) -> str:
+        """The prompt template."""
+        return self._prompt
+
+    @property
+    def allow_repeated_speaker(self) -> bool:
+        """Whether the previous speaker may be selected again."""
+        return self._allow_repeated
+
+    @property
+    def max_selector_attempts(self) -> int:
+        """How often the model is asked before falling back."""
+        return self._max_attempts
+
+    @property
+    def model_client_streaming(self) -> bool:
+        """Whether the selection is streamed."""
+        return self._streaming
+
+    @property
+    def selector_func(self) -> SelectorFunc | None:
+        """The custom selector function, if any."""
+        return self._selector_func
+
+    @property
+    def candidate_func(self) -> CandidateFunc | None:
+        """The custom candidate filter, if any."""
+        return self._candidate_func
 
     # --- one turn -----------------------------------------------------------------------
 
@@ -271,7 +325,7 @@ class SelectorRouter(Router):
 
     def _checked_name(self, name: object, what: str) -> str:
         if not isinstance(name, str) or name not in self._descriptions:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{what} returned {name!r}, which is not a participant of this "
                 f"SelectorGroupChat; return one of {format_names(self._names)}"
                 + (" or None." if what == "selector_func" else ".")
@@ -285,7 +339,7 @@ class SelectorRouter(Router):
             return [name for name in self._names if name != self._previous]
         names = await _call(self._candidate_func, self.thread)
         if not names or isinstance(names, str):
-            raise ValueError(
+            raise InvalidValueError(
                 f"candidate_func returned {names!r}; it must return a non-empty list of "
                 f"participant names (from {format_names(self._names)})."
             )
@@ -319,9 +373,10 @@ class SelectorRouter(Router):
                     else:
                         yield ModelClientStreamingChunkEvent(content=chunk, source=self.name)
                 if result is None:
-                    raise RuntimeError(
+                    raise ContractError(
                         "The selector model's stream ended without a final CreateResult."
                     )
+                yield SelectorEvent(content=str(result.content), source=self.name)  # AutoGen's
             else:
                 result = await self._model_client.create(
                     request, cancellation_token=cancellation_token
@@ -484,6 +539,59 @@ class SelectorGroupChat(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override = "flowlib.teams.SelectorGroupChat"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = SelectorGroupChatConfig
+
+    def _to_config(self) -> SelectorGroupChatConfig:
+        router = self._router
+        for field_name, value in (
+            ("selector_func", router.selector_func),
+            ("candidate_func", router.candidate_func),
+        ):
+            if value is not None:
+                skip_field(
+                    field_name,
+                    "it is a Python callable (documented as ignored by configs); the loaded "
+                    "team selects speakers with its model.",
+                )
+        fields = team_fields(self, self._message_factory.custom_types)
+        return SelectorGroupChatConfig(
+            **fields,
+            emit_team_events=self._emit_team_events,
+            model_client=dump_field(router.model_client, "model_client"),
+            selector_prompt=router.selector_prompt,
+            allow_repeated_speaker=router.allow_repeated_speaker,
+            max_selector_attempts=router.max_selector_attempts,
+            model_client_streaming=router.model_client_streaming,
+            model_context=dump_field(router.model_context, "model_context"),
+        )
+
+    @classmethod
+    def _from_config(cls, config: SelectorGroupChatConfig) -> Self:
+        members = load_members(config)
+        client = load_field(config.model_client, "model_client", ChatCompletionClient)
+        termination = load_termination(config)
+        context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        return cls(
+            members,
+            client,
+            name=config.name,
+            description=config.description,
+            termination_condition=termination,
+            max_turns=config.max_turns,
+            selector_prompt=(
+                DEFAULT_SELECTOR_PROMPT
+                if config.selector_prompt is None
+                else config.selector_prompt
+            ),
+            allow_repeated_speaker=config.allow_repeated_speaker,
+            max_selector_attempts=config.max_selector_attempts,
+            emit_team_events=config.emit_team_events,
+            model_client_streaming=config.model_client_streaming,
+            model_context=context,
+        )
+
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team],
@@ -507,29 +615,28 @@ class SelectorGroupChat(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
+        check_team_arguments(
+            "SelectorGroupChat",
+            participants,
+            minimum=2,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+            model_client=model_client,
+        )
         team_name = name or self.DEFAULT_NAME
         if len(participants) < 2:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"SelectorGroupChat needs at least two participants, got {len(participants)}; "
-                "for a single agent use RoundRobinGroupChat."
+                "for a single agent use RoundRobinGroupChat.",
+                argument="participants",
             )
-        names = [p.name for p in participants]
-        seen: set[str] = set()
-        for participant_name in names:
-            if participant_name in seen:
-                raise DuplicateNodeError(
-                    f"Two participants are named `{participant_name}`; participant names must "
-                    "be unique within a team. Rename one of them.",
-                    nodes=[participant_name],
-                )
-            seen.add(participant_name)
         router_name = f"{team_name}_selector"
-        if router_name in seen:
-            raise DuplicateNodeError(
-                f"Participant `{router_name}` has the name of the team's selector node; "
-                "rename the participant or give the team another `name=`.",
-                nodes=[router_name],
-            )
+        check_router_name(
+            participants,
+            router_name,
+            role="selector",
+            fix="rename the participant or give the team another `name=`.",
+        )
         self._router = SelectorRouter(
             router_name,
             [(p.name, p.description) for p in participants],
@@ -547,7 +654,7 @@ class SelectorGroupChat(BaseGroupChat):
             name=team_name,
             description=description or self.DEFAULT_DESCRIPTION,
             participants=[self._router, *participants],
-            graph=hub_graph(router_name, participants),
+            graph=hub_graph(router_name, participants, pattern="selector"),
             termination_condition=termination_condition,
             max_turns=max_turns,
             custom_message_types=custom_message_types,
@@ -566,23 +673,8 @@ class SelectorGroupChat(BaseGroupChat):
         return [self._router.name]
 
 
-def hub_graph(router: str, participants: Sequence[ChatAgent | Team]) -> DiGraph:
-    """The selector hub: ``router -> p`` (``Selected(p)``) and ``p -> router``, all ``any``."""
-    nodes: dict[str, DiGraphNode] = {
-        router: DiGraphNode(
-            name=router,
-            kind="router",
-            activation="any",
-            edges=[
-                DiGraphEdge(target=p.name, condition=Selected(target=p.name)) for p in participants
-            ],
-        )
-    }
-    for participant in participants:
-        nodes[participant.name] = DiGraphNode(
-            name=participant.name,
-            kind="team" if isinstance(participant, Team) else "agent",
-            activation="any",
-            edges=[DiGraphEdge(target=router)],
-        )
-    return DiGraph(nodes=nodes, default_start_node=router, pattern="selector")
+register_builtin(
+    SelectorGroupChat,
+    "flowlib.teams.SelectorGroupChat",
+    aliases=(AUTOGEN_TEAMS + "SelectorGroupChat", "SelectorGroupChat"),
+)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from ..base import ChatAgent, Handoff, Team, TerminationCondition
+from pydantic import BaseModel
+from typing_extensions import Self
+
+from ..base import ChatAgent, Handoff, TerminationCondition
 from ..checkpoint import CheckpointStore
+from ..component._registry import register_builtin
+from ..errors import InvalidArgumentError
 from ..graph import (
     AnyOf,
     DiGraph,
@@ -18,8 +23,16 @@ from ..graph import (
     Not,
 )
 from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
+from ._arguments import check_team_arguments
+from ._config import (
+    AUTOGEN_TEAMS,
+    GroupChatConfig,
+    group_chat_config,
+    group_chat_from_config,
+)
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._setup import check_agents_only
 
 __all__ = ["Swarm"]
 
@@ -104,6 +117,18 @@ class Swarm(BaseGroupChat):
     DEFAULT_DESCRIPTION = "A team of agents."
     component_provider_override = "flowlib.teams.Swarm"
 
+    # --- the component protocol (configs in teams/_config.py) ----------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
+
+    def _to_config(self) -> GroupChatConfig:
+        custom = self._message_factory.custom_types
+        return group_chat_config(self, custom, self._emit_team_events)
+
+    @classmethod
+    def _from_config(cls, config: GroupChatConfig) -> Self:
+        return group_chat_from_config(cls, config, ChatAgent)
+
     def __init__(
         self,
         participants: Sequence[ChatAgent],
@@ -119,12 +144,13 @@ class Swarm(BaseGroupChat):
         durability: Durability = "sync",
     ) -> None:
         reject_runtime(runtime)
-        for participant in participants:
-            if isinstance(participant, Team):
-                raise ValueError(
-                    f"Swarm participants must be agents; `{participant.name}` is a team. Wrap "
-                    "it in a SocietyOfMindAgent, or use RoundRobinGroupChat or GraphFlow."
-                )
+        check_team_arguments(
+            "Swarm",
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
+        check_agents_only("Swarm", participants)
         names = [p.name for p in participants]
         nodes: dict[str, DiGraphNode] = {}
         for agent in participants:
@@ -173,9 +199,10 @@ class Swarm(BaseGroupChat):
         if handoffs:
             target = handoffs[-1].target
             if target not in names:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"The task hands off to `{target}`, which is not a participant of this "
-                    f"Swarm; address the HandoffMessage to one of {shown}."
+                    f"Swarm; address the HandoffMessage to one of {shown}.",
+                    argument="task",
                 )
             return
         if self._executor.is_running:
@@ -183,11 +210,12 @@ class Swarm(BaseGroupChat):
         for message in reversed(self._executor.thread):
             if isinstance(message, HandoffMessage) and message.target:
                 if message.target not in names:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"`{message.source}` handed off to `{message.target}`, who is not a "
                         "participant, so this Swarm does not know who continues. Resume with "
                         "run(task=HandoffMessage(source=..., target=<one of "
-                        f"{shown}>, content=...)), or reset() the team for a new task."
+                        f"{shown}>, content=...)), or reset() the team for a new task.",
+                        argument="task",
                     )
                 return
 
@@ -212,3 +240,10 @@ class Swarm(BaseGroupChat):
             "swarm; resume with run(task=HandoffMessage(source=..., "
             f"target=<a participant>, content=...))"
         )
+
+
+register_builtin(
+    Swarm,
+    "flowlib.teams.Swarm",
+    aliases=(AUTOGEN_TEAMS + "Swarm", "Swarm"),
+)

@@ -30,6 +30,9 @@ Examples:
     >>> check_run(team, timeline=timeline)
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._agents import (
     EchoAgent,
     GatedAgent,
@@ -41,16 +44,81 @@ from ._agents import (
 )
 from ._checks import RunTimeline, TraceCheckError, check_run, check_trace
 
+if TYPE_CHECKING:
+    from ._explore import (
+        RULES,
+        ExploreReport,
+        Finding,
+        RoutingOutcome,
+        Rule,
+        assert_flow_sound,
+        explore,
+        routing_outcomes,
+    )
+    from ._standins import NobodyToPickError, StandIn, StandInRouter, StandInSelector, Turn
+
+# Exploring a flow needs hypothesis (the `testing` extra); the fake agents and checks
+# above do not, so those names load on first use.
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "RULES",
+            "ExploreReport",
+            "Finding",
+            "Rule",
+            "RoutingOutcome",
+            "assert_flow_sound",
+            "explore",
+            "routing_outcomes",
+        ),
+        "._explore",
+    ),
+    **dict.fromkeys(
+        ("NobodyToPickError", "StandIn", "StandInRouter", "StandInSelector", "Turn"),
+        "._standins",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        module = importlib.import_module(where, __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != "hypothesis":
+            raise
+        raise ImportError(
+            f"flowlib.testing.{name} explores flows with hypothesis, which is not installed; "
+            "`pip install 'flowlib[testing]'` (or `pip install hypothesis`)."
+        ) from exc
+    return getattr(module, name)
+
+
 __all__ = [
+    "RULES",
     "EchoAgent",
+    "ExploreReport",
+    "Finding",
     "GatedAgent",
+    "NobodyToPickError",
+    "RoutingOutcome",
+    "Rule",
     "RunTimeline",
     "ScriptExhaustedError",
     "ScriptFunction",
     "ScriptedAgent",
+    "StandIn",
+    "StandInRouter",
+    "StandInSelector",
     "TraceCheckError",
+    "Turn",
     "TurnEvent",
     "TurnRecorder",
+    "assert_flow_sound",
     "check_run",
     "check_trace",
+    "explore",
+    "routing_outcomes",
 ]

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from ..agents import BaseChatAgent
 from ..base import CancellationToken, Response
-from ..errors import StateError
+from ..base._arguments import check_state_argument
+from ..errors import FlowlibError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import BaseChatMessage, TextMessage
 
 __all__ = [
@@ -33,7 +34,7 @@ ScriptFunction = Callable[[int, Sequence[BaseChatMessage]], str]
 _STATE_TYPE = "ScriptedAgentState"
 
 
-class ScriptExhaustedError(RuntimeError):
+class ScriptExhaustedError(FlowlibError, RuntimeError):
     """A [`ScriptedAgent`][flowlib.testing.ScriptedAgent] was asked for more turns than it was
     scripted for.
 
@@ -167,15 +168,15 @@ class ScriptedAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         if isinstance(outputs, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"ScriptedAgent `{name}` got the string {outputs!r} as outputs; pass a list "
                 f"of replies, e.g. [{outputs!r}]."
             )
         if delay < 0:
-            raise ValueError(f"delay must be >= 0 seconds, not {delay!r}.")
+            raise InvalidValueError(f"delay must be >= 0 seconds, not {delay!r}.")
         counts = (yields,) if isinstance(yields, int) else tuple(yields)
         if any(count < 0 for count in counts):
-            raise ValueError(f"yields must be counts >= 0, not {yields!r}.")
+            raise InvalidValueError(f"yields must be counts >= 0, not {yields!r}.")
         self._script: tuple[str, ...] | ScriptFunction = (
             outputs if callable(outputs) else tuple(outputs)
         )
@@ -277,6 +278,7 @@ class ScriptedAgent(BaseChatAgent):
         Raises:
             StateError: If ``state`` is not a scripted agent's state.
         """
+        check_state_argument(state, f"Agent `{self.name}`")
         position = state.get("position")
         if state.get("type") != _STATE_TYPE or not isinstance(position, int) or position < 0:
             raise StateError(
@@ -375,7 +377,7 @@ class GatedAgent(ScriptedAgent):
     def release(self, turns: int = 1) -> None:
         """Let ``turns`` more turns pass the gate (now or when they arrive)."""
         if turns < 1:
-            raise ValueError(f"release() needs turns >= 1, not {turns!r}.")
+            raise InvalidValueError(f"release() needs turns >= 1, not {turns!r}.")
         self._permits += turns
         self._changed.set()
 

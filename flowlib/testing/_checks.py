@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, SupportsIndex, TypeVar
 
+from ..errors import ContractError, FlowlibError, InvalidTypeError
 from ..graph import COMPLETE_REASON, DiGraph, DiGraphEdge, RunTrace, validate_graph
 from ..messages import TextMessage
 
@@ -37,7 +38,7 @@ __all__ = ["RunTimeline", "TraceCheckError", "check_run", "check_trace"]
 _T = TypeVar("_T")
 
 
-class TraceCheckError(AssertionError):
+class TraceCheckError(FlowlibError, AssertionError):
     """A run's trace breaks the graph's execution rules; the message says which and where."""
 
 
@@ -60,7 +61,7 @@ class _Observed(list[_T], Generic[_T]):
             self.append(item)
 
     def insert(self, index: SupportsIndex, item: _T) -> None:
-        raise TypeError("RunTimeline observes a trace that is only appended to.")
+        raise InvalidTypeError("RunTimeline observes a trace that is only appended to.")
 
     def clear(self) -> None:
         super().clear()
@@ -103,7 +104,7 @@ class RunTimeline:
         """
         trace = getattr(team, "trace", None)
         if not isinstance(trace, RunTrace):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"RunTimeline.attach() needs a team with a `trace` (a RunTrace), not "
                 f"{type(team).__name__}."
             )
@@ -135,7 +136,7 @@ class RunTimeline:
         fires = len(self.events) - starts
         attached = self._trace is None or trace is self._trace  # None: built by hand
         if not attached or (starts, fires) != (len(trace.step_nodes), len(trace.fired)):
-            raise RuntimeError(
+            raise ContractError(
                 f"RunTimeline saw {starts} starts and {fires} firings but the trace has "
                 f"{len(trace.step_nodes)} and {len(trace.fired)}; attach the timeline to the "
                 "team before running it, and keep the team's trace object."

@@ -61,6 +61,7 @@ from ..errors import (
     DuplicateNodeError,
     EmptyGraphError,
     GraphError,
+    InvalidValueError,
     NoStartNodeError,
     ParticipantMismatchError,
     UnboundedLoopError,
@@ -1024,7 +1025,7 @@ def invalid_graphs(
     chosen = list(_INVALID) if errors is None else list(errors)
     unknown = [error.__name__ for error in chosen if error not in _INVALID]
     if unknown or not chosen:
-        raise ValueError(
+        raise InvalidValueError(
             f"invalid_graphs() cannot produce {unknown or 'nothing'}; choose from "
             f"{', '.join(error.__name__ for error in _INVALID)}."
         )

@@ -1,8 +1,8 @@
 """``AgentTool`` and ``TeamTool``: an agent or a whole team, called by a model as a tool.
 
 The tool takes one argument, ``task`` (a string), runs the agent or team on it and
-returns the :class:`~flowlib.base.TaskResult`; the model sees the run's chat messages as
-text (or only the last one). :meth:`TaskRunnerTool.run_json_stream` yields the inner
+returns the [`TaskResult`][flowlib.base.TaskResult]; the model sees the run's chat messages as
+text (or only the last one). `TaskRunnerTool.run_json_stream()` yields the inner
 run's events and messages as they happen, then the result. Cancelling the tool's token
 cancels the inner run.
 """
@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from .._cancellation import CancellationToken
 from ..component import ComponentModel, dump_component, load_component
+from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ._base import BaseTool
 
@@ -41,8 +42,8 @@ class TaskRunnerToolArgs(BaseModel):
 
 
 class TaskRunnerTool(BaseTool[TaskRunnerToolArgs, Any]):
-    """A tool that runs a task runner (an agent or a team); see :class:`AgentTool` and
-    :class:`TeamTool`."""
+    """A tool that runs a task runner (an agent or a team); see `AgentTool` and
+    `TeamTool`."""
 
     def __init__(
         self,
@@ -96,7 +97,7 @@ class TaskRunnerTool(BaseTool[TaskRunnerToolArgs, Any]):
         cancellation_token: CancellationToken,
         call_id: str | None = None,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Validate ``args``, then stream the run like :meth:`run_stream`."""
+        """Validate ``args``, then stream the run like `run_stream()`."""
         validated = TaskRunnerToolArgs.model_validate(dict(args))
         async with aclosing(self.run_stream(validated, cancellation_token)) as stream:
             async for item in stream:
@@ -133,7 +134,7 @@ def _is_result(value: object) -> bool:
 
 
 class AgentToolConfig(BaseModel):
-    """The component config of :class:`AgentTool`."""
+    """The component config of `AgentTool`."""
 
     agent: ComponentModel
     return_value_as_last_message: bool = False
@@ -153,7 +154,7 @@ class AgentTool(TaskRunnerTool):
     Raises:
         TypeError: If ``agent`` is not a chat agent.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.agents import AssistantAgent
         >>> from flowlib.models import ReplayChatCompletionClient
@@ -211,7 +212,7 @@ class AgentTool(TaskRunnerTool):
 
 
 class TeamToolConfig(BaseModel):
-    """The component config of :class:`TeamTool`."""
+    """The component config of `TeamTool`."""
 
     name: str
     description: str
@@ -296,3 +297,15 @@ class AgentToolTypeError(FlowlibError, TypeError):
 
 class AgentToolValueError(FlowlibError, ValueError):
     """``TeamTool`` was given an invalid argument."""
+
+
+register_builtin(
+    AgentTool,
+    "flowlib.tools.AgentTool",
+    aliases=("autogen_agentchat.tools.AgentTool", "AgentTool"),
+)
+register_builtin(
+    TeamTool,
+    "flowlib.tools.TeamTool",
+    aliases=("autogen_agentchat.tools.TeamTool", "TeamTool"),
+)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel
 
 from .._cancellation import CancellationToken
+from ..errors import InvalidValueError
 from ._schema import ParametersSchema, ToolSchema
 
 __all__ = ["BaseTool"]
@@ -238,7 +239,7 @@ def _check_strict(
     optional = [key for key in properties if key not in required]
     if optional:
         names = ", ".join(f"`{path}{key}`" for key in optional)
-        raise ValueError(
+        raise InvalidValueError(
             f"Tool `{tool_name}` is strict, but {names} "
             f"{'has a default' if len(optional) == 1 else 'have defaults'}: strict mode "
             "requires every argument. Remove the default(s), or pass strict=False."

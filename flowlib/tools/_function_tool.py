@@ -17,12 +17,16 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, overload
+from typing import Annotated, Any, ClassVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
+from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from ..component import load_error, refuse_field
+from ..component._registry import register_builtin
+from ..errors import InvalidTypeError, InvalidValueError
 from ._base import BaseTool
 from ._schema import Tool
 
@@ -81,10 +85,10 @@ class FunctionTool(BaseTool[BaseModel, Any]):
         strict: bool = False,
     ) -> None:
         if not callable(func):
-            raise TypeError(f"FunctionTool needs a callable, not {type(func).__name__}.")
+            raise InvalidTypeError(f"FunctionTool needs a callable, not {type(func).__name__}.")
         tool_name = name or _callable_name(func)
         if not tool_name or tool_name == "<lambda>":
-            raise ValueError(
+            raise InvalidValueError(
                 "A lambda has no usable tool name; pass one: "
                 "`FunctionTool(func, description=..., name='my_tool')`."
             )
@@ -98,6 +102,27 @@ class FunctionTool(BaseTool[BaseModel, Any]):
     def func(self) -> Callable[..., Any]:
         """The wrapped function."""
         return self._func
+
+    # -- the component protocol: a function is code, never config --------------------------
+
+    component_config_schema: ClassVar[type[BaseModel]] = BaseModel
+
+    def _to_config(self) -> BaseModel:
+        refuse_field(
+            "",
+            f"FunctionTool `{self.name}` wraps the Python function "
+            f"`{getattr(self._func, '__qualname__', self._func)!r}`, and flowlib never turns "
+            "code into config (nor loads code from one). Build this agent in code, or write "
+            "the tool as a BaseTool subclass registered with "
+            "flowlib.component.register_component().",
+        )
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        raise load_error(
+            "this FunctionTool config carries Python source code; flowlib never executes code "
+            "from a config. Build the tool in code and pass it to the agent."
+        )
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
         """Call the function with validated arguments (and the token where it asks).
@@ -202,7 +227,7 @@ def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
         return obj
     if callable(obj):
         return FunctionTool(obj, _doc(obj) or "")
-    raise TypeError(
+    raise InvalidTypeError(
         f"Expected a tool or a function, got {type(obj).__name__}. Pass a BaseTool, "
         "a FunctionTool or a plain (sync or async) function."
     )
@@ -246,7 +271,7 @@ def _hints(func: Callable[..., Any], tool_name: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(target, include_extras=True)
     except Exception as exc:
-        raise ValueError(
+        raise InvalidValueError(
             f"Tool `{tool_name}`: cannot resolve the type hints of its function ({exc}). "
             "Define the types it refers to at module level."
         ) from exc
@@ -301,7 +326,9 @@ def _describe(
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"Tool `{tool_name}`: cannot read the function's signature.") from exc
+        raise InvalidValueError(
+            f"Tool `{tool_name}`: cannot read the function's signature."
+        ) from exc
     hints = _hints(func, tool_name)
     doc_descriptions = _argument_docs(_doc(func))
     fields: dict[str, Any] = {}
@@ -309,7 +336,7 @@ def _describe(
     taken = set(signature.parameters)
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise ValueError(
+            raise InvalidValueError(
                 f"Tool `{tool_name}`: `{parameter.name}` is a *args/**kwargs parameter, "
                 "which a model cannot be told about. Give the function named arguments."
             )
@@ -448,3 +475,11 @@ def _rest(lines: list[str], found: dict[str, list[str]]) -> None:
             current.append(line.strip())
         else:
             current = None
+
+
+register_builtin(
+    FunctionTool,
+    "flowlib.tools.FunctionTool",
+    aliases=("autogen_core.tools.FunctionTool", "FunctionTool"),
+    loadable=False,
+)

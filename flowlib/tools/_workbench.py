@@ -1,8 +1,8 @@
 """Workbenches: a set of tools listed and called together, possibly from another process.
 
-A :class:`Workbench` lists its tools (:meth:`~Workbench.list_tools`) and runs one by name
-(:meth:`~Workbench.call_tool`), returning a :class:`ToolResult` instead of raising when the
-tool fails. :class:`StaticWorkbench` holds plain tools; ``flowlib.tools.mcp.McpWorkbench``
+A `Workbench` lists its tools (`list_tools()`) and runs one by name
+(`call_tool()`), returning a `ToolResult` instead of raising when the
+tool fails. `StaticWorkbench` holds plain tools; ``flowlib.tools.mcp.McpWorkbench``
 serves the tools of an MCP server. ``AssistantAgent(workbench=...)`` lists the tools of
 its workbenches before every model call and routes each call to the workbench that listed
 the tool.
@@ -21,7 +21,13 @@ from pydantic import BaseModel, Field
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError
+from ..errors import (
+    ArgumentTypeError,
+    FlowlibError,
+    InvalidArgumentError,
+    InvalidTypeError,
+    InvalidValueError,
+)
 from ..models._image import Image
 from ._schema import Tool, ToolSchema
 
@@ -53,11 +59,11 @@ class ImageResultContent(BaseModel):
 
 
 ResultContent = Annotated[TextResultContent | ImageResultContent, Field(discriminator="type")]
-"""One part of a :class:`ToolResult`."""
+"""One part of a `ToolResult`."""
 
 
 class ToolResult(BaseModel):
-    """What :meth:`Workbench.call_tool` returns: the tool's name, its result parts, and
+    """What `Workbench.call_tool()` returns: the tool's name, its result parts, and
     whether the call failed (a failed call's parts say why)."""
 
     type: Literal["ToolResult"] = "ToolResult"
@@ -78,7 +84,7 @@ class ToolResult(BaseModel):
 
 
 class WorkbenchToolError(FlowlibError, RuntimeError):
-    """A workbench reported a failed tool call (its :class:`ToolResult` has
+    """A workbench reported a failed tool call (its `ToolResult` has
     ``is_error=True``); the message is the result's text."""
 
 
@@ -87,7 +93,7 @@ class Workbench(ABC):
     connection (an MCP server, ...).
 
     Use it as an async context manager (``async with workbench:``) or call
-    :meth:`start` and :meth:`stop`. Workbenches that need no resources may be used
+    `start()` and `stop()`. Workbenches that need no resources may be used
     without starting them.
     """
 
@@ -118,7 +124,7 @@ class Workbench(ABC):
         """Acquire what the tools need (a connection, a process); nothing by default."""
 
     async def stop(self) -> None:  # noqa: B027
-        """Release what :meth:`start` acquired; nothing by default."""
+        """Release what `start()` acquired; nothing by default."""
 
     async def reset(self) -> None:  # noqa: B027
         """Bring the tools back to their initial state; nothing by default."""
@@ -128,7 +134,7 @@ class Workbench(ABC):
         return {}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027
-        """Restore a state from :meth:`save_state`; ignored by default."""
+        """Restore a state from `save_state()`; ignored by default."""
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -154,7 +160,7 @@ class StaticWorkbench(Workbench):
         ValueError: If two tools share a name.
         TypeError: If an item is not a tool.
 
-    Example:
+    Examples:
         >>> import asyncio
         >>> from flowlib.tools import FunctionTool
         >>> def add(a: int, b: int) -> int:
@@ -170,13 +176,13 @@ class StaticWorkbench(Workbench):
         by_name: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):
-                raise TypeError(
+                raise InvalidTypeError(
                     f"StaticWorkbench takes tools (BaseTool, FunctionTool), not "
                     f"{type(tool).__name__}; wrap a function with FunctionTool(func, "
                     "description=...)."
                 )
             if tool.name in by_name:
-                raise ValueError(
+                raise InvalidValueError(
                     f"StaticWorkbench: two tools are named `{tool.name}`; tool names must be "
                     "unique."
                 )
@@ -234,7 +240,7 @@ class StaticWorkbench(Workbench):
         return {"type": "StaticWorkbenchState", "tools": states}
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore tool states saved by :meth:`save_state` (unknown tools are skipped)."""
+        """Restore tool states saved by `save_state()` (unknown tools are skipped)."""
         tools = state.get("tools", {})
         if not isinstance(tools, Mapping):
             return
@@ -298,7 +304,7 @@ async def workbench_tools(agent: str, workbenches: Sequence[Workbench]) -> list[
         for schema in await workbench.list_tools():
             name = schema["name"]
             if name in owner:
-                raise ValueError(
+                raise InvalidValueError(
                     f"Agent `{agent}`: workbenches {owner[name]} and {index} both list a tool "
                     f"named `{name}`; tool names must be unique across an agent's workbenches."
                 )

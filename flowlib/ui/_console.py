@@ -25,6 +25,7 @@ from ..agents._user_proxy_agent import (
     _run_in_thread,
 )
 from ..base import CancellationToken, Response, TaskResult
+from ..errors import InvalidValueError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -187,7 +188,7 @@ async def Console(
             await aclose()
     printer.end_line()
     if last is None:
-        raise ValueError(
+        raise InvalidValueError(
             "Console's stream ended without a TaskResult or Response; pass the whole "
             "`run_stream(...)` or `on_messages_stream(...)` of an agent or team."
         )

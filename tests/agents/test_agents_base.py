@@ -102,7 +102,7 @@ async def test_task_forms_and_output_task_messages() -> None:
 
 
 async def test_bad_task_is_a_clear_type_error() -> None:
-    with pytest.raises(TypeError, match=r"task\[1\] is a int"):
+    with pytest.raises(TypeError, match=r"`task\[1\]` is an int"):
         await Streamer().run(task=[TextMessage(content="a", source="x"), 3])  # type: ignore[list-item]
 
 

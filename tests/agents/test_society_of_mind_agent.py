@@ -338,3 +338,27 @@ async def test_documented_example_with_assistant_agents() -> None:
         UserMessage,
         SystemMessage,
     ]
+
+
+async def test_run_returns_the_task_and_the_answer_as_autogen_does() -> None:
+    """AutoGen's SocietyOfMindAgent.run() returns the task and the final response; the
+    inner team's messages are streamed (run_stream) but not in the Response."""
+    _writer, _editor, inner = writer_and_editor()
+    model = ReplayChatCompletionClient(["Final.", "Final again."])
+    society = SocietyOfMindAgent("society_of_mind", team=inner, model_client=model)
+
+    result = await society.run(task="Write.")
+    assert texts(result.messages) == ["user:Write.", "society_of_mind:Final."]
+    assert result.stop_reason is None
+
+    streamed = [item async for item in society.run_stream(task="Again.")]
+    assert texts([m for m in streamed[:-1] if isinstance(m, TextMessage)]) == [
+        "user:Again.",
+        "assistant1:A story.",  # the inner team was reset after the first call
+        "assistant2:Good. APPROVE",
+        "society_of_mind:Final again.",
+    ]
+    response = await SocietyOfMindAgent(
+        "s2", team=writer_and_editor()[2], model_client=ReplayChatCompletionClient(["x"])
+    ).on_messages([TextMessage(content="go", source="user")], CancellationToken())
+    assert response.inner_messages == []

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 import flowlib.component
 from flowlib.agents import (
+    ApprovalRequest,
+    ApprovalResponse,
     AssistantAgent,
     CodeExecutorAgent,
     FunctionAgent,
@@ -239,7 +241,7 @@ CONDITIONS: list[TerminationCondition] = [
     TokenUsageTermination(max_total_token=10),
     TokenUsageTermination(max_prompt_token=5, max_completion_token=7),
     HandoffTermination("user"),
-    TimeoutTermination(30.5),
+    TimeoutTermination(86400.5),  # built at import: must not fire during a long test run
     ExternalTermination(),
     SourceMatchTermination(["critic", "writer"]),
     TextMessageTermination(),
@@ -269,6 +271,9 @@ MESSAGES: list[BaseAgentEvent | BaseChatMessage] = [
 async def test_termination_conditions_round_trip_and_behave_the_same(
     condition: TerminationCondition,
 ) -> None:
+    # The conditions were built at collection time: restart a TimeoutTermination's clock,
+    # or a long test session makes the original fire while its fresh copy does not.
+    await condition.reset()
     loaded = round_trip(condition)
     assert repr(loaded) == repr(condition)
     for message in MESSAGES:
@@ -451,7 +456,14 @@ async def test_openai_client_round_trip_never_writes_the_api_key(
     result = await loaded.create([UserMessage(content="hi", source="user")])
     assert result.content == "from the loaded client"
     request = openai_server.requests[-1]
-    assert request.headers["authorization"] == "Bearer sk-from-the-environment"
+    # The environment's key is not sent to an endpoint a config names (issue 11.4) ...
+    assert request.headers["authorization"] == "Bearer no-key-needed"
+    # ... unless the config names it.
+    named = load_component({**data, "config": {**data["config"], "api_key_env": "OPENAI_API_KEY"}})
+    openai_server.enqueue(Reply("with the named key"))
+    await named.create([UserMessage(content="hi", source="user")])
+    assert openai_server.requests[-1].headers["authorization"] == "Bearer sk-from-the-environment"
+    request = openai_server.requests[-2]
     assert request.headers["x-trace"] == "on"
     assert request.body["temperature"] == 0.25
     assert request.body["seed"] == 7
@@ -530,6 +542,10 @@ def test_azure_client_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
     data = as_json(client)
     assert "azure-secret" not in json.dumps(data)
     assert data["config"]["azure_deployment"] == "my-gpt"
+    # The environment's key goes only to the environment's endpoint (issue 11.4).
+    with pytest.raises(ComponentLoadError, match="api_key_env: AZURE_OPENAI_API_KEY"):
+        round_trip(client)
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://EXAMPLE.openai.azure.com")
     loaded = round_trip(client)
     assert loaded._client.api_key == "azure-env-key"
 
@@ -570,7 +586,7 @@ async def test_cache_with_sqlite_store_round_trips_and_shares_the_file(tmp_path:
     assert data["config"]["store"]["config"] == {"path": str(path), "table": "t1"}
     ask = [UserMessage(content="Capital of Italy?", source="user")]
     assert (await cache.create(ask)).cached is False
-    loaded = round_trip(cache)
+    loaded = round_trip(cache, allow_paths=[tmp_path])
     # The loaded cache reads the same file: answered from the store, not the script.
     again = await loaded.create(ask)
     assert (again.content, again.cached) == ("Rome.", True)
@@ -715,7 +731,7 @@ async def test_code_executor_agent_round_trip_runs_the_same(tmp_path: Path) -> N
     agent = CodeExecutorAgent(
         "runner", executor, sources=["user"], supported_languages=["python"], system_message=None
     )
-    loaded = round_trip(agent)
+    loaded = round_trip(agent, allow_paths=[tmp_path], approval_func=approve)
     task = "Run this:\n```python\nprint(6 * 7)\n```\n"
     original = await agent.run(task=task)
     copy = await loaded.run(task=task)
@@ -723,15 +739,21 @@ async def test_code_executor_agent_round_trip_runs_the_same(tmp_path: Path) -> N
     assert copy.messages[-1].to_text() == "42\n"
 
 
-def test_code_executor_agent_with_approval_func_is_refused(tmp_path: Path) -> None:
+def approve(request: ApprovalRequest) -> ApprovalResponse:
+    return ApprovalResponse(approved=True, reason="trusted test config")
+
+
+def test_code_executor_agent_needs_an_approval_func_to_load(tmp_path: Path) -> None:
     agent = CodeExecutorAgent(
-        "runner",
-        LocalCommandLineCodeExecutor(work_dir=tmp_path),
-        approval_func=lambda request: None,  # type: ignore[arg-type,return-value]
+        "runner", LocalCommandLineCodeExecutor(work_dir=tmp_path), approval_func=approve
     )
-    with pytest.raises(ComponentSerializationError, match="approval_func") as info:
-        agent.dump_component()
-    assert "unapproved" in str(info.value)
+    data = as_json(agent)  # the approval_func is not written ...
+    assert "approval_func" not in data["config"]
+    with pytest.raises(ComponentLoadError, match="approval_func") as info:
+        load_component(data, allow_paths=[tmp_path])  # ... and loading asks for one
+    assert "without anyone approving" in str(info.value)
+    loaded = load_component(data, allow_paths=[tmp_path], approval_func=approve)
+    assert loaded._approval_func is approve
 
 
 def test_function_agent_is_refused() -> None:
@@ -1165,7 +1187,7 @@ def test_newer_versions_and_type_mismatches_are_refused() -> None:
 
 
 def test_constructor_errors_become_load_errors() -> None:
-    with pytest.raises(ComponentLoadError, match="max_messages is 0"):
+    with pytest.raises(ComponentLoadError, match="`max_messages` must be at least 1, not 0"):
         load_component({"provider": "MaxMessageTermination", "config": {"max_messages": 0}})
     with pytest.raises(ComponentLoadError, match="not a component model"):
         load_component({"config": {}})

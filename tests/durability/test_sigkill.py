@@ -131,25 +131,15 @@ def test_sigkill_anywhere_then_resume_in_a_new_process(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="random kill points include the one pinned by the strict xfail "
-    "test_killed_between_creating_the_run_and_recording_its_task (an open defect); "
-    "drop this mark when that test passes",
-)
 @settings(max_examples=40, **SETTINGS)  # type: ignore[arg-type]
 @given(spec=GRAPHS, kill=KILLS)
 def test_sigkill_anywhere_many(spec: GraphSpec, kill: dict[str, Any]) -> None:
     _case(spec, kill)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="executor: a new run is stored as a `base` record and then a `start` record "
-    "holding the task, in two writes; a process killed between them leaves a run without "
-    "its task, and resuming it (no task) runs the graph on an empty thread instead of "
-    "refusing or keeping the two writes atomic",
-)
 def test_killed_between_creating_the_run_and_recording_its_task() -> None:
+    """Found by the property: a run was once stored as a `base` record and then a `start`
+    record holding the task; a process killed between the two left a run without its
+    task, which resumed on an empty thread. Now the first record holds both."""
     spec = GraphSpec(nodes=(NodeSpec("a"),), shape="chain", expected_steps=("a",))
     _case(spec, {"append": 0})  # dies right after the first checkpoint is committed

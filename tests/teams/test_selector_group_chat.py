@@ -18,7 +18,9 @@ from flowlib.graph import DiGraph, Selected
 from flowlib.messages import (
     BaseAgentEvent,
     BaseChatMessage,
+    MessageFactory,
     ModelClientStreamingChunkEvent,
+    SelectorEvent,
     SelectSpeakerEvent,
     TextMessage,
     ToolCallSummaryMessage,
@@ -765,6 +767,26 @@ async def test_model_client_streaming_streams_chunks_not_kept_in_result() -> Non
     assert isinstance(result, TaskResult)
     assert sources(result.messages) == ["user", "b", "a"]
     assert not any(isinstance(m, ModelClientStreamingChunkEvent) for m in result.messages)
+
+
+async def test_streaming_selector_emits_a_selector_event_after_its_chunks() -> None:
+    """As AutoGen: with a streaming selector, each selection's full model answer follows
+    its chunks as a ``SelectorEvent`` from the selector (kept in the result)."""
+    client = ReplayChatCompletionClient(["I choose b", "a"])
+    team = SelectorGroupChat(agents("a", "b"), client, model_client_streaming=True, max_turns=2)
+    streamed = [item async for item in team.run_stream(task="go")]
+    selector_events = [e for e in streamed if isinstance(e, SelectorEvent)]
+    assert [(e.content, e.source) for e in selector_events] == [
+        ("I choose b", "SelectorGroupChat_selector")
+    ]  # the second turn has one candidate left (no repeats): no model call
+    first = streamed.index(selector_events[0])
+    assert isinstance(streamed[first - 1], ModelClientStreamingChunkEvent)
+    result = streamed[-1]
+    assert isinstance(result, TaskResult)
+    assert [m for m in result.messages if isinstance(m, SelectorEvent)] == selector_events
+    assert MessageFactory().create(selector_events[0].dump()) == selector_events[0]
+    quiet = SelectorGroupChat(agents("a", "b"), ReplayChatCompletionClient(["b"]), max_turns=1)
+    assert not any(isinstance(m, SelectorEvent) for m in (await quiet.run(task="go")).messages)
 
 
 async def test_user_proxy_is_asked_whenever_selected() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from flowlib.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
-from flowlib.base import CancellationToken, Handoff, Response
+from flowlib.base import CancellationToken, Handoff, Response, TaskResult
 from flowlib.conditions import HandoffTermination, MaxMessageTermination
 from flowlib.errors import DuplicateNodeError, UnboundedLoopError, UnreachableNodeError
 from flowlib.graph import AnyOf, DiGraph, HandoffTo, IsHandoff, Not, validate_graph
@@ -405,8 +405,11 @@ async def test_context_only_handoff_in_the_task_chooses_no_speaker() -> None:
     inner = Swarm([Relay("x", ["x1", "x2"]), Relay("y", [])], max_turns=1)
     model = ReplayChatCompletionClient(["first answer", "second answer"])
     society = SocietyOfMindAgent("society", team=inner, model_client=model)
-    first = await society.run(task="one")
-    second = await society.run(task="two")
+    # run_stream's result keeps the inner team's messages (run() returns only the task and
+    # the answer, as AutoGen's SocietyOfMindAgent does).
+    first = [item async for item in society.run_stream(task="one")][-1]
+    second = [item async for item in society.run_stream(task="two")][-1]
+    assert isinstance(first, TaskResult) and isinstance(second, TaskResult)
     assert chat(first.messages) == ["user:one", "x:x1", "society:first answer"]
     assert chat(second.messages) == ["user:two", "x:x1", "society:second answer"]
     context = HandoffMessage(source="boss", target="", content="earlier messages")

@@ -18,7 +18,7 @@ from openai_server import OpenAIServer, Reply, ToolCall
 
 from flowlib.agents import AssistantAgent
 from flowlib.base import CancellationToken
-from flowlib.component import dump_component, load_component
+from flowlib.component import ComponentLoadError, dump_component, load_component
 from flowlib.errors import FlowlibError, McpServerError
 from flowlib.messages import ToolCallExecutionEvent, ToolCallSummaryMessage
 from flowlib.models import OpenAIChatCompletionClient
@@ -263,7 +263,9 @@ def test_workbench_is_a_component() -> None:
     model = dump_component(workbench)
     assert model.provider == "flowlib.tools.mcp.McpWorkbench"
     data = json.loads(json.dumps(model.model_dump(mode="json")))
-    loaded = load_component(data)
+    with pytest.raises(ComponentLoadError, match="allow_commands=True"):
+        load_component(data)  # a config may not start a program unless allowed
+    loaded = load_component(data, allow_commands=True)
     assert isinstance(loaded, McpWorkbench)
     assert loaded.server_params == STDIO
     assert dump_component(loaded) == model

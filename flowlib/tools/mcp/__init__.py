@@ -1,10 +1,13 @@
 """MCP tools: the tools of a Model Context Protocol server, on the official ``mcp`` SDK
 (``pip install 'flowlib[mcp]'``).
 
-:class:`McpWorkbench` keeps one connection to a server and serves its tools to an agent
-(``AssistantAgent(workbench=McpWorkbench(params))``); :func:`mcp_server_tools` lists them
-as standalone tools. Servers are reached by :class:`StdioServerParams` (a subprocess),
-:class:`SseServerParams` or :class:`StreamableHttpServerParams` (HTTP).
+[`McpWorkbench`][flowlib.tools.mcp.McpWorkbench] keeps one connection to a server and
+serves its tools to an agent (``AssistantAgent(workbench=McpWorkbench(params))``);
+[`mcp_server_tools`][flowlib.tools.mcp.mcp_server_tools] lists them as standalone tools.
+Servers are reached by [`StdioServerParams`][flowlib.tools.mcp.StdioServerParams] (a
+subprocess), [`SseServerParams`][flowlib.tools.mcp.SseServerParams] or
+[`StreamableHttpServerParams`][flowlib.tools.mcp.StreamableHttpServerParams] (HTTP).
+See the [MCP tools](../mcp.md) page.
 """
 
 from ._adapter import McpToolAdapter, mcp_server_tools

@@ -24,8 +24,8 @@ class McpToolAdapter:
 
     Without a ``session``, each call opens its own connection (for stdio: starts the
     server) and closes it afterwards, as AutoGen's adapters do; give a
-    :class:`McpWorkbench` to an agent instead to keep one connection open. A tool error
-    raises :class:`~flowlib.tools.WorkbenchToolError` (an agent turns it into an error
+    `McpWorkbench` to an agent instead to keep one connection open. A tool error
+    raises [`WorkbenchToolError`][flowlib.tools.WorkbenchToolError] (an agent turns it into an error
     result for the model).
     """
 
@@ -112,11 +112,12 @@ async def mcp_server_tools(
     Raises:
         McpServerError: If the server cannot be reached.
 
-    Example:
-        >>> async def main() -> None:  # doctest: +SKIP
-        ...     params = StdioServerParams(command="python", args=["server.py"])
-        ...     tools = await mcp_server_tools(params)
-        ...     agent = AssistantAgent("assistant", model_client=client, tools=tools)
+    Examples:
+        ```python
+        params = StdioServerParams(command="python", args=["server.py"])
+        tools = await mcp_server_tools(params)
+        agent = AssistantAgent("assistant", model_client=client, tools=tools)
+        ```
     """
     workbench = McpWorkbench(server_params)
     if session is not None:

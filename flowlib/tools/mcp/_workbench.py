@@ -3,10 +3,10 @@ the official ``mcp`` SDK's ``ClientSession``.
 
 One connection per workbench. The SDK's transports are anyio context managers that must
 be entered and left by one task, so a small owner task holds them open between
-:meth:`~McpWorkbench.start` and :meth:`~McpWorkbench.stop`; requests are sent on the
+`start()` and `stop()`; requests are sent on the
 session from the caller's task. Every request also watches the owner task, so a server
 that dies (the process exits, the HTTP endpoint goes away) fails the request with
-:class:`~flowlib.errors.McpServerError` at once instead of leaving it waiting.
+[`McpServerError`][flowlib.errors.McpServerError] at once instead of leaving it waiting.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
-from ...errors import McpServerError
+from ...component._registry import register_builtin
+from ...errors import InvalidTypeError, InvalidValueError, McpServerError
 from ...models._image import Image
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
@@ -50,7 +51,7 @@ class ToolOverride(BaseModel):
 
 
 class McpWorkbenchConfig(BaseModel):
-    """The component config of :class:`McpWorkbench`."""
+    """The component config of `McpWorkbench`."""
 
     server_params: McpServerParams
     tool_overrides: dict[str, ToolOverride] = {}
@@ -73,28 +74,29 @@ def _describe(params: McpServerParams) -> str:
 class McpWorkbench(Workbench):
     """The tools of one MCP server, listed and called over one connection.
 
-    The connection opens on :meth:`start` (or on the first call) and closes on
-    :meth:`stop`; ``async with McpWorkbench(params) as workbench:`` does both. A tool
-    that fails on the server gives a :class:`~flowlib.tools.ToolResult` with
+    The connection opens on `start()` (or on the first call) and closes on
+    `stop()`; ``async with McpWorkbench(params) as workbench:`` does both. A tool
+    that fails on the server gives a [`ToolResult`][flowlib.tools.ToolResult] with
     ``is_error=True``. A server that cannot be reached, answers with a protocol error,
-    or dies during a request raises :class:`~flowlib.errors.McpServerError`; the
+    or dies during a request raises [`McpServerError`][flowlib.errors.McpServerError]; the
     workbench then closes its connection and the next call reconnects.
 
     Args:
-        server_params: :class:`StdioServerParams`, :class:`SseServerParams` or
-            :class:`StreamableHttpServerParams`.
+        server_params: `StdioServerParams`, `SseServerParams` or
+            `StreamableHttpServerParams`.
         tool_overrides: New names/descriptions for tools, by the server's tool name.
 
     Raises:
         TypeError: If ``server_params`` is not one of the three parameter models.
         ValueError: If two overrides give the same new name.
 
-    Example:
-        >>> params = StdioServerParams(command="python", args=["my_mcp_server.py"])
-        >>> async def main() -> None:  # doctest: +SKIP
-        ...     async with McpWorkbench(params) as workbench:
-        ...         print(await workbench.list_tools())
-        ...         print((await workbench.call_tool("add", {"a": 1, "b": 2})).to_text())
+    Examples:
+        ```python
+        params = StdioServerParams(command="python", args=["my_mcp_server.py"])
+        async with McpWorkbench(params) as workbench:
+            print(await workbench.list_tools())
+            print((await workbench.call_tool("add", {"a": 1, "b": 2})).to_text())
+        ```
     """
 
     component_type: ClassVar[str] = "workbench"
@@ -110,7 +112,7 @@ class McpWorkbench(Workbench):
         if not isinstance(
             server_params, StdioServerParams | SseServerParams | StreamableHttpServerParams
         ):
-            raise TypeError(
+            raise InvalidTypeError(
                 "McpWorkbench needs StdioServerParams, SseServerParams or "
                 f"StreamableHttpServerParams, not {type(server_params).__name__}."
             )
@@ -118,7 +120,7 @@ class McpWorkbench(Workbench):
         new_names = [o.name for o in overrides.values() if o.name]
         duplicates = sorted({n for n in new_names if new_names.count(n) > 1})
         if duplicates:
-            raise ValueError(
+            raise InvalidValueError(
                 f"McpWorkbench: tool_overrides give the name `{duplicates[0]}` to several "
                 "tools; each new name must be unique."
             )
@@ -402,3 +404,10 @@ def _reason(error: BaseException | None) -> str:
         return "the connection closed"
     text = str(error) or type(error).__name__
     return f"{type(error).__name__}: {text}"
+
+
+register_builtin(
+    McpWorkbench,
+    "flowlib.tools.mcp.McpWorkbench",
+    aliases=("autogen_ext.tools.mcp.McpWorkbench", "McpWorkbench"),
+)

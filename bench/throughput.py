@@ -1,0 +1,290 @@
+"""Throughput of batches: 1,000 runs of a fan-out/join flow whose agents wait 50 ms.
+
+``src -> [left | middle | right] -> join``, every agent ``asyncio.sleep(0.05)`` (a model
+call's latency), so a run's critical path is 150 ms. Rows:
+
+- flowlib, one process on asyncio (``flowlib.batch.LocalRunner``);
+- flowlib on Ray (``flowlib.distributed.RayRunner``) with 1 and 2 workers, on a local
+  Ray cluster started here (``num_cpus=2``);
+- LangGraph's ``abatch`` on the same graph in one process, if langgraph is installed.
+
+Every row runs at the same total concurrency ``C`` (runs in flight at once; on Ray
+split evenly over the workers). The latency-bound ideal is ``runs x critical path / C``.
+Scheduler overhead per run is the extra latency each run sees beyond its critical path:
+``wall x C / runs - critical path``. "One run alone" is the wall time of one run of
+instant agents, runs one after another: on Ray minus in one process, it is what Ray
+adds to a run (the actor call, pickling the task and the result). "Driver cpu" is the
+CPU time of this process per run (on Ray: submitting, awaiting and unpickling), a figure
+that does not depend on what else the machine runs.
+
+    python -m bench.throughput                  # 1,000 runs, C=100
+    python -m bench.throughput --runs 200 --json out.json --skip-ray
+    python -m bench.throughput --store sqlite   # durable runs (a checkpoint per turn)
+
+A last row measures the design not taken: each run a plain Ray task (``--ray-tasks N``
+runs); a task holds its worker process, so only as many runs as CPUs are in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import operator
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+THINK = 0.05
+BRANCHES = ("left", "middle", "right")
+CRITICAL_PATH = 3 * THINK
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build(*, checkpoint_store: Any = None, think: float = THINK) -> Any:
+    """The flowlib team of one run (the batch factory; importable on Ray workers)."""
+    from flowlib.agents import FunctionAgent
+    from flowlib.messages import BaseChatMessage
+    from flowlib.teams import DiGraphBuilder, GraphFlow
+
+    def node(name: str) -> FunctionAgent:
+        async def step(messages: Sequence[BaseChatMessage]) -> str:
+            await asyncio.sleep(think)
+            return name
+
+        return FunctionAgent(step, name=name)
+
+    agents = {name: node(name) for name in ("src", *BRANCHES, "join")}
+    builder = DiGraphBuilder()
+    for agent in agents.values():
+        builder.add_node(agent)
+    for branch in BRANCHES:
+        builder.add_edge(agents["src"], agents[branch]).add_edge(agents[branch], agents["join"])
+    options = {} if checkpoint_store is None else {"checkpoint_store": checkpoint_store}
+    return GraphFlow(builder.get_participants(), builder.build(), **options)
+
+
+class State(TypedDict):
+    """LangGraph's state for the same flow: the messages, appended by each node."""
+
+    messages: Annotated[list[str], operator.add]
+
+
+def build_instant(*, checkpoint_store: Any = None) -> Any:
+    """The same team with agents that answer at once (for the dispatch latency)."""
+    return build(checkpoint_store=checkpoint_store, think=0.0)
+
+
+SEQUENTIAL = 100
+
+
+async def _sequential_ms(runner: Any) -> float:
+    """Mean wall time of one run of instant agents, runs one after another (ms)."""
+    started = time.perf_counter()
+    for i in range(SEQUENTIAL):
+        await runner.run_many([f"seq {i}"])
+    return (time.perf_counter() - started) / SEQUENTIAL * 1000
+
+
+def _row(
+    name: str, runs: int, concurrency: int, wall: float, failed: int, cpu: float
+) -> dict[str, Any]:
+    ideal = runs * CRITICAL_PATH / concurrency
+    return {
+        "row": name,
+        "runs": runs,
+        "concurrency": concurrency,
+        "wall_s": round(wall, 3),
+        "runs_per_s": round(runs / wall, 1),
+        "ideal_s": round(ideal, 3),
+        "x_ideal": round(wall / ideal, 3),
+        "overhead_ms_per_run": round((wall * concurrency / runs - CRITICAL_PATH) * 1000, 2),
+        "failed": failed,
+        "driver_cpu_ms_per_run": round(cpu / runs * 1000, 3),
+        "sequential_ms_per_run": None,
+    }
+
+
+def _failed(results: Sequence[Any]) -> int:
+    from flowlib.base import TaskResult
+
+    return sum(not isinstance(r, TaskResult) for r in results)
+
+
+async def _local(runs: int, concurrency: int, store: str | None) -> dict[str, Any]:
+    from flowlib.batch import LocalRunner
+
+    runner = LocalRunner(build, checkpoint_store=store, max_concurrency=concurrency)
+    tasks = [f"task {i}" for i in range(runs)]
+    started, cpu = time.perf_counter(), time.process_time()
+    results = await runner.run_many(tasks)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    label = "flowlib one process (asyncio)" + (" + store" if store else "")
+    row = _row(label, runs, concurrency, wall, _failed(results), cpu)
+    row["sequential_ms_per_run"] = round(await _sequential_ms(LocalRunner(build_instant)), 2)
+    return row
+
+
+async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> dict[str, Any]:
+    from flowlib.distributed import RayRunner
+
+    runner = RayRunner(
+        "bench.throughput:build",
+        checkpoint_store=store,
+        workers=workers,
+        max_concurrency=max(1, concurrency // workers),
+    )
+    tasks = [f"task {i}" for i in range(runs)]
+    async with runner:
+        await runner.run_many(tasks[: 2 * workers])  # warm the workers up (imports)
+        started, cpu = time.perf_counter(), time.process_time()
+        results = await runner.run_many(tasks)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    label = f"flowlib on Ray, {workers} worker{'s' if workers > 1 else ''}"
+    label += " + store" if store else ""
+    row = _row(label, runs, concurrency, wall, _failed(results), cpu)
+    instant = RayRunner("bench.throughput:build_instant", checkpoint_store=None, workers=workers)
+    async with instant:
+        await instant.run_many(["warm up"])
+        row["sequential_ms_per_run"] = round(await _sequential_ms(instant), 2)
+    return row
+
+
+def _one_run_blocking(task: str) -> int:
+    """One run in its own event loop: the body of a plain Ray task (no shared loop)."""
+    result = asyncio.run(build().run(task=task))
+    return len(result.messages)
+
+
+async def _ray_tasks(runs: int) -> dict[str, Any]:
+    """The alternative design: one plain Ray task per run (a worker process each)."""
+    import ray
+
+    remote: Any = ray.remote(_one_run_blocking)
+    await asyncio.gather(*(remote.remote("warm") for _ in range(2)))
+    started, cpu = time.perf_counter(), time.process_time()
+    counts = await asyncio.gather(*(remote.remote(f"task {i}") for i in range(runs)))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    concurrency = int(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]
+    failed = sum(count != 6 for count in counts)
+    return _row("Ray tasks, one run per task", runs, concurrency, wall, failed, cpu)
+
+
+async def _langgraph(runs: int, concurrency: int) -> dict[str, Any] | None:
+    try:
+        from langgraph.graph import END, START, StateGraph
+    except ImportError:
+        return None
+
+    def node(name: str) -> Any:
+        async def step(state: State) -> dict[str, list[str]]:
+            await asyncio.sleep(THINK)
+            return {"messages": [name]}
+
+        return step
+
+    graph = StateGraph(State)
+    for name in ("src", *BRANCHES, "join"):
+        graph.add_node(name, node(name))
+    graph.add_edge(START, "src")
+    for branch in BRANCHES:
+        graph.add_edge("src", branch)
+    graph.add_edge(list(BRANCHES), "join")
+    graph.add_edge("join", END)
+    app = graph.compile()
+    inputs = [{"messages": [f"task {i}"]} for i in range(runs)]
+    started, cpu = time.perf_counter(), time.process_time()
+    outputs = await app.abatch(inputs, config={"max_concurrency": concurrency})
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    failed = sum(len(o["messages"]) != 6 for o in outputs)
+    return _row("LangGraph abatch (one process)", runs, concurrency, wall, failed, cpu)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "row",
+        "runs/s",
+        "wall s",
+        "ideal s",
+        "x ideal",
+        "overhead ms/run",
+        "one run alone, ms",
+        "driver cpu ms/run",
+        "failed",
+    )
+    body = [
+        (
+            r["row"],
+            f"{r['runs_per_s']:.1f}",
+            f"{r['wall_s']:.2f}",
+            f"{r['ideal_s']:.2f}",
+            f"{r['x_ideal']:.2f}",
+            f"{r['overhead_ms_per_run']:.2f}",
+            "-" if r["sequential_ms_per_run"] is None else f"{r['sequential_ms_per_run']:.2f}",
+            f"{r['driver_cpu_ms_per_run']:.3f}",
+            str(r["failed"]),
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in (head, *body)) for i in range(len(head))]
+
+    def fmt(line: Sequence[str]) -> str:
+        first = line[0].ljust(widths[0])
+        return "  ".join([first, *(c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True))])
+
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
+
+
+async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--skip-ray", action="store_true")
+    parser.add_argument("--store", choices=["sqlite"], default=None, help="checkpoint runs")
+    parser.add_argument("--json", metavar="OUT.json")
+    parser.add_argument(
+        "--ray-tasks",
+        type=int,
+        default=40,
+        metavar="N",
+        help="also N runs as plain Ray tasks, one run per task (0: skip)",
+    )
+    args = parser.parse_args(argv)
+    folder = tempfile.mkdtemp(prefix="flowlib-throughput-")
+    store = f"sqlite:///{folder}/runs.db" if args.store else None
+    rows = [await _local(args.runs, args.concurrency, store)]
+    print(_table(rows), file=sys.stderr)
+    if not args.skip_ray:
+        import ray
+
+        pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+        )
+        try:
+            for workers in (1, 2):
+                # A fresh store per row: the same run ids would be skipped as finished.
+                row_store = f"sqlite:///{folder}/ray{workers}.db" if args.store else None
+                rows.append(await _ray(args.runs, args.concurrency, workers, row_store))
+            if args.ray_tasks:
+                rows.append(await _ray_tasks(args.ray_tasks))
+        finally:
+            ray.shutdown()
+    peer = await _langgraph(args.runs, args.concurrency)
+    if peer is not None:
+        rows.append(peer)
+    print(_table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    return rows
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

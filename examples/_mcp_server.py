@@ -1,0 +1,33 @@
+"""A small MCP server for examples/mcp_tools.py, written with the MCP SDK's ``FastMCP``.
+
+It runs on stdin/stdout: ``python examples/_mcp_server.py`` (the example starts it as a
+subprocess through ``StdioServerParams``). Its tools: ``convert_temperature`` and
+``city_population``.
+"""
+
+from __future__ import annotations
+
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("flowlib-example", log_level="ERROR")
+
+_POPULATION = {"lisbon": 545_000, "oslo": 709_000, "kyoto": 1_460_000}
+
+
+@server.tool()
+def convert_temperature(celsius: float) -> str:
+    """Convert a temperature from Celsius to Fahrenheit."""
+    return f"{celsius * 9 / 5 + 32:.1f} °F"
+
+
+@server.tool()
+def city_population(city: str) -> int:
+    """The population of a city (a small built-in table)."""
+    found = _POPULATION.get(city.lower())
+    if found is None:
+        raise ValueError(f"no population data for {city!r}")
+    return found
+
+
+if __name__ == "__main__":
+    server.run("stdio")

@@ -1,0 +1,282 @@
+"""``flowlib batch``: run a team on every task of a JSONL file, durably, with a progress bar.
+
+```
+flowlib batch FILE.py:build tasks.jsonl --store URL [--ray auto|local|ADDRESS]
+              [--concurrency N] --out results.jsonl
+```
+
+Each line of the tasks file is a JSON string (the task) or an object with ``"task"`` and
+optionally ``"run_id"``. A line without a run id gets a stable one from the file name,
+the line number and the task, so running the same command again finds the same runs in
+the store: finished ones are skipped (their stored results are written again), the
+others resume from their last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ._cli_common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, CliError
+
+__all__ = ["BatchProgress", "load_tasks", "register"]
+
+
+def register(commands: Any) -> None:
+    """Add the ``batch`` subcommand to the CLI's subparsers."""
+    batch = commands.add_parser(
+        "batch",
+        help="run a team on every task of a JSONL file (durable, resumable, optionally on Ray)",
+        description="Run FACTORY on every task of TASKS, checkpointing each run to --store. "
+        "Running the same command again skips finished runs and resumes the others.",
+    )
+    batch.add_argument("factory", help="FILE.py:FUNCTION (or module:function) building a team")
+    batch.add_argument("tasks", help="a JSONL file: one task (string or {'task', 'run_id'})")
+    batch.add_argument(
+        "--store", required=True, help="checkpoint store: sqlite:///runs.db or postgresql://..."
+    )
+    batch.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run on Ray: 'auto' (the running cluster), 'local' (start one), or an address",
+    )
+    batch.add_argument(
+        "--concurrency", type=int, default=100, help="runs at once (per Ray worker with --ray)"
+    )
+    batch.add_argument("--workers", type=int, default=None, help="Ray workers (default: CPUs)")
+    batch.add_argument("--out", required=True, help="results file (JSONL, one line per run)")
+    batch.set_defaults(handler=run_batch_command)
+
+
+def _stable_id(stem: str, line: int, task: str) -> str:
+    digest = hashlib.sha1(task.encode("utf-8")).hexdigest()[:8]
+    return f"{stem}-{line}-{digest}"
+
+
+def load_tasks(path: Path) -> tuple[list[str], list[str]]:
+    """Read a tasks file; return the tasks and their run ids.
+
+    Raises:
+        CliError: If the file is missing, a line is not JSON, not a string or an object
+            with a string ``task``, or two lines share a run id.
+    """
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    tasks: list[str] = []
+    run_ids: list[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{path}:{number}: not JSON ({exc.msg})", EXIT_INVALID) from exc
+        run_id: Any = None
+        if isinstance(value, dict):
+            run_id = value.get("run_id")
+            value = value.get("task")
+        if not isinstance(value, str) or not (run_id is None or isinstance(run_id, str)):
+            raise CliError(
+                f'{path}:{number}: a line is a JSON string or {{"task": "...", "run_id": '
+                '"..."}} with string values',
+                EXIT_INVALID,
+            )
+        tasks.append(value)
+        run_ids.append(run_id or _stable_id(path.stem, number, value))
+    repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
+    if repeated:
+        raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_INVALID)
+    return tasks, run_ids
+
+
+def _usage_tokens(message: Any) -> int:
+    usage = getattr(message, "models_usage", None)
+    if usage is None:
+        return 0
+    return int(usage.prompt_tokens) + int(usage.completion_tokens)
+
+
+@dataclass
+class BatchProgress:
+    """Counts of a batch in flight, drawn as one plain-text line.
+
+    Attributes:
+        total: Runs in the batch.
+        done: Runs that finished (ran now or already finished in the store).
+        failed: Runs that failed.
+        skipped: Finished runs found in the store (nothing ran).
+        turns: Agent turns (chat messages after the task) so far.
+        tokens: Model tokens (prompt + completion) so far.
+        started: ``time.perf_counter()`` at the start.
+    """
+
+    total: int
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    turns: int = 0
+    tokens: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    def line(self, width: int = 24, *, now: float | None = None) -> str:
+        """The progress bar: runs done/failed, turns, tokens, elapsed time, rate."""
+        elapsed = (now if now is not None else time.perf_counter()) - self.started
+        finished = self.done + self.failed
+        filled = width * finished // self.total if self.total else width
+        bar = "#" * filled + "." * (width - filled)
+        rate = finished / elapsed if elapsed > 0 else 0.0
+        return (
+            f"[{bar}] {finished}/{self.total} runs ({self.done} done, {self.failed} failed)"
+            f" | {self.turns} turns | {self.tokens} tokens | {elapsed:.1f} s | {rate:.1f} runs/s"
+        )
+
+    def summary(self, *, now: float | None = None) -> str:
+        """The table printed at the end."""
+        elapsed = (now if now is not None else time.perf_counter()) - self.started
+        finished = self.done + self.failed
+        rows = [
+            ("runs", str(self.total)),
+            ("done", f"{self.done} ({self.skipped} already finished in the store)"),
+            ("failed", str(self.failed)),
+            ("turns", str(self.turns)),
+            ("tokens", str(self.tokens)),
+            ("elapsed", f"{elapsed:.2f} s"),
+            ("rate", f"{finished / elapsed if elapsed > 0 else 0.0:.1f} runs/s"),
+        ]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
+
+
+class _Bar:
+    """Redraws the progress line on a terminal (``\\r``), else prints it now and then."""
+
+    def __init__(self, progress: BatchProgress, stream: TextIO) -> None:
+        self.progress = progress
+        self.stream = stream
+        self.tty = stream.isatty()
+        self._last = 0.0
+
+    def draw(self, *, force: bool = False) -> None:
+        now = time.perf_counter()
+        gap = 0.1 if self.tty else 2.0
+        if not force and now - self._last < gap:
+            return
+        self._last = now
+        end = "" if self.tty else "\n"
+        prefix = "\r" if self.tty else ""
+        self.stream.write(prefix + self.progress.line() + end)
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.draw(force=True)
+        if self.tty:
+            self.stream.write("\n")
+
+
+def _record(index: int, run_id: str, task: str, item: Any, task_count: int) -> dict[str, Any]:
+    from .base import TaskResult
+
+    if isinstance(item, TaskResult):
+        messages, error = item.messages, None
+        status, stop_reason = "done", item.stop_reason
+    else:
+        messages, error = item.partial_result.messages, f"{item.error_type}: {item.error_message}"
+        status, stop_reason = "failed", None
+    chats = [m for m in messages if hasattr(m, "to_model_text")]
+    return {
+        "index": index,
+        "run_id": run_id,
+        "task": task,
+        "status": status,
+        "stop_reason": stop_reason,
+        "error": error,
+        "turns": max(0, len(chats) - task_count),
+        "tokens": sum(_usage_tokens(m) for m in messages),
+        "messages": [m.dump() if hasattr(m, "dump") else str(m) for m in messages],
+    }
+
+
+async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .base import TaskResult
+    from .batch import LocalRunner
+    from .errors import RunFailedError
+    from .messages import BaseChatMessage
+
+    tasks, run_ids = load_tasks(Path(args.tasks))
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1", EXIT_INVALID)
+    runner: Any
+    if args.ray is not None:
+        try:
+            from .distributed import RayRunner
+        except ImportError as exc:
+            raise CliError(str(exc)) from exc
+        address = None if args.ray == "local" else args.ray
+        runner = RayRunner(
+            args.factory,
+            checkpoint_store=args.store,
+            address=address,
+            max_concurrency=args.concurrency,
+            workers=args.workers,
+        )
+    else:
+        runner = LocalRunner(
+            args.factory, checkpoint_store=args.store, max_concurrency=args.concurrency
+        )
+    progress = BatchProgress(total=len(tasks))
+    bar = _Bar(progress, err)
+    live: dict[int, tuple[int, int]] = {}  # run index -> (turns, tokens) seen so far
+    failures: list[RunFailedError] = []
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with out_path.open("w", encoding="utf-8") as results:
+            async for event in runner.stream_many(tasks, run_ids=run_ids):
+                item, index = event.item, event.index
+                turns, tokens = live.get(index, (0, 0))
+                if isinstance(item, (TaskResult, RunFailedError)):
+                    line = _record(index, event.run_id, tasks[index], item, 1)
+                    progress.turns += line["turns"] - turns
+                    progress.tokens += line["tokens"] - tokens
+                    if isinstance(item, RunFailedError):
+                        progress.failed += 1
+                        failures.append(item)
+                    else:
+                        progress.done += 1
+                        progress.skipped += index not in live
+                    live.pop(index, None)
+                    results.write(json.dumps(line) + "\n")
+                    results.flush()
+                    bar.draw(force=progress.done + progress.failed == progress.total)
+                    continue
+                if isinstance(item, BaseChatMessage) and item.source != "user":
+                    turns += 1
+                    progress.turns += 1
+                delta = _usage_tokens(item)
+                progress.tokens += delta
+                live[index] = (turns, tokens + delta)
+                bar.draw()
+    finally:
+        if hasattr(runner, "close"):  # a RayRunner stops its workers
+            await runner.close()
+    bar.close()
+    print(progress.summary(), file=out)
+    for failure in failures[:10]:
+        print(f"failed: {failure.run_id}: {failure.error_type}: {failure.error_message}", file=out)
+    if len(failures) > 10:
+        print(f"... and {len(failures) - 10} more failures (see {args.out})", file=out)
+    print(f"wrote {len(tasks)} results to {args.out}", file=out)
+    return EXIT_ERROR if failures else EXIT_OK
+
+
+def run_batch_command(args: argparse.Namespace, out: TextIO) -> int:
+    """The ``batch`` handler (called by ``flowlib.cli.main``)."""
+    return asyncio.run(_run_batch(args, out, sys.stderr))

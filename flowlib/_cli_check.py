@@ -1,0 +1,171 @@
+"""The ``flowlib check`` command, ``validate``'s warnings and ``render --run``'s run page.
+
+``check FILE.py:OBJECT`` explores the flow with stand-ins
+([`explore`][flowlib.testing.explore]), prints the findings and exits 1 when there is one,
+writing the first counterexample as an SVG overlay and a run page. ``validate`` prints
+the static warnings of [`graph_warnings`][flowlib.graph.graph_warnings]; ``--strict``
+makes them errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["outcome_steps", "register", "render_run", "report_warnings"]
+
+
+def report_warnings(graph: Any, analysis: Any, *, strict: bool, out: TextIO) -> int:
+    """Print ``graph``'s static warnings; with ``strict``, raise on the first.
+
+    Raises:
+        GraphWarningError: With ``strict``, naming the warnings' nodes (exit code 1).
+    """
+    from .errors import GraphWarningError
+    from .graph import graph_warnings
+
+    warnings = graph_warnings(graph, analysis)
+    for warning in warnings:
+        print(f"warning [{warning.kind}]: {warning}", file=out)
+    if strict and warnings:
+        nodes = tuple(dict.fromkeys(n for w in warnings for n in w.nodes))
+        edges = tuple(dict.fromkeys(e for w in warnings for e in w.edges))
+        shown = ", ".join(f"`{n}`" for n in nodes)
+        raise GraphWarningError(
+            f"--strict: {len(warnings)} warning(s) above, about {shown}; fix them (or "
+            "run without --strict).",
+            nodes=nodes,
+            edges=edges,
+        )
+    return 0
+
+
+def register(commands: Any) -> None:
+    """Add ``check`` to the command line's subparsers."""
+    check = commands.add_parser(
+        "check", help="property-test a flow with stand-ins; exit 1 on a finding"
+    )
+    check.add_argument("target", help="FILE.py:OBJECT")
+    check.add_argument("--max-turns", type=int, default=25, help="turn bound (default 25)")
+    check.add_argument("--max-examples", type=int, default=100, help="runs per search")
+    check.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="PREFIX",
+        help="write the counterexample to PREFIX.svg and PREFIX.html (default: next to FILE)",
+    )
+    check.set_defaults(handler=_cmd_check)
+
+
+def outcome_steps(outcome: Any) -> list[Any]:
+    """Page steps of an exploration outcome; routers' choices become step notes."""
+    from .render import steps_from_run
+
+    steps = steps_from_run(outcome.trace, outcome.messages)
+    turns: dict[str, list[Any]] = {}
+    for turn in outcome.turns:
+        turns.setdefault(turn.node, []).append(turn)
+    for step in steps:
+        queue = turns.get(step.node)
+        if queue:
+            turn = queue.pop(0)
+            step.note = str(turn)
+    return steps
+
+
+@contextmanager
+def _hypothesis_files_in_tmp() -> Iterator[None]:
+    """Hypothesis caches files (Unicode tables) in ``./.hypothesis``; while a command
+    explores a user's flow they go to the temporary folder instead (restored after, so
+    an in-process caller keeps its own setting)."""
+    from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+
+    previous = storage_directory(intent_to_write=False).home_directory
+    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "flowlib-hypothesis")
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(previous)
+
+
+def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    from ._cli_common import CliError, load_object
+    from .render import GraphvizNotFoundError, render, write_run_page
+    from .testing import explore
+
+    obj = load_object(args.target)
+    with _hypothesis_files_in_tmp():
+        report = explore(obj, max_turns=args.max_turns, max_examples=args.max_examples)
+    print(report, file=out)
+    if report.ok:
+        return 0
+    shown = next((f for f in report.findings if f.outcome is not None), None)
+    if shown is None or shown.outcome is None:
+        return 1
+    if args.output is not None:
+        prefix = Path(args.output)
+    else:
+        stem = Path(args.target.rpartition(":")[0]).stem
+        prefix = Path.cwd() / f"{stem}.counterexample"
+    if not prefix.parent.is_dir():
+        raise CliError(f"{prefix.parent}: no such folder for the counterexample files")
+    outcome = shown.outcome
+    svg, page = prefix.with_name(prefix.name + ".svg"), prefix.with_name(prefix.name + ".html")
+    try:
+        render(obj, svg, trace=outcome.trace, title=f"[{shown.rule}] counterexample")
+        write_run_page(
+            obj,
+            page,
+            outcome_steps(outcome),
+            trace=outcome.trace,
+            title=f"{report.flow}: [{shown.rule}] {', '.join(shown.nodes)}",
+            stop_reason=outcome.stop_reason,
+            flagged=shown.nodes,
+        )
+    except GraphvizNotFoundError as exc:
+        print(f"(no drawing: {exc})", file=out)
+        return 1
+    print(f"wrote the counterexample of [{shown.rule}] to {svg} and {page}", file=out)
+    return 1
+
+
+def render_run(args: argparse.Namespace, out: TextIO) -> int:
+    """``flowlib render TARGET --run TASK -o run.html``: run the team, write its run page."""
+    from ._cli_common import CliError, load_object
+
+    output = args.output
+    if output is None or Path(output).suffix.lower() not in (".html", ".htm"):
+        raise CliError("--run writes a run page: give an HTML output file, e.g. -o run.html")
+    obj = load_object(args.target)
+    if not hasattr(obj, "run_stream"):
+        raise CliError(f"`{args.target}` is a graph, not a team; --run needs a team")
+    return asyncio.run(_render_run(obj, args.run, Path(output), out))
+
+
+async def _render_run(team: Any, task: str, output: Path, out: TextIO) -> int:
+    from .base import TaskResult
+    from .messages import ModelClientStreamingChunkEvent
+    from .render import steps_from_run, write_run_page
+
+    items: list[Any] = []
+    arrivals: list[float] = []
+    started = time.perf_counter()
+    result: TaskResult | None = None
+    async for item in team.run_stream(task=task):
+        if isinstance(item, TaskResult):
+            result = item
+        elif not isinstance(item, ModelClientStreamingChunkEvent):
+            items.append(item)
+            arrivals.append(time.perf_counter() - started)
+    stop_reason = result.stop_reason if result is not None else None
+    steps = steps_from_run(team.trace, items, arrivals=arrivals)
+    write_run_page(team, output, steps, trace=team.trace, stop_reason=stop_reason)
+    print(f"wrote the run page ({len(steps)} steps) to {output}", file=out)
+    return 0

@@ -1,0 +1,101 @@
+"""What every ``flowlib`` subcommand shares: exit codes, the one-line error, and loading
+``FILE.py:OBJECT`` (a team, a graph, a builder, or a factory of one)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import uuid
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from .errors import FlowlibError
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "CliError",
+    "ExitCode",
+    "graph_of",
+    "load_object",
+]
+
+
+class ExitCode(IntEnum):
+    """The exit codes of ``flowlib`` commands."""
+
+    OK = 0
+    ERROR = 1
+    """The command failed (a missing file, an invalid graph, a failed run)."""
+    INVALID = 2
+    """The command line itself is wrong."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT)."""
+
+
+EXIT_OK, EXIT_ERROR, EXIT_INVALID = ExitCode.OK, ExitCode.ERROR, ExitCode.INVALID
+
+
+class CliError(FlowlibError):
+    """A command-line failure: printed as one line, exit code ``code``."""
+
+    def __init__(self, message: str, code: int = ExitCode.ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise CliError(f"{path}: no such file")
+    name = f"_flowlib_cli_{path.stem}_{uuid.uuid4().hex[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"{path}: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent.resolve()))
+    return module
+
+
+def load_object(reference: str) -> Any:
+    """Load ``FILE.py:OBJECT``; call it if it is a factory; build it if it is a builder.
+
+    Raises:
+        CliError: If the file or object is missing or is not a graph or team.
+        GraphError: If building or validating the graph fails (from the module itself).
+    """
+    from .graph import DiGraph
+    from .teams import DiGraphBuilder
+
+    file_part, sep, attribute = reference.rpartition(":")
+    if not sep or not file_part or not attribute:
+        raise CliError(f"{reference!r}: expected FILE.py:OBJECT, e.g. examples/flow.py:team")
+    module = _import_file(Path(file_part))
+    if not hasattr(module, attribute):
+        public = sorted(n for n in vars(module) if not n.startswith("_"))
+        raise CliError(f"{file_part} has no `{attribute}`; it defines: {', '.join(public)}")
+    obj = getattr(module, attribute)
+    is_factory = callable(obj) and not isinstance(obj, (type, DiGraph, DiGraphBuilder))
+    if is_factory and not hasattr(obj, "graph"):
+        obj = obj()
+    if isinstance(obj, DiGraphBuilder):
+        obj = obj.build()
+    if not isinstance(obj, DiGraph) and not hasattr(obj, "graph"):
+        raise CliError(
+            f"`{attribute}` is a {type(obj).__name__}, not a team, DiGraph, DiGraphBuilder "
+            "or a function returning one"
+        )
+    return obj
+
+
+def graph_of(obj: Any) -> Any:
+    """The graph of a team, or the graph itself."""
+    from .graph import DiGraph
+
+    return obj if isinstance(obj, DiGraph) else obj.graph

@@ -1,0 +1,428 @@
+"""The run page: one self-contained HTML file that replays a run on the flow's drawing.
+
+The page holds the SVG drawing (the path taken overlaid), a step slider, and for the
+selected step its node (highlighted on the drawing, with the edges it fired), its
+messages, tool calls, tokens and timing. Everything is inline (SVG, CSS, JavaScript,
+data): it opens offline from disk, with no server and no CDN. ``#step=N`` in the URL
+selects a step when the page opens.
+
+The page is built from a list of [`PageStep`][flowlib.render.PageStep], so any source of
+steps can feed it: a live run ([`steps_from_run`][flowlib.render.steps_from_run]), a
+stored run, or an exploration's counterexample.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..graph import DiGraph, RunTrace
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    ToolCallExecutionEvent,
+    ToolCallRequestEvent,
+)
+from ._output import to_svg
+from ._scene import SupportsGraph, graph_of
+
+__all__ = [
+    "PageMessage",
+    "PageStep",
+    "run_page",
+    "steps_from_records",
+    "steps_from_run",
+    "trace_from_steps",
+    "write_run_page",
+]
+
+
+@dataclass
+class PageMessage:
+    """A message or event shown under a step.
+
+    Attributes:
+        source: Who produced it.
+        kind: Its type name (``TextMessage``, ``HandoffMessage``, ...).
+        text: Its text.
+    """
+
+    source: str
+    kind: str
+    text: str
+
+
+@dataclass
+class PageStep:
+    """One step of a run, as the page shows it.
+
+    Attributes:
+        node: The node that ran.
+        edges: The ``(source, target)`` edges the step fired.
+        messages: Its chat messages and events.
+        tool_calls: One line per tool call (name, arguments, result).
+        prompt_tokens: Prompt tokens its model calls used, when known.
+        completion_tokens: Completion tokens, when known.
+        seconds: How long the step took, when known.
+        note: A line to show under the node (e.g. a router's choice).
+    """
+
+    node: str
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    messages: list[PageMessage] = field(default_factory=list)
+    tool_calls: list[str] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    seconds: float | None = None
+    note: str | None = None
+
+
+Item = BaseAgentEvent | BaseChatMessage
+
+
+def _add_item(step: PageStep, item: Item) -> None:
+    """Show ``item`` under ``step``: its text, its tool calls, its tokens."""
+    if isinstance(item, ToolCallRequestEvent):
+        step.tool_calls.extend(f"{c.name}({c.arguments})" for c in item.content)
+    elif isinstance(item, ToolCallExecutionEvent):
+        step.tool_calls.extend(f"{r.name} -> {r.content}" for r in item.content)
+    step.messages.append(PageMessage(item.source, type(item).__name__, item.to_text()))
+    usage = item.models_usage
+    if usage is not None:
+        step.prompt_tokens = (step.prompt_tokens or 0) + usage.prompt_tokens
+        step.completion_tokens = (step.completion_tokens or 0) + usage.completion_tokens
+
+
+def steps_from_run(
+    trace: RunTrace,
+    items: Sequence[Item],
+    *,
+    arrivals: Sequence[float] | None = None,
+) -> list[PageStep]:
+    """Turn a run's trace and its streamed items into page steps.
+
+    Each chat message of a node closes that node's next open step; events (tool calls)
+    before it belong to the same step. Items from sources that are not nodes (inside a
+    nested team) go to the step that ran last. A step's time is the time from the
+    previous step's last item to its own last item, when ``arrivals`` (seconds, one per
+    item) are given.
+
+    Args:
+        trace: The run's [`RunTrace`][flowlib.graph.RunTrace].
+        items: The messages and events of the run, in stream order (task first).
+        arrivals: When each item arrived, in seconds from any origin.
+    """
+    steps = [PageStep(node=name) for name in trace.steps]
+    for fired_step, source, target in trace.fired_edges:
+        if 0 <= fired_step < len(steps):
+            steps[fired_step].edges.append((source, target))
+    pending: dict[str, list[int]] = {}
+    for position, name in enumerate(trace.steps):
+        pending.setdefault(name, []).append(position)
+    current = -1
+    finished: list[float | None] = [None] * len(steps)
+    for position, item in enumerate(items):
+        queue = pending.get(item.source)
+        if queue:
+            current = queue[0]
+        elif current < 0:
+            continue  # the task, before any step
+        _add_item(steps[current], item)
+        if arrivals is not None:
+            finished[current] = arrivals[position]
+        if queue and isinstance(item, BaseChatMessage):
+            queue.pop(0)
+    if arrivals is not None and arrivals:
+        previous = arrivals[0]
+        for position, end in enumerate(finished):
+            if end is not None:
+                steps[position].seconds = max(0.0, end - previous)
+                previous = end
+    return steps
+
+
+def steps_from_records(obj: DiGraph | SupportsGraph, records: Sequence[Any]) -> list[PageStep]:
+    """Page steps of a stored run: one per ``turn`` record of a checkpoint store.
+
+    A record holds the messages its turn published and when it was written, so each
+    step gets its messages, tokens and the time since the previous record. Records do
+    not store which edges fired: they are recomputed from the graph's conditions on the
+    turn's last message (a router's edge from the node that ran next).
+
+    Args:
+        obj: The team or graph the run was stored for.
+        records: The run's [`CheckpointRecord`][flowlib.checkpoint.CheckpointRecord]s, in
+            order (``await store.records(run_id)``).
+    """
+    from ..messages import MessageFactory
+
+    graph = graph_of(obj)
+    factory = MessageFactory()
+    steps: list[PageStep] = []
+    previous: float | None = None
+    for record in records:
+        if record.kind == "turn" and record.node in graph.nodes:
+            items = [factory.create(data) for data in record.messages]
+            step = PageStep(node=record.node)
+            for item in items:
+                _add_item(step, item)
+            if previous is not None:
+                step.seconds = max(0.0, record.created_at - previous)
+            final = next((m for m in reversed(items) if isinstance(m, BaseChatMessage)), None)
+            for edge in graph.nodes[record.node].edges:
+                if final is not None and edge.check_condition(final):
+                    step.edges.append((record.node, edge.target))
+            steps.append(step)
+        previous = record.created_at
+    for step, following in itertools.pairwise(steps):
+        node = graph.nodes[step.node]
+        if node.kind == "router" and any(e.target == following.node for e in node.edges):
+            step.edges = [(step.node, following.node)]
+    return steps
+
+
+def trace_from_steps(obj: DiGraph | SupportsGraph, steps: Sequence[PageStep]) -> RunTrace:
+    """A [`RunTrace`][flowlib.graph.RunTrace] of ``steps``, to overlay on the drawing."""
+    graph = graph_of(obj)
+    names = list(graph.nodes)
+    ends = [(source, edge.target) for source, edge in graph.iter_edges()]
+    index = {name: i for i, name in enumerate(names)}
+    trace = RunTrace(names=names, edge_ends=ends)
+    for position, step in enumerate(steps):
+        trace.step_nodes.append(index[step.node])
+        for pair in step.edges:
+            if pair in ends:
+                trace.fired.append((position, ends.index(pair)))
+    return trace
+
+
+_CSS = """
+body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+header{padding:10px 16px;background:#fff;border-bottom:1px solid #ddd}
+header h1{font-size:17px;margin:0 0 4px}
+#main{display:flex;gap:12px;padding:12px;align-items:flex-start}
+#drawing{flex:3;background:#fff;border:1px solid #ddd;overflow:auto;padding:6px}
+#drawing svg{max-width:100%;height:auto}
+#side{flex:2;min-width:280px;background:#fff;border:1px solid #ddd;padding:10px}
+#controls{display:flex;align-items:center;gap:8px;margin-bottom:8px}
+#slider{flex:1}
+.msg{border-left:3px solid #4a78c2;padding:4px 8px;margin:6px 0;background:#f4f7fc}
+.msg .who{font-size:12px;color:#555}
+.msg pre{white-space:pre-wrap;margin:2px 0 0;font:13px ui-monospace,monospace}
+dl{display:grid;grid-template-columns:auto 1fr;gap:2px 10px;margin:6px 0}
+dt{color:#555}
+g.node.current polygon,g.node.current ellipse,g.node.current path,
+g.cluster.current polygon,g.cluster.current path{stroke:#d62728!important;stroke-width:4px}
+g.node.current text{font-weight:bold}
+g.edge.current path{stroke:#d62728!important;stroke-width:3.5px}
+g.edge.current polygon{stroke:#d62728!important;fill:#d62728!important}
+g.node.past polygon,g.node.past ellipse{stroke-width:2.5px}
+g.node.flagged polygon,g.node.flagged ellipse,g.node.flagged path{stroke:#d62728!important;
+stroke-dasharray:6 3;stroke-width:3px}
+"""
+
+_JS = """
+(function(){
+  var data = JSON.parse(document.getElementById('run-data').textContent);
+  var steps = data.steps;
+  var slider = document.getElementById('slider');
+  var svg = document.querySelector('#drawing svg');
+  function byTitle(cls, title){
+    var found = [];
+    svg.querySelectorAll('g.' + cls).forEach(function(g){
+      var t = g.querySelector('title');
+      if (t && t.textContent === title) { found.push(g); }
+    });
+    return found;
+  }
+  function nodeGroups(name){
+    var found = byTitle('node', name);
+    return found.length ? found : byTitle('cluster', 'cluster_' + name);
+  }
+  function text(tag, value, cls){
+    var e = document.createElement(tag);
+    e.textContent = value;
+    if (cls) { e.className = cls; }
+    return e;
+  }
+  function show(index){
+    index = Math.max(1, Math.min(steps.length, index));
+    slider.value = String(index);
+    var step = steps[index - 1];
+    svg.querySelectorAll('g.current, g.past').forEach(function(g){
+      g.classList.remove('current'); g.classList.remove('past');
+    });
+    for (var i = 0; i < index - 1; i++) {
+      nodeGroups(steps[i].node).forEach(function(g){ g.classList.add('past'); });
+    }
+    nodeGroups(step.node).forEach(function(g){ g.classList.add('current'); });
+    step.edges.forEach(function(e){
+      byTitle('edge', e[0] + '->' + e[1]).forEach(function(g){ g.classList.add('current'); });
+    });
+    document.getElementById('step-label').textContent = 'Step ' + index + ' of ' + steps.length;
+    document.getElementById('step-node').textContent = step.node;
+    var facts = document.getElementById('facts');
+    facts.innerHTML = '';
+    function fact(k, v){ facts.appendChild(text('dt', k)); facts.appendChild(text('dd', v)); }
+    fact('node', step.node);
+    var fired = step.edges.map(function(e){ return e[0] + ' -> ' + e[1]; });
+    fact('fired', fired.length ? fired.join(', ') : 'none');
+    fact('tokens', step.prompt_tokens === null ? 'n/a'
+      : step.prompt_tokens + ' prompt + ' + step.completion_tokens + ' completion');
+    fact('time', step.seconds === null ? 'n/a' : step.seconds.toFixed(3) + ' s');
+    if (step.note) { fact('note', step.note); }
+    var tools = document.getElementById('tools');
+    tools.innerHTML = '';
+    step.tool_calls.forEach(function(c){ tools.appendChild(text('li', c)); });
+    document.getElementById('tools-box').style.display = step.tool_calls.length ? '' : 'none';
+    var messages = document.getElementById('messages');
+    messages.innerHTML = '';
+    step.messages.forEach(function(m){
+      var box = text('div', '', 'msg');
+      box.appendChild(text('div', m.source + ' \\u00b7 ' + m.kind, 'who'));
+      box.appendChild(text('pre', m.text));
+      messages.appendChild(box);
+    });
+    document.body.setAttribute('data-step', String(index));
+    document.body.setAttribute('data-node', step.node);
+  }
+  (data.flagged || []).forEach(function(name){
+    nodeGroups(name).forEach(function(g){ g.classList.add('flagged'); });
+  });
+  slider.addEventListener('input', function(){ show(parseInt(slider.value, 10)); });
+  function move(by){ show(parseInt(slider.value, 10) + by); }
+  document.getElementById('prev').addEventListener('click', function(){ move(-1); });
+  document.getElementById('next').addEventListener('click', function(){ move(1); });
+  document.addEventListener('keydown', function(ev){
+    if (ev.key === 'ArrowLeft') { show(parseInt(slider.value, 10) - 1); }
+    if (ev.key === 'ArrowRight') { show(parseInt(slider.value, 10) + 1); }
+  });
+  var match = /step=(\\d+)/.exec(window.location.hash);
+  if (steps.length) { show(match ? parseInt(match[1], 10) : 1); }
+})();
+"""
+
+
+def _inline_svg(svg: str) -> str:
+    """The ``<svg>`` element alone (no XML prolog or DOCTYPE), for inlining in HTML."""
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg
+
+
+def _script_json(value: Any) -> str:
+    # Inside <script>, "</" would end the element: escape it (and HTML-sensitive chars).
+    text = json.dumps(value, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def run_page(
+    obj: DiGraph | SupportsGraph,
+    steps: Sequence[PageStep],
+    *,
+    trace: RunTrace | None = None,
+    title: str | None = None,
+    stop_reason: str | None = None,
+    svg: str | None = None,
+    flagged: Sequence[str] = (),
+) -> str:
+    """Build the self-contained HTML run page.
+
+    Args:
+        obj: The team or graph that ran (drawn with Graphviz).
+        steps: The steps to replay, in order.
+        trace: The run's trace, overlaid on the drawing (path taken, step numbers).
+        title: The page heading; defaults to the team's name.
+        stop_reason: Why the run stopped, shown under the heading.
+        svg: A drawing to use instead of drawing ``obj`` (an ``<svg>`` document).
+        flagged: Nodes to mark on the drawing throughout (e.g. the nodes a finding of
+            [`explore`][flowlib.testing.explore] is about).
+
+    Returns:
+        The HTML document.
+
+    Raises:
+        GraphvizNotFoundError: If ``svg`` is not given and Graphviz is not installed.
+    """
+    graph = graph_of(obj)
+    drawing = _inline_svg(svg if svg is not None else to_svg(obj, trace=trace))
+    known = set(graph.nodes)
+    unknown = [step.node for step in steps if step.node not in known]
+    if unknown:
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"Steps name {', '.join(f'`{n}`' for n in dict.fromkeys(unknown))}, which the "
+            "flow's graph does not have; pass the steps of this flow's own run.",
+            argument="steps",
+        )
+    heading = title or str(getattr(obj, "name", None) or "Run")
+    data = {
+        "steps": [asdict(step) for step in steps],
+        "stop_reason": stop_reason,
+        "flagged": list(flagged),
+    }
+    last = max(len(steps), 1)
+    reason = f"<p>Stopped: {html.escape(stop_reason)}</p>" if stop_reason else ""
+    label = "Step 1" if steps else "No steps"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(heading)} - run</title>
+<style>{_CSS}</style>
+</head>
+<body data-step="0" data-node="">
+<header><h1>{html.escape(heading)}</h1>{reason}</header>
+<div id="main">
+<div id="drawing">{drawing}</div>
+<div id="side">
+<div id="controls">
+<button id="prev" type="button" aria-label="previous step">&#9664;</button>
+<input id="slider" type="range" min="1" max="{last}" value="1" aria-label="step">
+<button id="next" type="button" aria-label="next step">&#9654;</button>
+</div>
+<h2 id="step-label">{label}</h2>
+<h3 id="step-node"></h3>
+<dl id="facts"></dl>
+<div id="tools-box"><h4>Tool calls</h4><ul id="tools"></ul></div>
+<h4>Messages</h4>
+<div id="messages"></div>
+</div>
+</div>
+<script type="application/json" id="run-data">{_script_json(data)}</script>
+<script>{_JS}</script>
+</body>
+</html>
+"""
+
+
+def write_run_page(
+    obj: DiGraph | SupportsGraph,
+    path: str | os.PathLike[str],
+    steps: Sequence[PageStep],
+    *,
+    trace: RunTrace | None = None,
+    title: str | None = None,
+    stop_reason: str | None = None,
+    flagged: Sequence[str] = (),
+) -> Path:
+    """Write [`run_page`][flowlib.render.run_page] to ``path`` and return it.
+
+    Examples:
+        ```python
+        result = await team.run(task="Write a haiku.")
+        steps = steps_from_run(team.trace, result.messages)
+        write_run_page(team, "run.html", steps, trace=team.trace)
+        ```
+    """
+    target = Path(path)
+    page = run_page(obj, steps, trace=trace, title=title, stop_reason=stop_reason, flagged=flagged)
+    target.write_text(page, encoding="utf-8")
+    return target

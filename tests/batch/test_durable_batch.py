@@ -1,0 +1,144 @@
+"""Batches with a checkpoint store: finished runs are skipped, unfinished ones resume."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+from pathlib import Path
+
+from _batch_flows import FAIL_ON, NODES, build, lines, transcript
+
+from flowlib.base import TaskResult
+from flowlib.batch import LocalRunner, TeamPool, open_store, stream_run
+from flowlib.checkpoint import CheckpointRecord, RunStatus, SQLiteCheckpointStore
+from flowlib.errors import RunFailedError
+
+
+async def reference(tasks: list[str]) -> list[list[str]]:
+    return [transcript((await build(think=0).run(task=task)).messages) for task in tasks]
+
+
+async def test_a_rerun_skips_finished_runs(tmp_path: Path) -> None:
+    tasks = [f"t{i}" for i in range(5)]
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    url = f"sqlite:///{tmp_path}/runs.db"
+    first = await LocalRunner(factory, checkpoint_store=url).run_many(tasks, run_ids=tasks)
+    ends = lines(tmp_path, "ends.txt")
+    assert len(ends) == 5 * len(NODES)
+    again = await LocalRunner(factory, checkpoint_store=url).run_many(tasks, run_ids=tasks)
+    assert lines(tmp_path, "ends.txt") == ends  # nothing ran again
+    assert [transcript(r.messages) for r in again] == [transcript(r.messages) for r in first]
+    assert [transcript(r.messages) for r in again] == await reference(tasks)
+    assert all(
+        isinstance(r, TaskResult) and r.run_id == t for r, t in zip(again, tasks, strict=True)
+    )
+
+
+async def test_a_cancelled_batch_resumes_without_repeating_finished_turns(tmp_path: Path) -> None:
+    tasks = [f"c{i}" for i in range(20)]
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    batch = asyncio.ensure_future(
+        LocalRunner(factory, checkpoint_store=store, max_concurrency=5).run_many(
+            tasks, run_ids=tasks
+        )
+    )
+    while len(lines(tmp_path, "ends.txt")) < 30:
+        await asyncio.sleep(0.005)
+    batch.cancel()
+    await asyncio.gather(batch, return_exceptions=True)
+    before = collections.Counter(lines(tmp_path, "ends.txt"))
+    assert 30 <= sum(before.values()) < 100
+    results = await LocalRunner(factory, checkpoint_store=store).run_many(tasks, run_ids=tasks)
+    await store.close()
+    assert [transcript(r.messages) for r in results] == await reference(tasks)
+    ends = collections.Counter(lines(tmp_path, "ends.txt"))
+    assert sorted(ends) == sorted(f"{t} {n}" for t in tasks for n in NODES)
+    assert max(ends.values()) == 1  # cancelled turns had not finished; finished ones stayed
+
+
+async def test_a_failed_run_resumes_at_the_failed_node(tmp_path: Path) -> None:
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    url = f"sqlite:///{tmp_path}/runs.db"
+    for _ in range(2):
+        [result] = await LocalRunner(factory, checkpoint_store=url).run_many(
+            [FAIL_ON], run_ids=["f"]
+        )
+        assert isinstance(result, RunFailedError)
+    starts = collections.Counter(lines(tmp_path, "starts.txt"))
+    assert starts[f"{FAIL_ON} src"] == 1  # recorded before the failure: not run again
+    assert starts[f"{FAIL_ON} middle"] == 2  # the failed node is retried
+
+
+class Killed(Exception):
+    """Stands for the worker dying at a store write."""
+
+
+class DiesAtAppend(SQLiteCheckpointStore):
+    """A store whose ``append`` number ``at`` (1-based) and every later one raise."""
+
+    def __init__(self, path: Path, at: int) -> None:
+        super().__init__(path)
+        self.at = at
+        self.appends = 0
+
+    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+        self.appends += 1
+        if self.appends >= self.at:
+            raise Killed(record.kind)
+        await super().append(record, status=status)
+
+
+async def die(path: Path, at: int) -> None:
+    dying = DiesAtAppend(path, at)
+    try:
+        await build(checkpoint_store=dying, think=0).run(task="x", run_id="dead")
+    except Exception as exc:  # the run's error wraps the store's
+        assert "Killed" in repr(exc) or isinstance(exc.__cause__, Killed), exc
+    else:  # pragma: no cover - the store raised
+        raise AssertionError("the run did not die")
+    finally:
+        await dying.close()
+
+
+async def test_a_run_killed_right_after_its_first_record_resumes_with_its_task(
+    tmp_path: Path,
+) -> None:
+    await die(tmp_path / "runs.db", at=2)  # the first record is written, the second not
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    [first] = await store.records("dead")
+    assert first.kind == "start" and [m["content"] for m in first.messages] == ["x"]
+    teams = TeamPool(functools.partial(build, think=0), store)
+    items = [item async for item in stream_run(teams, "dead", "x")]
+    await store.close()
+    assert isinstance(items[-1], TaskResult)
+    assert transcript(items[-1].messages) == (await reference(["x"]))[0]
+    assert teams.counts == {"started": 0, "resumed": 1, "finished_before": 0}
+
+
+async def test_a_run_killed_before_its_first_record_starts_with_its_task(tmp_path: Path) -> None:
+    await die(tmp_path / "runs.db", at=1)
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    run = await store.get_run("dead")
+    assert run is not None and run.last_checkpoint == 0
+    teams = TeamPool(functools.partial(build, think=0), store)
+    items = [item async for item in stream_run(teams, "dead", "x")]
+    await store.close()
+    assert isinstance(items[-1], TaskResult)
+    assert transcript(items[-1].messages) == (await reference(["x"]))[0]
+    assert teams.counts == {"started": 1, "resumed": 0, "finished_before": 0}
+
+
+async def test_open_store_round_trip_for_sqlite_urls(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/runs.db")
+    assert await store.list_runs() == []
+    await store.close()
+
+
+async def test_a_store_that_fails_fails_the_runs_not_the_batch(tmp_path: Path) -> None:
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    await store.close()  # every call now raises CheckpointError
+    results = await LocalRunner(build, checkpoint_store=store).run_many(["a", "b"])
+    assert [type(r).__name__ for r in results] == ["RunFailedError", "RunFailedError"]
+    assert all(r.error_type == "CheckpointError" for r in results)  # type: ignore[union-attr]

@@ -1,0 +1,75 @@
+"""The documentation builds with ``mkdocs build --strict`` and not one warning.
+
+The test command runs the same build; this test makes a warning fail the suite too, and
+reads the build's own log, so a warning that strict mode would let through (or that
+``--quiet`` would hide) still fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+REST_ROLE = re.compile(r":(class|meth|func|attr|mod|data|exc|obj|ref):`")
+
+
+@pytest.mark.timeout(300)
+def test_docs_build_strict_without_warnings(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env={
+            **os.environ,
+            "NO_MKDOCS_2_WARNING": "1",
+            "PYTHONPATH": str(ROOT),  # document (and draw) this checkout's code
+        },
+        check=False,
+    )
+    log = completed.stdout + completed.stderr
+    warnings = [line for line in log.splitlines() if "WARNING" in line or "Aborted" in line]
+    assert not warnings, "\n".join(warnings)
+    assert completed.returncode == 0, log
+    assert (tmp_path / "reference" / "tools_mcp" / "index.html").is_file()
+
+
+def test_test_command_does_not_hide_the_docs_build_output() -> None:
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    build = [line for line in script.splitlines() if "mkdocs build" in line]
+    assert build, "scripts/test.sh builds the docs"
+    assert all("--strict" in line and "--quiet" not in line for line in build)
+
+
+def test_docstrings_have_no_rest_roles() -> None:
+    """Docstrings are Markdown: ``:class:`X` `` would be shown as raw text."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "flowlib").rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if REST_ROLE.search(line)
+    ]
+    assert not found, "use [`Name`][flowlib.pkg.Name] or `Name`:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("page", "example"),
+    [
+        ("mcp.md", "mcp_tools.py"),
+        ("agents_as_tools.md", "agents_as_tools.py"),
+        ("observability.md", "telemetry_console.py"),
+        ("observability.md", "event_logging.py"),
+    ],
+)
+def test_feature_pages_are_in_the_nav_and_name_a_runnable_example(page: str, example: str) -> None:
+    """Each page points at an example that tests/test_examples.py runs."""
+    assert f": {page}" in (ROOT / "mkdocs.yml").read_text(), f"{page} is not in the nav"
+    assert f"examples/{example}" in (ROOT / "docs" / page).read_text()
+    assert (ROOT / "examples" / example).is_file()

@@ -1,0 +1,222 @@
+"""flowlib's structure: layers without cycles, and no reaching into other objects' privates.
+
+The import graph is built from the source with ``ast`` and networkx
+(``scripts/import_graph.py``, which also draws ``docs/architecture.md``'s picture).
+Decisions:
+
+* imports under ``if TYPE_CHECKING:`` are not edges (they never run);
+* function-local (deferred) imports are edges: they tie modules together at run time as
+  much as top-level ones, so they obey the layers too;
+* a package ``__init__`` re-exporting its own modules is not a layering edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts/import_graph.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("import_graph", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+import_graph = _load_script()
+
+
+@pytest.fixture(scope="module")
+def modules() -> nx.DiGraph:
+    return import_graph.import_graph(ROOT)
+
+
+def test_every_unit_has_a_layer(modules: nx.DiGraph) -> None:
+    units = {import_graph.package_of(module) for module in modules}
+    declared = {unit for layer in import_graph.LAYERS for unit in layer}
+    assert units - declared == set(), "add the new package to LAYERS in scripts/import_graph.py"
+    assert declared - units == set(), "LAYERS names a unit that does not exist"
+
+
+def test_no_unit_imports_its_own_layer_or_above(modules: nx.DiGraph) -> None:
+    upward = []
+    for source, target, data in modules.edges(data=True):
+        a, b = import_graph.package_of(source), import_graph.package_of(target)
+        if a == b or import_graph.is_reexport(source, target):
+            continue
+        if import_graph.layer_of(b) >= import_graph.layer_of(a):
+            upward.append(f"{source}:{data['lineno']} imports {target} ({a} -> {b})")
+    assert upward == []
+
+
+def test_no_import_cycle_between_modules(modules: nx.DiGraph) -> None:
+    cycles = [sorted(c) for c in nx.strongly_connected_components(modules) if len(c) > 1]
+    assert cycles == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """The checks can fail: a bottom-layer module importing a team is caught."""
+    package = tmp_path / "flowlib"
+    (package / "component").mkdir(parents=True)
+    (package / "teams").mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "component" / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..teams import X\n"
+        "def f():\n    from ..teams import Y\n"
+    )
+    (package / "teams" / "__init__.py").write_text("from ..component import Z\n")
+    graph = import_graph.import_graph(tmp_path)
+    assert set(graph.edges) == {
+        ("flowlib.component", "flowlib.teams"),
+        ("flowlib.teams", "flowlib.component"),
+    }
+    assert not nx.is_directed_acyclic_graph(graph)
+
+
+# --- private attributes ----------------------------------------------------------------
+
+PROTOCOL_NAMES = {"_to_config", "_from_config"}
+"""AutoGen's component protocol: underscored by AutoGen's design, called by the codec."""
+
+MODULE_OBJECTS = {"sys"}
+"""Modules whose documented API has underscored names (``sys._getframe``)."""
+
+ALLOWED: dict[tuple[str, str], str] = {
+    (
+        "flowlib.models._openai",
+        "_custom_headers _azure_ad_token_provider _azure_endpoint _api_version _azure_deployment",
+    ): "the openai SDK has no public accessor for the caller's headers and Azure settings",
+    (
+        "flowlib.agents._assistant_agent",
+        "_rollback_point _roll_back _messages_at",
+    ): "the agent's all-or-nothing turn and its model context's rollback (one protocol)",
+    (
+        "flowlib.conversation._run",
+        "_add_pending _take_pending _close",
+    ): "a turn feeds its conversation's MemoryStream/RunStream; users only read them",
+    (
+        "flowlib.conversation._stream",
+        "_append _events _done _wait",
+    ): "RunStream reads and feeds the MemoryStream it views",
+    ("flowlib.conversation._turn", "_publish"): "the turn publishes on its MemoryStream",
+    (
+        "flowlib.testing._checks",
+        "_trace _observe",
+    ): "RunTimeline watches the executor's trace; replaced by an observer (issue 9.4)",
+    ("flowlib.tools.mcp._adapter", "_schema"): "the MCP adapter reads its workbench's schema",
+    (
+        "flowlib._telemetry",
+        "_TRACER_PROVIDER",
+    ): "the OpenTelemetry API's global provider: a 0.06 us off-path check instead of ~2 us",
+    (
+        "flowlib.testing._explore",
+        "_plan _route_task _describe_dead_end _names",
+    ): "explore runs a team's own plan and routing hooks on stand-ins (until issue 9.5's "
+    "team policy object makes them public)",
+    ("flowlib._telemetry", "_otel_system"): "the model clients' GenAI system name (class data)",
+}
+
+
+def _private_reads(path: Path) -> list[tuple[int, str, str]]:
+    """``(line, attribute, code)`` of every ``obj._x`` (and ``getattr(obj, "_x")``) whose
+    ``obj`` is not ``self``, ``cls`` or ``super()``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute):
+            attribute, owner = node.attr, node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            attribute, owner = node.args[1].value, node.args[0]
+        else:
+            continue
+        if not attribute.startswith("_") or attribute.startswith("__"):
+            continue
+        if isinstance(owner, ast.Name) and owner.id in {"self", "cls", *MODULE_OBJECTS}:
+            continue
+        if (
+            isinstance(owner, ast.Call)
+            and isinstance(owner.func, ast.Name)
+            and owner.func.id == "super"
+        ):
+            continue
+        if attribute in PROTOCOL_NAMES:
+            continue
+        found.append((node.lineno, attribute, ast.unparse(node)))
+    return found
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_module_reads_another_objects_private_attributes() -> None:
+    allowed = {(module, attribute) for (module, names) in ALLOWED for attribute in names.split()}
+    used: set[tuple[str, str]] = set()
+    offences = []
+    for path in sorted((ROOT / "flowlib").rglob("*.py")):
+        module = _module_name(path)
+        for line, attribute, code in _private_reads(path):
+            if (module, attribute) in allowed:
+                used.add((module, attribute))
+            else:
+                offences.append(f"{module}:{line}: {code}")
+    assert offences == []
+    assert allowed - used == set(), "drop allow-list entries that are no longer needed"
+
+
+def test_the_private_check_sees_a_reach(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "def f(team, self):\n"
+        "    self._ok\n"
+        "    super()._ok\n"
+        "    team._message_factory._types\n"
+        "    getattr(team, '_x')\n"
+    )
+    found = sorted(attribute for _, attribute, _ in _private_reads(source))
+    assert found == ["_message_factory", "_types", "_x"]
+
+
+# --- the drawing in docs/architecture.md ------------------------------------------------
+
+
+def _load_drawing() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("draw_layers", ROOT / "scripts/draw_layers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_architecture_drawing_is_up_to_date() -> None:
+    """``docs/architecture.dot`` is what flowlib's renderer draws from today's imports;
+    the SVG beside it holds every unit. Run ``python scripts/draw_layers.py`` to refresh."""
+    import xml.etree.ElementTree as ElementTree
+
+    from flowlib.render import to_dot
+
+    drawing = _load_drawing()
+    graph = drawing.layer_graph(ROOT)
+    assert to_dot(graph, title=drawing.TITLE) == drawing.DOT.read_text(encoding="utf-8")
+    svg = ElementTree.parse(drawing.SVG).getroot()
+    texts = {element.text for element in svg.iter() if element.tag.endswith("text")}
+    units = {unit for layer in import_graph.LAYERS for unit in layer}
+    assert units <= texts

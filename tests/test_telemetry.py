@@ -1,0 +1,297 @@
+"""OpenTelemetry spans, checked with the SDK's in-memory exporter: a team run, each node
+turn, each model call (GenAI semantic conventions) and each tool call, parent to child
+across nested teams and concurrent turns; nothing at all without an SDK provider."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+
+import pytest
+from openai_server import OpenAIServer, Reply, ToolCall
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from opentelemetry.util._once import Once
+
+from flowlib import _telemetry
+from flowlib.agents import AssistantAgent
+from flowlib.conditions import MaxMessageTermination
+from flowlib.errors import NodeExecutionError
+from flowlib.models import (
+    CreateResult,
+    FunctionCall,
+    OpenAIChatCompletionClient,
+    ReplayChatCompletionClient,
+    RequestUsage,
+)
+from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat
+
+
+def _reset_global_provider() -> None:
+    # The API allows setting the global provider once per process; tests put it back to
+    # "not set" (as opentelemetry's own test utilities do) so other tests run untraced.
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(provider)
+    try:
+        yield spans
+    finally:
+        provider.shutdown()
+        _reset_global_provider()
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def explode(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom: {reason}")
+
+
+def _call(name: str, arguments: str, call_id: str = "call-1") -> CreateResult:
+    return CreateResult(
+        finish_reason="function_calls",
+        content=[FunctionCall(id=call_id, name=name, arguments=arguments)],
+        usage=RequestUsage(prompt_tokens=7, completion_tokens=3),
+        cached=False,
+    )
+
+
+class Tree:
+    """The finished spans, navigable by name and parent."""
+
+    def __init__(self, spans: Sequence[ReadableSpan]) -> None:
+        self.spans = list(spans)
+        self.by_id = {s.context.span_id: s for s in self.spans if s.context is not None}
+
+    def named(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.spans if s.name == name]
+
+    def one(self, name: str) -> ReadableSpan:
+        found = self.named(name)
+        assert len(found) == 1, f"{name}: {[s.name for s in self.spans]}"
+        return found[0]
+
+    def parent(self, span: ReadableSpan) -> ReadableSpan | None:
+        return self.by_id.get(span.parent.span_id) if span.parent is not None else None
+
+    def parent_name(self, span: ReadableSpan) -> str | None:
+        parent = self.parent(span)
+        return parent.name if parent is not None else None
+
+    def children(self, span: ReadableSpan) -> list[str]:
+        assert span.context is not None
+        return [
+            s.name
+            for s in sorted(self.spans, key=lambda s: s.start_time or 0)
+            if s.parent is not None and s.parent.span_id == span.context.span_id
+        ]
+
+
+def test_without_an_sdk_nothing_is_traced_and_streams_pass_through() -> None:
+    assert _telemetry.tracer() is None
+
+    async def stream() -> object:
+        yield 1
+
+    original = stream()
+    team = RoundRobinGroupChat([AssistantAgent("a", ReplayChatCompletionClient(["x"]))])
+    assert _telemetry.trace_team_run(team, original) is original  # type: ignore[arg-type]
+    with _telemetry.tool_call(name="t", call_id="1", description="", arguments={}) as call:
+        assert call is _telemetry._NO_TOOL_CALL
+    asyncio.run(original.aclose())  # type: ignore[attr-defined]
+
+
+async def test_a_run_is_one_tree_with_nested_teams(exporter: InMemorySpanExporter) -> None:
+    calc = AssistantAgent(
+        "calc",
+        model_client=ReplayChatCompletionClient([_call("add", '{"a": 1, "b": 2}'), "3"]),
+        tools=[add],
+        reflect_on_tool_use=True,
+    )
+    x = AssistantAgent("x", model_client=ReplayChatCompletionClient(["x1"]))
+    y = AssistantAgent("y", model_client=ReplayChatCompletionClient(["y1"]))
+    inner = RoundRobinGroupChat([x, y], max_turns=2, name="inner")
+    builder = DiGraphBuilder().add_node(calc).add_node(inner)
+    builder.add_edge("calc", "inner")
+    flow = GraphFlow(builder.get_participants(), builder.build(), name="outer")
+
+    result = await flow.run(task="go")
+
+    tree = Tree(exporter.get_finished_spans())
+    root = tree.one("run_team outer")
+    assert tree.parent(root) is None
+    assert root.attributes is not None
+    assert root.attributes["flowlib.team.type"] == "GraphFlow"
+    assert root.attributes["flowlib.run.stop_reason"] == result.stop_reason
+    assert tree.children(root) == ["node_turn calc", "node_turn inner"]
+
+    calc_turn = tree.one("node_turn calc")
+    assert dict(calc_turn.attributes or {}) == {
+        "flowlib.node.name": "calc",
+        "flowlib.node.kind": "agent",
+        "flowlib.turn.index": 1,
+        "flowlib.activation.group": "entry",
+        "gen_ai.agent.name": "calc",
+    }
+    assert tree.children(calc_turn) == ["chat replay", "execute_tool add", "chat replay"]
+    first_chat = tree.named("chat replay")[0]
+    attributes = first_chat.attributes or {}
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.system"] == "replay"
+    assert attributes["gen_ai.usage.input_tokens"] == 7
+    assert attributes["gen_ai.usage.output_tokens"] == 3
+    tool = tree.one("execute_tool add")
+    assert (tool.attributes or {})["gen_ai.tool.call.id"] == "call-1"
+    assert (tool.attributes or {})["gen_ai.tool.description"] == "Add two numbers."
+
+    inner_turn = tree.one("node_turn inner")
+    assert (inner_turn.attributes or {})["flowlib.node.kind"] == "team"
+    assert (inner_turn.attributes or {})["flowlib.turn.index"] == 2
+    inner_run = tree.one("run_team inner")
+    assert tree.parent(inner_run) is inner_turn
+    assert tree.children(inner_run) == ["node_turn x", "node_turn y"]
+    assert tree.parent_name(tree.one("node_turn y")) == "run_team inner"
+    assert all(s.status.status_code is StatusCode.UNSET for s in tree.spans)
+
+
+async def test_concurrent_turns_each_own_their_model_calls(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """Fan-out: the two branches run at once (as tasks); each model call is the child of
+    the turn that made it, and both turns are children of the run."""
+    start = AssistantAgent("start", model_client=ReplayChatCompletionClient(["go"]))
+    left = AssistantAgent("left", model_client=ReplayChatCompletionClient(["l"], latency=0.05))
+    right = AssistantAgent("right", model_client=ReplayChatCompletionClient(["r"], latency=0.02))
+    join = AssistantAgent("join", model_client=ReplayChatCompletionClient(["done"]))
+    builder = DiGraphBuilder()
+    for agent in (start, left, right, join):
+        builder.add_node(agent)
+    builder.add_edge("start", "left").add_edge("start", "right")
+    builder.add_edge("left", "join").add_edge("right", "join")
+    flow = GraphFlow(builder.get_participants(), builder.build(), name="fan")
+
+    await flow.run(task="go")
+
+    tree = Tree(exporter.get_finished_spans())
+    root = tree.one("run_team fan")
+    turns = {name: tree.one(f"node_turn {name}") for name in ("start", "left", "right", "join")}
+    for turn in turns.values():
+        assert tree.parent(turn) is root
+        assert tree.children(turn) == ["chat replay"]
+    # The branches overlapped in time: they really ran concurrently.
+    left_turn, right_turn = turns["left"], turns["right"]
+    assert left_turn.start_time is not None and right_turn.end_time is not None
+    assert left_turn.start_time < right_turn.end_time
+    assert (turns["join"].attributes or {})["flowlib.activation.group"] == "join"
+
+
+async def test_failures_are_recorded_on_their_spans(exporter: InMemorySpanExporter) -> None:
+    agent = AssistantAgent(
+        "agent",
+        model_client=ReplayChatCompletionClient([_call("explode", '{"reason": "x"}')]),
+        tools=[explode],
+    )
+    broken = AssistantAgent("broken", model_client=ReplayChatCompletionClient([]))
+    team = RoundRobinGroupChat([agent, broken], max_turns=2, name="team")
+
+    with pytest.raises(NodeExecutionError):
+        await team.run(task="go")
+
+    tree = Tree(exporter.get_finished_spans())
+    tool = tree.one("execute_tool explode")
+    assert tool.status.status_code is StatusCode.ERROR
+    assert "boom: x" in (tool.status.description or "")
+    chat = [s for s in tree.named("chat replay") if tree.parent_name(s) == "node_turn broken"]
+    assert chat and chat[0].status.status_code is StatusCode.ERROR
+    assert tree.one("node_turn broken").status.status_code is StatusCode.ERROR
+    assert tree.one("node_turn agent").status.status_code is StatusCode.UNSET
+    assert tree.one("run_team team").status.status_code is StatusCode.ERROR
+
+
+async def test_the_consumer_does_not_run_inside_flowlib_spans(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """Spans are current only while flowlib works, never between the items it streams."""
+    team = RoundRobinGroupChat(
+        [AssistantAgent("a", model_client=ReplayChatCompletionClient(["1", "2"]))],
+        max_turns=2,
+        name="t",
+    )
+    tracer = trace.get_tracer("test")
+    with tracer.start_as_current_span("consumer") as consumer:
+        seen = []
+        async for _item in team.run_stream(task="go"):
+            seen.append(trace.get_current_span())
+        assert seen and all(span is consumer for span in seen)
+    tree = Tree(exporter.get_finished_spans())
+    assert tree.parent_name(tree.one("run_team t")) == "consumer"
+
+
+async def test_model_calls_follow_the_genai_conventions_on_the_openai_sdk(
+    exporter: InMemorySpanExporter, openai_server: OpenAIServer
+) -> None:
+    openai_server.enqueue(
+        Reply(tool_calls=[ToolCall("add", '{"a": 2, "b": 3}')], usage=(11, 4)),
+        Reply("5", usage=(20, 1)),
+    )
+    client = OpenAIChatCompletionClient(
+        "gpt-4o-mini", base_url=openai_server.base_url, api_key="test"
+    )
+    agent = AssistantAgent(
+        "agent",
+        model_client=client,
+        tools=[add],
+        model_client_stream=True,
+        reflect_on_tool_use=True,
+    )
+    team = RoundRobinGroupChat([agent], termination_condition=MaxMessageTermination(2), name="solo")
+    await team.run(task="2 + 3?")
+    await client.close()
+
+    tree = Tree(exporter.get_finished_spans())
+    chats = tree.named("chat gpt-4o-mini")
+    assert [tree.parent_name(s) for s in chats] == ["node_turn agent"] * 2
+    first, second = (dict(s.attributes or {}) for s in chats)
+    assert first["gen_ai.operation.name"] == "chat"
+    assert first["gen_ai.system"] == "openai"
+    assert first["gen_ai.request.model"] == "gpt-4o-mini"
+    assert (first["gen_ai.usage.input_tokens"], first["gen_ai.usage.output_tokens"]) == (11, 4)
+    assert (second["gen_ai.usage.input_tokens"], second["gen_ai.usage.output_tokens"]) == (20, 1)
+    assert tree.parent_name(tree.one("execute_tool add")) == "node_turn agent"
+
+
+async def test_a_team_run_by_a_tool_nests_under_the_tool_call(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from flowlib.tools import TeamTool
+
+    x = AssistantAgent("x", model_client=ReplayChatCompletionClient(["x1"]))
+    review = RoundRobinGroupChat([x], max_turns=1, name="review")
+    boss = AssistantAgent(
+        "boss",
+        model_client=ReplayChatCompletionClient([_call("review", '{"task": "go"}'), "done"]),
+        tools=[TeamTool(review, "review", "Reviews.")],
+        reflect_on_tool_use=True,
+    )
+    await RoundRobinGroupChat([boss], max_turns=1, name="outer").run(task="start")
+
+    tree = Tree(exporter.get_finished_spans())
+    tool = tree.one("execute_tool review")
+    assert tree.parent_name(tool) == "node_turn boss"
+    inner = tree.one("run_team review")
+    assert tree.parent(inner) is tool
+    assert tree.children(inner) == ["node_turn x"]
+    assert tree.children(tree.one("node_turn x")) == ["chat replay"]
