@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from ._cli_common import CliError, _import_file, load_object
+from ._cli_common import CliError, load_object
 
-__all__ = ["register"]
+__all__ = ["register", "render_stored", "run_stored", "task_of"]
 
 T = TypeVar("T")
 
@@ -31,7 +30,9 @@ _STORE_HELP = "the checkpoint store: sqlite:///runs.db, postgresql://user@host/d
 
 
 def register(commands: Any) -> None:
-    """Add ``runs`` and the ``--store`` options of ``run`` and ``render`` to the parser.
+    """Add ``runs`` and the ``--store`` options of ``run`` and ``render`` to the parser
+    (``flowlib.cli`` hands those two commands to [`run_stored`][] and [`render_stored`][]
+    when ``--store`` is given).
 
     Args:
         commands: The ``add_subparsers()`` object of the ``flowlib`` parser; its ``run``
@@ -41,13 +42,11 @@ def register(commands: Any) -> None:
     run.add_argument("task_text", nargs="?", metavar="TASK", help="the task (or --task)")
     run.add_argument("--store", metavar="URL", help=_STORE_HELP)
     run.add_argument("--run-id", metavar="ID", help="the run's id (default: a new one)")
-    run.set_defaults(handler=_cmd_run)
 
     render = commands.choices["render"]  # its --run is a task; with --store, a stored run
     render.add_argument(
         "--store", metavar="URL", help=_STORE_HELP + "; then --run ID draws that run's path"
     )
-    render.set_defaults(handler=_cmd_render)
 
     runs = commands.add_parser("runs", help="list, show, resume, prune or delete stored runs")
     actions = runs.add_subparsers(dest="action", required=True)
@@ -94,38 +93,14 @@ def _with_store(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
 
 
 def _build_team(reference: str, store: Any) -> Any:
-    """Build the team ``reference`` names with ``checkpoint_store=store``."""
-    file_part, sep, attribute = reference.rpartition(":")
-    if not sep or not file_part or not attribute:
-        raise CliError(f"{reference!r}: expected FILE.py:FUNCTION, e.g. examples/flow.py:build")
-    module = _import_file(Path(file_part))
-    factory = getattr(module, attribute, None)
-    if factory is None:
-        raise CliError(f"{file_part} has no `{attribute}`")
-    if not _accepts_store(factory):
-        raise CliError(
-            f"`{attribute}` must be a function accepting `checkpoint_store=` to run with a "
-            f"store: `def {attribute}(checkpoint_store=None): return "
-            "GraphFlow(..., checkpoint_store=checkpoint_store)`"
-        )
-    team = factory(checkpoint_store=store)
-    if not hasattr(team, "run_stream"):
-        raise CliError(f"`{attribute}` returned a {type(team).__name__}, not a team")
-    return team
+    """Build the team ``reference`` names with ``checkpoint_store=store`` (as batches do)."""
+    from .batch import build_team, resolve_factory
+    from .errors import FlowlibError
 
-
-def _accepts_store(factory: Any) -> bool:
-    if not callable(factory) or isinstance(factory, type) or hasattr(factory, "run_stream"):
-        return False
     try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return False
-    return any(
-        p.kind is inspect.Parameter.VAR_KEYWORD
-        or (p.name == "checkpoint_store" and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
-        for p in parameters
-    )
+        return build_team(resolve_factory(reference), store)
+    except FlowlibError as exc:  # a bad reference or a factory that cannot take a store
+        raise CliError(str(exc)) from exc
 
 
 def _when(stamp: float) -> str:
@@ -155,26 +130,29 @@ async def _stream(team: Any, out: TextIO, **kwargs: Any) -> Any:
 # --- run --store ----------------------------------------------------------------------
 
 
-def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
-    from .cli import _run
-
+def task_of(args: argparse.Namespace) -> str | None:
+    """The task of ``flowlib run``: ``TASK`` or ``--task`` (not both)."""
     if args.task is not None and args.task_text is not None:
         raise CliError("give the task once: as TASK or as --task, not both")
-    args.task = args.task if args.task is not None else args.task_text
-    if args.store is None:
-        if args.run_id is not None:
-            raise CliError("--run-id needs --store URL (where the run is checkpointed)")
-        if args.task is None:
-            raise CliError("give the task: flowlib run FILE.py:OBJECT TASK")
-        return asyncio.run(_run(args, out))
+    task: str | None = args.task if args.task is not None else args.task_text
+    if args.store is None and args.run_id is not None:
+        raise CliError("--run-id needs --store URL (where the run is checkpointed)")
+    if args.store is None and task is None:
+        raise CliError("give the task: flowlib run FILE.py:OBJECT TASK")
+    return task
+
+
+async def run_stored(args: argparse.Namespace, out: TextIO) -> int:
+    """``flowlib run TARGET TASK --store URL [--run-id ID]`` (awaited by ``flowlib.cli``)."""
+    from . import render
+
+    task = task_of(args)
     run_id = args.run_id or uuid.uuid4().hex
-
-    async def work(store: Any) -> int:
-        from . import render
-
+    store = _open(args.store)
+    try:
         team = _build_team(args.target, store)
         started = time.perf_counter()
-        result = await _stream(team, out, task=args.task, run_id=run_id)
+        result = await _stream(team, out, task=task, run_id=run_id)
         if args.trace:
             render.render(team, Path(args.trace), trace=True)
             print(f"wrote the path taken to {args.trace}", file=out)
@@ -182,8 +160,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO) -> int:
         print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
         print(f"run id: {result.run_id or run_id}", file=out)
         return 0
-
-    return _with_store(args.store, work)
+    finally:
+        await store.close()
 
 
 # --- runs -----------------------------------------------------------------------------
@@ -286,11 +264,8 @@ async def _delete(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 # --- render --store --run -------------------------------------------------------------
 
 
-def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
-    from .cli import _cmd_render as plain_render
-
-    if args.store is None:
-        return plain_render(args, out)  # --run TASK there runs the team (a run page)
+def render_stored(args: argparse.Namespace, out: TextIO) -> int:
+    """``flowlib render TARGET --store URL --run ID -o out.svg``."""
     if args.run is None:
         raise CliError("--store URL needs --run ID: the stored run to draw")
     if args.output is None:
@@ -310,7 +285,7 @@ async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     trace = _stored_trace(graph, records, run.stop_reason)
     if trace is None:  # no per-turn records (durability="exit", a fork, pruned): rebuild
         folded = fold(records, run_id=args.run_id)
-        trace = _messages_result(folded.messages, obj, args.run_id, run.stop_reason)
+        trace = _messages_result(folded.messages, run.stop_reason)
     render.render(obj, Path(args.output), format=args.format, trace=trace)
     print(f"wrote {args.output} (the path of run {args.run_id})", file=out)
     return 0
@@ -344,23 +319,22 @@ def _stored_trace(graph: Any, records: list[Any], stop_reason: str | None) -> An
     return trace
 
 
-def _messages_result(
-    dumped: list[dict[str, Any]], team: Any, run_id: str, stop_reason: str | None
-) -> Any:
+def _messages_result(dumped: list[dict[str, Any]], stop_reason: str | None) -> Any:
     """The stored messages as a ``TaskResult`` (the renderer rebuilds the path from it)."""
     from .base import TaskResult
-    from .messages import MessageFactory
+    from .messages import MessageFactory, TextMessage
 
-    factory = getattr(team, "_message_factory", None)
-    if not isinstance(factory, MessageFactory):
-        factory = MessageFactory()
+    factory = MessageFactory()
     messages: list[Any] = []
     for item in dumped:
         try:
             messages.append(factory.create(item))
-        except (ValueError, TypeError) as exc:
-            raise CliError(
-                f"run `{run_id}` holds a message the team cannot load ({exc}); register "
-                "its type with the team's `custom_message_types=`"
-            ) from exc
+        except (ValueError, TypeError):  # a custom type: its text is enough to draw the path
+            content = item.get("content")
+            messages.append(
+                TextMessage(
+                    source=str(item.get("source", "?")),
+                    content=content if isinstance(content, str) else str(content),
+                )
+            )
     return TaskResult(messages=messages, stop_reason=stop_reason)

@@ -350,7 +350,7 @@ def test_run_with_a_store_needs_a_factory_taking_the_store(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     assert run_cli("run", f"{flow_file}:plain", "go", "--store", url)[0] == 1
-    assert "accepting `checkpoint_store=`" in capsys.readouterr().err
+    assert "takes no `checkpoint_store` argument" in capsys.readouterr().err
 
 
 def test_run_store_then_list_show_resume(

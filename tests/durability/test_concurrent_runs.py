@@ -63,6 +63,11 @@ def _raise() -> None:
 
 
 async def _fifty(stores: list[CheckpointStore]) -> None:
+    # Each store opens (creates the tables) before the runs start: opening one new SQLite
+    # file from several connections at the same moment is a separate, open defect
+    # (test_opening_a_new_sqlite_file_from_many_connections_at_once).
+    for store in stores:
+        await store.list_runs()
     want, want_effects = await _reference()
     total = len(want_effects)
     ledgers = [Ledger() for _ in range(RUNS)]
@@ -123,6 +128,8 @@ async def test_two_processes_resuming_one_run_one_is_refused(tmp_path: Path) -> 
     db = tmp_path / "runs.db"
     first, second = SQLiteCheckpointStore(db), SQLiteCheckpointStore(db)
     try:
+        for store in (first, second):  # opened one after the other (see the test below)
+            await store.list_runs()
         ledger = Ledger()
         trigger = Trigger(at_turn=3, fire=_raise)
         with pytest.raises(NodeExecutionError):
@@ -149,3 +156,19 @@ async def test_two_processes_resuming_one_run_one_is_refused(tmp_path: Path) -> 
     finally:
         await first.close()
         await second.close()
+
+
+@pytest.mark.xfail(
+    strict=False,  # a race: about 1 in 100 fresh files fails, so it may pass
+    reason="SQLiteCheckpointStore: the first use of a new file by several connections at "
+    "once can fail with 'database is locked' (PRAGMA journal_mode = WAL and the CREATE "
+    "TABLEs in _connect do not wait for each other); found by the 50-run test under load",
+)
+async def test_opening_a_new_sqlite_file_from_many_connections_at_once(tmp_path: Path) -> None:
+    for attempt in range(150):
+        stores = [SQLiteCheckpointStore(tmp_path / f"{attempt}.db") for _ in range(6)]
+        try:
+            await asyncio.gather(*(store.list_runs() for store in stores))
+        finally:
+            for store in stores:
+                await store.close()
