@@ -121,7 +121,7 @@ async def test_fifty_interrupted_runs_on_one_postgres_database(postgres_dsn: str
 
 
 @pytest.mark.xfail(
-    strict=False,  # depends on how the two writers interleave: fails about 1 run in 10
+    strict=False,  # depends on how the two writers interleave: fails in some runs
     reason="teams/_durable.py: after its write was refused, a team settles the write by "
     "asking the store (get_run) and counts the store's checkpoint as its own when the "
     "number matches, though another writer wrote it; it then writes on top of the other "
