@@ -110,10 +110,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_append _events _done _wait",
     ): "RunStream reads and feeds the MemoryStream it views",
     ("flowlib.conversation._turn", "_publish"): "the turn publishes on its MemoryStream",
-    (
-        "flowlib.testing._checks",
-        "_trace _observe",
-    ): "RunTimeline watches the executor's trace; replaced by an observer (issue 9.4)",
     ("flowlib.tools.mcp._adapter", "_schema"): "the MCP adapter reads its workbench's schema",
     (
         "flowlib._telemetry",

@@ -412,9 +412,7 @@ class GraphExecutor:
                 queue.put_nowait(_Wake())
 
         token.add_callback(on_cancel)
-        self.trace.step_nodes.clear()
-        self.trace.fired.clear()
-        self.trace.stop_reason = None
+        self.trace.clear()
         kept: list[Item] = []
         dead_ends: list[tuple[int, BaseChatMessage | None]] = []
         max_turns = self._max_turns
