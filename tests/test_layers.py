@@ -115,11 +115,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "flowlib._telemetry",
         "_TRACER_PROVIDER",
     ): "the OpenTelemetry API's global provider: a 0.06 us off-path check instead of ~2 us",
-    (
-        "flowlib.testing._explore",
-        "_plan _route_task _describe_dead_end _names",
-    ): "explore runs a team's own plan and routing hooks on stand-ins (until issue 9.5's "
-    "team policy object makes them public)",
     ("flowlib._telemetry", "_otel_system"): "the model clients' GenAI system name (class data)",
 }
 
