@@ -31,6 +31,7 @@ from ..checkpoint import (
 from ..errors import (
     ArgumentTypeError,
     CheckpointArgumentError,
+    ContractError,
     DuplicateNodeError,
     InvalidArgumentError,
     ParticipantMismatchError,
@@ -337,7 +338,7 @@ class BaseGroupChat(Team, ABC):
                 if isinstance(item, TaskResult):
                     result = item
         if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
-            raise RuntimeError("The run ended without a TaskResult.")
+            raise ContractError("The run ended without a TaskResult.")
         return result
 
     async def run_stream(
