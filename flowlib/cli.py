@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from . import _cli_batch, _cli_check
+from . import _cli_batch, _cli_check, _cli_runs
 from ._cli_common import (
     EXIT_OK,
     CliError,
@@ -45,6 +45,8 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
 
+    if args.store is not None:  # --run names a stored run (_cli_runs.py)
+        return _cli_runs.render_stored(args, out)
     if args.run is not None:
         return _cli_check.render_run(args, out)
     obj = load_object(args.target)
@@ -65,11 +67,14 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     from .base import TaskResult
     from .ui import Console
 
+    task = _cli_runs.task_of(args)  # TASK or --task
+    if args.store is not None:  # checkpointed to a store (_cli_runs.py)
+        return await _cli_runs.run_stored(args, out)
     obj = load_object(args.target)
     if not hasattr(obj, "run_stream"):
         raise CliError(f"`{args.target}` is a graph, not a team; `run` needs a team")
     started = time.perf_counter()
-    result = await Console(obj.run_stream(task=args.task), output=out, output_stats=True)
+    result = await Console(obj.run_stream(task=task), output=out, output_stats=True)
     if not isinstance(result, TaskResult):  # pragma: no cover - teams end with a TaskResult
         raise CliError("the run did not end with a TaskResult")
     if args.trace:
@@ -109,9 +114,10 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a team on a task, streaming to the console")
     run.add_argument("target", help="FILE.py:OBJECT")
-    run.add_argument("--task", required=True, help="the task")
+    run.add_argument("--task", help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
 
+    _cli_runs.register(commands)  # run --store, runs ..., render --store --run
     _cli_check.register(commands)
 
     demo = commands.add_parser("demo", help="run the built-in demo flow")

@@ -405,3 +405,12 @@ class RayNotInstalledError(FlowlibError, ImportError):
 
 
 __all__ += ["RayNotInstalledError", "RunFailedError"]
+
+
+class RoutingError(ContractError, ValueError):
+    """A router selected a node that is not one of its edge targets (raised inside its
+    turn, so the run raises it as the cause of a ``NodeExecutionError``).
+    ``except ValueError`` still catches it."""
+
+
+__all__ += ["RoutingError"]

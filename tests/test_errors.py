@@ -14,13 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILTINS = {"ValueError", "TypeError", "RuntimeError", "Exception"}
 """KeyError stays: lookups by key raise it, as a Mapping does."""
 
-# Modules of the executor and team run paths, reworked with the executor split (issue 9,
-# items 3-4), which replaces their last bare raises (TeamRunningError for "already running").
-PENDING = {
-    "flowlib/graph/_executor.py",
-    "flowlib/teams/_group_chat.py",
-    "flowlib/base/_task.py",
-}
+# Modules allowed bare raises for now (none left).
+PENDING: set[str] = set()
 
 
 def _bare_raises(path: Path) -> list[str]:

@@ -110,20 +110,11 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_append _events _done _wait",
     ): "RunStream reads and feeds the MemoryStream it views",
     ("flowlib.conversation._turn", "_publish"): "the turn publishes on its MemoryStream",
-    (
-        "flowlib.testing._checks",
-        "_trace _observe",
-    ): "RunTimeline watches the executor's trace; replaced by an observer (issue 9.4)",
     ("flowlib.tools.mcp._adapter", "_schema"): "the MCP adapter reads its workbench's schema",
     (
         "flowlib._telemetry",
         "_TRACER_PROVIDER",
     ): "the OpenTelemetry API's global provider: a 0.06 us off-path check instead of ~2 us",
-    (
-        "flowlib.testing._explore",
-        "_plan _route_task _describe_dead_end _names",
-    ): "explore runs a team's own plan and routing hooks on stand-ins (until issue 9.5's "
-    "team policy object makes them public)",
     ("flowlib._telemetry", "_otel_system"): "the model clients' GenAI system name (class data)",
 }
 

@@ -153,12 +153,6 @@ class TeamPool:
             self._idle.append(team)
 
 
-async def _task_recorded(store: CheckpointStore, record: RunRecord) -> bool:
-    if record.last_checkpoint == 0:
-        return False
-    return any(step.kind in ("start", "turn") for step in await store.history(record.run_id))
-
-
 _TAKES_RUN_ID: dict[type[Any], bool] = {}
 
 
@@ -221,12 +215,9 @@ async def stream_run(
                 finished = await stored_result(store, run_id)
             else:
                 finished = None
-                if record is not None and not await _task_recorded(store, record):
-                    # Its worker died before the run's task was recorded: nothing can
-                    # resume, so it starts over (a turn is only recorded after the task).
-                    await store.delete(run_id)
-                    record = None
-                resume = record is not None
+                # A run's first record holds its task; a run stored with no record yet
+                # (its worker died before the first write) is started with the task.
+                resume = record is not None and record.last_checkpoint > 0
             if finished is not None:
                 yield finished
                 return

@@ -13,6 +13,7 @@ from ._types import (
     RunStatus,
     StepKind,
 )
+from ._url import open_store
 
 __all__ = [
     "CheckpointInfo",
@@ -29,4 +30,5 @@ __all__ = [
     "base_record",
     "diff_state",
     "fold",
+    "open_store",
 ]

@@ -25,8 +25,10 @@ __all__ = [
 
 StepKind = Literal["base", "start", "turn", "stop"]
 """``base``: a full snapshot (the first record of a fork, or pruned records folded into
-one); ``start``: a run began (the task messages); ``turn``: a node's turn was recorded;
-``stop``: the run stopped (termination, max_turns, external stop, error, cancellation)."""
+one); ``start``: a run began (the task messages; a new run's first record is a ``start``
+holding the whole state too, so every stored run has its task); ``turn``: a node's turn
+was recorded; ``stop``: the run stopped (termination, max_turns, external stop, error,
+cancellation)."""
 
 RunStatus = Literal["running", "stopped", "complete", "failed"]
 """``running``: started and not stopped (or its process died); ``stopped``: stopped with

@@ -13,12 +13,13 @@ from ._conditions import (
     describe_condition,
 )
 from ._executor import COMPLETE_REASON, GraphExecutor, RunRecorder
+from ._fire import EdgeRule, edge_rule, edge_rules, fire_edges
 from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
 from ._plan import ExecutionPlan
 from ._router import Router, Routing, Selected
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
-from ._trace import RunTrace
+from ._trace import RunTrace, TraceObserver
 from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "DiGraphEdge",
     "DiGraphNode",
     "EdgeCondition",
+    "EdgeRule",
     "ExecutionPlan",
     "GraphAnalysis",
     "GraphExecutor",
@@ -46,7 +48,11 @@ __all__ = [
     "RunRecorder",
     "RunTrace",
     "Selected",
+    "TraceObserver",
     "describe_condition",
+    "edge_rule",
+    "edge_rules",
+    "fire_edges",
     "graph_description",
     "graph_difference",
     "graph_signature",

@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, cast
 
 from .._telemetry import trace_node_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
-from ..errors import NodeExecutionError, TeamRunningError
+from ..errors import ContractError, NodeExecutionError, RoutingError, TeamRunningError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -249,8 +249,9 @@ class GraphExecutor:
             finally:
                 await decisions.aclose()
             if routing is None:
-                raise RuntimeError(
-                    f"Router `{participant.name}`'s route_stream() ended without a Routing."
+                raise ContractError(
+                    f"Router `{participant.name}`'s route_stream() ended without a Routing; "
+                    "yield a `Routing(...)` as its last item."
                 )
             output = self._routed(node, routing)
             for decided in output.delta:
@@ -308,7 +309,7 @@ class GraphExecutor:
                 if not finished:
                     await agent_stream.aclose()
             if response is None:
-                raise RuntimeError(
+                raise ContractError(
                     f"Agent `{participant.name}`'s on_messages_stream() ended without yielding "
                     "a Response; yield `Response(chat_message=...)` as its last item."
                 )
@@ -329,9 +330,9 @@ class GraphExecutor:
             found = index.get(target)
             if found is None or found not in allowed:
                 options = ", ".join(f"`{names[t]}`" for t in sorted(allowed))
-                raise ValueError(
+                raise RoutingError(
                     f"Router `{names[node]}` selected `{target}`, which is not one of its "
-                    f"edge targets ({options})."
+                    f"edge targets ({options}); return targets from those."
                 )
             selected.add(found)
         published = list(routing.messages)
@@ -412,9 +413,7 @@ class GraphExecutor:
                 queue.put_nowait(_Wake())
 
         token.add_callback(on_cancel)
-        self.trace.step_nodes.clear()
-        self.trace.fired.clear()
-        self.trace.stop_reason = None
+        self.trace.clear()
         kept: list[Item] = []
         dead_ends: list[tuple[int, BaseChatMessage | None]] = []
         max_turns = self._max_turns

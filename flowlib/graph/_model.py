@@ -25,6 +25,7 @@ from pydantic.json_schema import SkipJsonSchema
 from ..errors import ConditionSerializationError, GraphLoadError
 from ..messages import BaseChatMessage
 from ._conditions import CallableCondition, EdgeCondition, condition_from_data
+from ._fire import edge_rule, fire_edges
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -93,17 +94,9 @@ class DiGraphEdge(BaseModel):
         return self.condition is not None or self.condition_function is not None
 
     def check_condition(self, message: BaseChatMessage) -> bool:
-        """Return whether the edge fires for the source's final ``message``."""
-        if self.condition_function is not None:
-            return bool(self.condition_function(message))
-        condition = self.condition
-        if condition is None:
-            return True
-        if isinstance(condition, str):
-            return condition in message.to_model_text()
-        if isinstance(condition, EdgeCondition):
-            return condition.check(message)
-        return bool(condition(message))
+        """Return whether the edge fires for the source's final ``message`` (the rule
+        of [`fire_edges`][flowlib.graph.fire_edges])."""
+        return fire_edges([edge_rule(self)], message)[0]
 
 
 class DiGraphNode(BaseModel):

@@ -8,30 +8,20 @@ no dictionary lookups and computes the message text at most once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..messages import BaseChatMessage
-from ._conditions import EdgeCondition
+from ._fire import ALWAYS, PREDICATE, SUBSTRING, EdgeRule, edge_rule
 from ._model import DiGraph
 from ._validate import GraphAnalysis
 
 __all__ = ["ALWAYS", "PREDICATE", "SUBSTRING", "ExecutionPlan", "PlanEdge", "PlanGroup"]
 
-ALWAYS, SUBSTRING, PREDICATE = 0, 1, 2
-
 
 @dataclass(slots=True)
-class PlanEdge:
-    """One edge of the plan."""
+class PlanEdge(EdgeRule):
+    """One edge of the plan: its rule and its activation group."""
 
-    index: int
-    source: int
-    target: int
-    group: int
-    test: int  # ALWAYS, SUBSTRING or PREDICATE
-    text: str
-    predicate: Callable[[BaseChatMessage], bool] | None
+    group: int = -1
 
 
 @dataclass(slots=True)
@@ -76,14 +66,10 @@ class ExecutionPlan:
                     )
                 )
             self.groups[group_id].edges.append(position)
-            test, text, predicate = ALWAYS, "", None
-            if edge.condition_function is not None:
-                test, predicate = PREDICATE, edge.condition_function
-            elif isinstance(edge.condition, str):
-                test, text = SUBSTRING, edge.condition
-            elif isinstance(edge.condition, EdgeCondition):
-                test, predicate = PREDICATE, edge.condition.check
-            plan_edge = PlanEdge(position, source, target, group_id, test, text, predicate)
+            rule = edge_rule(edge, index=position, source=source, target=target)
+            plan_edge = PlanEdge(
+                rule.index, source, target, rule.test, rule.text, rule.predicate, group_id
+            )
             self.edges.append(plan_edge)
             self.out_edges[source].append(plan_edge)
         self.group_ids = group_ids

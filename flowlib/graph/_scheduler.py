@@ -2,7 +2,7 @@
 
 It holds the shared thread and each node's cursor, the ready queue, which nodes are
 running or activated again while running, and the activation tracker of joins; it
-records a finished turn (the one edge-firing rule: conditions first, then the thread
+records a finished turn (the one edge-firing rule, `fire_edges`: conditions first, then the thread
 and the edges, all or nothing) and saves or restores all of it. The executor's run loop
 drives it: pops ready nodes, runs their turns, hands finished turns back.
 """
@@ -17,7 +17,8 @@ from typing import Any
 from ..errors import NodeExecutionError, StateError
 from ..messages import BaseChatMessage, MessageFactory
 from ._activation import ActivationTracker
-from ._plan import ALWAYS, SUBSTRING, ExecutionPlan, PlanEdge
+from ._fire import fire_edges
+from ._plan import ExecutionPlan, PlanEdge
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
 from ._trace import RunTrace
 
@@ -118,8 +119,7 @@ class Scheduler:
         if self.pending[node]:  # queued with an activation from its interrupted turn
             self.pending[node] = False
             self.deferred[node] = True
-        self.turn_step[node] = len(self.trace.step_nodes)
-        self.trace.step_nodes.append(node)
+        self.turn_step[node] = self.trace.start(node)
         return node
 
     def requeue_front(self, nodes: Sequence[int]) -> None:
@@ -192,24 +192,13 @@ class Scheduler:
         passed: list[bool] = []
         if out_edges:
             selected = output.selected if output is not None else None
-            text: str | None = None
-            is_absorbed = self.tracker.is_absorbed
-            for edge in out_edges:
-                if is_absorbed(edge):
-                    ok = False
-                elif selected is not None:
-                    ok = edge.target in selected
-                elif edge.test == ALWAYS:
-                    ok = True
-                elif final is None:
-                    ok = False
-                elif edge.test == SUBSTRING:
-                    if text is None:
-                        text = final.to_model_text()
-                    ok = edge.text in text
-                else:
-                    ok = self.check(edge, final)
-                passed.append(ok)
+            passed = fire_edges(
+                out_edges,
+                final,
+                selected=selected,
+                absorbed=self.tracker.is_absorbed,
+                check=self.check,
+            )
         # Nothing below raises: the turn is recorded whole, exactly once.
         self.running[node] = False
         if output is not None and output.published:
@@ -226,7 +215,7 @@ class Scheduler:
                     continue
                 if ok:
                     progressed = True
-                    self.trace.fired.append((step, edge.index))
+                    self.trace.fire(step, edge.index)
                     if self.tracker.fire(edge, self.in_flight):
                         self.activate(edge.target)
             if not progressed and (output is None or output.stop_reason is None):

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..base import TaskResult
 from ..errors import InvalidTypeError, InvalidValueError
-from ..graph import DiGraph, RunTrace
+from ..graph import DiGraph, EdgeRule, RunTrace, edge_rules, fire_edges
 from ..messages import BaseChatMessage
 
 __all__ = ["RunPath", "TraceArg", "participants_by_name", "path_from_trace", "resolve_path"]
@@ -118,28 +118,36 @@ def _rebuild(obj: Any, graph: DiGraph, result: TaskResult) -> RunPath:
         exact.stop_reason = result.stop_reason
         return exact
 
-    node_steps: dict[str, list[int]] = {name: [] for name in graph.nodes}
-    out_edges: dict[str, list[int]] = {name: [] for name in graph.nodes}
-    edges = [edge for _, edge in graph.iter_edges()]
-    for index, (source, _) in enumerate(graph.iter_edges()):
-        out_edges[source].append(index)
-    edge_steps: list[list[int]] = [[] for _ in edges]
+    names = list(graph.nodes)
+    index = {name: number for number, name in enumerate(names)}
+    rules = edge_rules(graph)
+    node_steps: dict[str, list[int]] = {name: [] for name in names}
+    edge_steps: list[list[int]] = [[] for _ in graph.iter_edges()]
     for position, (node, message) in enumerate(turns):
         step = position + 1
         node_steps[node].append(step)
         following = turns[position + 1][0] if position + 1 < len(turns) else None
-        for index in out_edges[node]:
-            edge = edges[index]
-            if graph.nodes[node].kind == "router":
-                fired = edge.target == following  # a router's choice is not in its message
-            else:
-                try:
-                    fired = edge.check_condition(message)
-                except Exception:  # a drawing never fails on a condition that raises
-                    fired = False
-            if fired:
-                edge_steps[index].append(step)
+        out = rules[index[node]]
+        # A router's choice is not in its message: the next turn's node is the one chosen.
+        selected = {index[following]} if following is not None else set()
+        fired = fire_edges(
+            out,
+            message,
+            selected=selected if graph.nodes[node].kind == "router" else None,
+            check=_never_raises,
+        )
+        for rule, ok in zip(out, fired, strict=True):
+            if ok:
+                edge_steps[rule.index].append(step)
     return RunPath(node_steps, edge_steps, len(turns), result.stop_reason, approximate=True)
+
+
+def _never_raises(rule: EdgeRule, message: BaseChatMessage) -> bool:
+    assert rule.predicate is not None
+    try:
+        return bool(rule.predicate(message))
+    except Exception:  # a drawing never fails on a condition that raises
+        return False
 
 
 def resolve_path(obj: Any, graph: DiGraph, trace: TraceArg) -> RunPath | None:

@@ -5,6 +5,7 @@ from ._builder import DiGraphBuilder
 from ._graph_flow import GraphFlow
 from ._group_chat import BaseGroupChat
 from ._magentic_one import MagenticOneGroupChat
+from ._policy import TaskContext, TeamPolicy
 from ._round_robin import RoundRobinGroupChat
 from ._selector import SelectorGroupChat
 from ._swarm import Swarm
@@ -20,4 +21,6 @@ __all__ = [
     "RoundRobinGroupChat",
     "SelectorGroupChat",
     "Swarm",
+    "TaskContext",
+    "TeamPolicy",
 ]

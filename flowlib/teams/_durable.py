@@ -24,7 +24,8 @@ __all__ = ["Checkpointer", "Durability", "StoredRun", "json_state"]
 
 Durability = Literal["sync", "exit"]
 """``sync``: a checkpoint after every recorded turn, written before the turn's messages
-reach the consumer. ``exit``: only when the run starts (with ``sync``) and stops."""
+reach the consumer. ``exit``: only when the run stops (and at a new run's start, whose
+first record holds the task)."""
 
 
 def json_state(state: Mapping[str, Any]) -> Any:
@@ -102,12 +103,17 @@ class Checkpointer:
 
     async def started(self) -> None:
         """Snapshot every participant (a new task may change a router) and write a
-        ``start`` record holding the task messages."""
+        ``start`` record holding the task messages.
+
+        A new run's ``start`` record is its first and holds everything (the thread so
+        far, the task, every participant's state, the bookkeeping) in one append, so a
+        run with any record always has its task; it is written whatever the durability.
+        """
         for node, name in enumerate(self._names):
             self._dirty.add(name)
             self._unsnapped.add(name)
             await self._snapshot(node)
-        if self._sync:
+        if self._sync or self._stored.last_checkpoint == 0:
             await self._write("start", status="running")
 
     async def recorded(self, node: int) -> None:
@@ -123,6 +129,9 @@ class Checkpointer:
 
     async def stopped(self, outcome: RunOutcome, reason: str | None) -> None:
         """The run stopped: write a ``stop`` record with the final bookkeeping."""
+        if self._stored.last_checkpoint == 0:  # nothing stored yet: the record is whole
+            self._dirty.update(self._names)
+            self._unsnapped.update(self._names)
         for node, name in enumerate(self._names):
             if name in self._unsnapped:
                 await self._snapshot(node)

@@ -22,7 +22,6 @@ from ..base import CancellationToken, TaskResult, Team, TerminationCondition
 from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..checkpoint import (
-    CheckpointRecord,
     CheckpointStore,
     FoldedRun,
     RunRecord,
@@ -32,6 +31,7 @@ from ..checkpoint import (
 from ..errors import (
     ArgumentTypeError,
     CheckpointArgumentError,
+    ContractError,
     DuplicateNodeError,
     InvalidArgumentError,
     ParticipantMismatchError,
@@ -53,7 +53,8 @@ from ..graph._shapes import Participant
 from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
-from ._durable import Checkpointer, Durability, StoredRun, json_state
+from ._durable import Checkpointer, Durability, StoredRun
+from ._policy import TaskContext, TeamPolicy
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
@@ -100,8 +101,8 @@ class BaseGroupChat(Team, ABC):
         durability: ``"sync"``: a checkpoint after every recorded turn, written before the
             turn's messages reach the consumer; ``"exit"``: only at the run's stops.
 
-    Subclasses may override ``_route_task`` (choose the next speakers from a new
-    task) and ``_describe_dead_end`` (explain a node that matched none of its edges).
+        policy: How the team checks and routes a task and explains a dead end (see
+            [`TeamPolicy`][flowlib.teams.TeamPolicy]); None: the default policy.
 
     Raises:
         ValueError: If there are no participants or ``max_turns`` is below 1.
@@ -125,7 +126,12 @@ class BaseGroupChat(Team, ABC):
         allow_unreachable: bool = False,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
+        policy: TeamPolicy | None = None,
     ) -> None:
+        if policy is not None and not isinstance(policy, TeamPolicy):
+            raise ArgumentTypeError(
+                f"policy must be a TeamPolicy, not {type(policy).__name__}.", argument="policy"
+            )
         if checkpoint_store is not None and not isinstance(checkpoint_store, CheckpointStore):
             raise ArgumentTypeError(
                 f"checkpoint_store must be a CheckpointStore (e.g. SQLiteCheckpointStore("
@@ -193,6 +199,7 @@ class BaseGroupChat(Team, ABC):
                 self._message_factory.register(message_type)
         self._message_factory.register_produced(self._participants)
         self._plan = ExecutionPlan(graph, analysis)
+        self._policy = policy if policy is not None else TeamPolicy()
         self._executor = GraphExecutor(
             self._plan,
             self._participants,
@@ -200,8 +207,8 @@ class BaseGroupChat(Team, ABC):
             max_turns=max_turns,
             message_factory=self._message_factory,
             event_source=name if emit_team_events else None,
-            task_router=self._route_task,
-            dead_end_reason=self._describe_dead_end,
+            task_router=self._policy.route_task,
+            dead_end_reason=self._policy.describe_dead_end,
         )
         self._emit_team_events = emit_team_events
         self._checkpoint_store = checkpoint_store
@@ -214,17 +221,15 @@ class BaseGroupChat(Team, ABC):
         self._closing = False
         self._idle: asyncio.Event | None = None
 
-    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
-        """The nodes to run next for a new ``task``, or None to keep the ready set."""
-        return None
+    @property
+    def policy(self) -> TeamPolicy:
+        """How the team checks and routes a task and explains a dead end."""
+        return self._policy
 
-    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
-        """Refuse a ``task`` this team cannot run from its current state (called before
-        the run starts, after a stored run was loaded; must change nothing)."""
-
-    def _describe_dead_end(self, node: str, final: BaseChatMessage | None) -> str | None:
-        """Why ``node`` matched none of its edges, or None for the generic explanation."""
-        return None
+    @property
+    def plan(self) -> ExecutionPlan:
+        """The compiled graph the team runs (read it, do not change it)."""
+        return self._plan
 
     # --- identity -----------------------------------------------------------------------
 
@@ -333,7 +338,7 @@ class BaseGroupChat(Team, ABC):
                 if isinstance(item, TaskResult):
                     result = item
         if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
-            raise RuntimeError("The run ended without a TaskResult.")
+            raise ContractError("The run ended without a TaskResult.")
         return result
 
     async def run_stream(
@@ -380,7 +385,17 @@ class BaseGroupChat(Team, ABC):
                     yield prepared
                     return
                 checkpointer = prepared
-            self._check_task(messages)
+            policy = self._policy
+            policy.check_task(
+                messages,
+                TaskContext(
+                    [p.name for p in self._participants],
+                    self._executor.thread,
+                    self._executor.is_running,
+                ),
+            )
+            if messages:
+                policy.start_task(messages)
             self._checkpointer = checkpointer
             # Closed at once when the caller stops reading, so the team is free again.
             async with aclosing(
@@ -538,29 +553,16 @@ class BaseGroupChat(Team, ABC):
                     run_id=run_id,
                 )
             return self._new_checkpointer(current)
-        # A new run starts from whatever state the team is in: a base record holds it.
-        # (A run stored without any record died before its first write: it starts so.)
+        # A new run starts from whatever state the team is in. Its first record is the
+        # `start` record, written by the checkpointer once the task is in the thread: it
+        # holds the whole state and the task in one append, so a stored record always
+        # has the task. (A run stored without any record died before its first write:
+        # it starts so, with the task given again.)
         if run is not None:
             self._check_stored_graph(run)
-        states = {p.name: json_state(await p.save_state()) for p in self._participants}
-        names = self._plan.names
-        if run is None:
+        else:
             await store.create_run(self._run_record(run_id, None))
-        await store.append(
-            CheckpointRecord(
-                run_id=run_id,
-                checkpoint_id=1,
-                kind="base",
-                turn=0,
-                created_at=time.time(),
-                messages=[m.dump() for m in self._executor.thread],
-                message_nodes=[names[n] if n >= 0 else None for n in self._executor.thread_nodes],
-                bookkeeping=self._executor.bookkeeping(settled=True),
-                participants={name: {"set": state} for name, state in states.items()},
-            ),
-            status="running",
-        )
-        stored = StoredRun(run_id, 1, states, 0, saved_upto=len(self._executor.thread))
+        stored = StoredRun(run_id, 0)
         self._stored = stored
         return self._new_checkpointer(stored)
 

@@ -35,7 +35,6 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, TerminationCondition
-from ..base._task import task_messages
 from ..checkpoint import CheckpointStore
 from ..component import dump_field, load_field
 from ..component._registry import register_builtin
@@ -65,6 +64,7 @@ from ._config import (
 )
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._policy import TaskContext, TeamPolicy
 from ._setup import check_agents_only, check_router_name
 
 __all__ = [
@@ -804,6 +804,34 @@ class MagenticOneOrchestrator(Router):
 # --- the team ---------------------------------------------------------------------------
 
 
+class MagenticOnePolicy(TeamPolicy):
+    """Magentic-One's policy: a new task goes to the orchestrator, which plans it from
+    scratch; a run needs a task given or under way."""
+
+    def __init__(self, orchestrator: MagenticOneOrchestrator) -> None:
+        self._orchestrator = orchestrator
+
+    def check_task(self, task: Sequence[BaseChatMessage], context: TaskContext) -> None:
+        """Refuse to run with no task when none is under way.
+
+        Raises:
+            InvalidValueError: If there is no task and none is under way.
+        """
+        if not task and not self._orchestrator.has_task and not context.running:
+            raise InvalidValueError(
+                "MagenticOneGroupChat has no task under way (the last one was answered, or "
+                "none was given); run it with a task, e.g. `team.run(task=...)`."
+            )
+
+    def route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
+        """The orchestrator (routing changes nothing: `start_task` gives it the task)."""
+        return [ORCHESTRATOR_NAME]
+
+    def start_task(self, task: Sequence[BaseChatMessage]) -> None:
+        """The orchestrator's next turn builds a new task ledger for ``task``."""
+        self._orchestrator.start_task(task)
+
+
 class MagenticOneGroupChat(BaseGroupChat):
     """A team directed by a Magentic-One orchestrator that plans, tracks progress with a
     ledger and re-plans when the work stalls.
@@ -952,6 +980,7 @@ class MagenticOneGroupChat(BaseGroupChat):
             emit_team_events=emit_team_events,
             checkpoint_store=checkpoint_store,
             durability=durability,
+            policy=MagenticOnePolicy(self._orchestrator),
         )
         # Saved transcripts may hold the participants' custom message types.
         self._orchestrator.message_factory = self._message_factory
@@ -973,27 +1002,6 @@ class MagenticOneGroupChat(BaseGroupChat):
     def final_answer_prompt(self) -> str:
         """The prompt of the final answer."""
         return self._final_answer_prompt
-
-    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
-        """A new task always goes to the orchestrator, which plans it from scratch."""
-        self._orchestrator.start_task(task)
-        return [ORCHESTRATOR_NAME]
-
-    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
-        """Refuse to run with no task when none is under way.
-
-        Raises:
-            ValueError: If there is no task and none is under way.
-        """
-        if (
-            not task_messages(task)
-            and not self._orchestrator.has_task
-            and not self._executor.is_running
-        ):
-            raise InvalidValueError(
-                "MagenticOneGroupChat has no task under way (the last one was answered, or "
-                "none was given); run it with a task, e.g. `team.run(task=...)`."
-            )
 
 
 register_builtin(

@@ -58,6 +58,7 @@ from ._config import (
 )
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._policy import TeamPolicy
 from ._setup import check_router_name
 
 __all__ = [
@@ -224,6 +225,11 @@ class SelectorRouter(Router):
     def thread(self) -> list[BaseAgentEvent | BaseChatMessage]:
         """The conversation so far (a copy)."""
         return list(self._thread)
+
+    @property
+    def speakers(self) -> list[str]:
+        """The names of the participants it selects from, in order (a copy)."""
+        return list(self._names)
 
     @property
     def previous_speaker(self) -> str | None:
@@ -471,6 +477,17 @@ class SelectorRouter(Router):
         self._unfinished = set(loaded.unfinished)
 
 
+class SelectorPolicy(TeamPolicy):
+    """SelectorGroupChat's policy: a new task is always answered by a fresh selection."""
+
+    def __init__(self, router: str) -> None:
+        self._router = router
+
+    def route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
+        """The selector router."""
+        return [self._router]
+
+
 class SelectorGroupChat(BaseGroupChat):
     """A team where a model (or your function) picks the next speaker after each message.
 
@@ -661,16 +678,13 @@ class SelectorGroupChat(BaseGroupChat):
             emit_team_events=emit_team_events,
             checkpoint_store=checkpoint_store,
             durability=durability,
+            policy=SelectorPolicy(router_name),
         )
 
     @property
     def selector(self) -> SelectorRouter:
         """The selector router (its thread, previous speaker and model context)."""
         return self._router
-
-    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
-        """A new task is always answered by a fresh selection."""
-        return [self._router.name]
 
 
 register_builtin(

@@ -32,6 +32,7 @@ from ._config import (
 )
 from ._durable import Durability
 from ._group_chat import BaseGroupChat, reject_runtime
+from ._policy import TaskContext, TeamPolicy
 from ._setup import check_agents_only
 
 __all__ = ["Swarm"]
@@ -63,6 +64,70 @@ def _task_handoffs(task: Sequence[BaseChatMessage]) -> list[HandoffMessage]:
     ``SocietyOfMindAgent`` passes earlier messages to its inner team that way).
     """
     return [m for m in task if isinstance(m, HandoffMessage) and m.target]
+
+
+class SwarmPolicy(TeamPolicy):
+    """Swarm's policy: a ``HandoffMessage`` in the task gives the turn to its target; a
+    task without one continues with whoever the last handoff named."""
+
+    def __init__(self, participants: Sequence[str]) -> None:
+        self._participants = frozenset(participants)
+
+    def check_task(self, task: Sequence[BaseChatMessage], context: TaskContext) -> None:
+        """Reject a task that leaves the next speaker undefined (changes nothing).
+
+        Raises:
+            InvalidArgumentError: If the task hands off to someone who is not a
+                participant, or if the last handoff went to a non-participant (e.g.
+                ``"user"``) and the task does not say who continues.
+        """
+        names = list(context.participants)
+        shown = ", ".join(f"`{n}`" for n in names)
+        handoffs = _task_handoffs(task)
+        if handoffs:
+            target = handoffs[-1].target
+            if target not in names:
+                raise InvalidArgumentError(
+                    f"The task hands off to `{target}`, which is not a participant of this "
+                    f"Swarm; address the HandoffMessage to one of {shown}.",
+                    argument="task",
+                )
+            return
+        if context.running:
+            return  # the team reports the concurrent run
+        for message in reversed(context.thread):
+            if isinstance(message, HandoffMessage) and message.target:
+                if message.target not in names:
+                    raise InvalidArgumentError(
+                        f"`{message.source}` handed off to `{message.target}`, who is not a "
+                        "participant, so this Swarm does not know who continues. Resume with "
+                        "run(task=HandoffMessage(source=..., target=<one of "
+                        f"{shown}>, content=...)), or reset() the team for a new task.",
+                        argument="task",
+                    )
+                return
+
+    def route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
+        """The target of the task's last ``HandoffMessage`` (checked by `check_task`)."""
+        handoffs = _task_handoffs(task)
+        if not handoffs:
+            return None
+        return [handoffs[-1].target]
+
+    def describe_dead_end(self, node: str, final: BaseChatMessage | None) -> str | None:
+        """A handoff to an undeclared participant, or to someone outside the swarm."""
+        if not isinstance(final, HandoffMessage):
+            return None
+        if final.target in self._participants:
+            return (
+                f"`{node}` handed off to `{final.target}`, which is not one of `{node}`'s "
+                "declared handoffs; add it to the agent's `handoffs`"
+            )
+        return (
+            f"`{node}` handed off to `{final.target}`, which is not a participant of the "
+            "swarm; resume with run(task=HandoffMessage(source=..., "
+            f"target=<a participant>, content=...))"
+        )
 
 
 class Swarm(BaseGroupChat):
@@ -183,62 +248,7 @@ class Swarm(BaseGroupChat):
             allow_unreachable=True,  # any participant can be resumed with a handoff task
             checkpoint_store=checkpoint_store,
             durability=durability,
-        )
-
-    def _check_task(self, task: Sequence[BaseChatMessage]) -> None:
-        """Reject a task that leaves the next speaker undefined (before any state changes).
-
-        Raises:
-            ValueError: If the task hands off to someone who is not a participant, or if
-                the last handoff went to a non-participant (e.g. ``"user"``) and the task
-                does not say who continues.
-        """
-        names = [p.name for p in self.participants]
-        shown = ", ".join(f"`{n}`" for n in names)
-        handoffs = _task_handoffs(task)
-        if handoffs:
-            target = handoffs[-1].target
-            if target not in names:
-                raise InvalidArgumentError(
-                    f"The task hands off to `{target}`, which is not a participant of this "
-                    f"Swarm; address the HandoffMessage to one of {shown}.",
-                    argument="task",
-                )
-            return
-        if self._executor.is_running:
-            return  # the executor reports the concurrent run
-        for message in reversed(self._executor.thread):
-            if isinstance(message, HandoffMessage) and message.target:
-                if message.target not in names:
-                    raise InvalidArgumentError(
-                        f"`{message.source}` handed off to `{message.target}`, who is not a "
-                        "participant, so this Swarm does not know who continues. Resume with "
-                        "run(task=HandoffMessage(source=..., target=<one of "
-                        f"{shown}>, content=...)), or reset() the team for a new task.",
-                        argument="task",
-                    )
-                return
-
-    def _route_task(self, task: Sequence[BaseChatMessage]) -> Sequence[str] | None:
-        """A ``HandoffMessage`` in the task gives the turn to its target (checked by
-        ``_check_task`` before the run starts)."""
-        handoffs = _task_handoffs(task)
-        if not handoffs:
-            return None
-        return [handoffs[-1].target]
-
-    def _describe_dead_end(self, node: str, final: BaseChatMessage | None) -> str | None:
-        if not isinstance(final, HandoffMessage):
-            return None
-        if final.target in {p.name for p in self.participants}:
-            return (
-                f"`{node}` handed off to `{final.target}`, which is not one of `{node}`'s "
-                "declared handoffs; add it to the agent's `handoffs`"
-            )
-        return (
-            f"`{node}` handed off to `{final.target}`, which is not a participant of the "
-            "swarm; resume with run(task=HandoffMessage(source=..., "
-            f"target=<a participant>, content=...))"
+            policy=SwarmPolicy([p.name for p in participants]),
         )
 
 

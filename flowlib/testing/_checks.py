@@ -2,8 +2,10 @@
 
 The executor keeps its bookkeeping in ``flowlib.graph._activation``; this module
 re-derives what a run was allowed to do from the graph alone and compares it with what
-the run did (``team.trace``). It shares no code with the executor, so a bug in one is not
-hidden by the same bug in the other.
+the run did (``team.trace``). It shares only the edge-firing rule with the executor
+([`fire_edges`][flowlib.graph.fire_edges], which says which out-edges a reply fires); the
+activation of joins, starts and absorption are replayed here independently, so a bug in
+the executor's bookkeeping is not hidden by the same bug in the checker.
 
 The rules it checks (see ``docs/graph-semantics.md``):
 
@@ -25,12 +27,20 @@ interleaving, and with it the checker is exact. Without one it checks what the t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, SupportsIndex, TypeVar
+from typing import Any, Literal, TypeVar
 
 from ..errors import ContractError, FlowlibError, InvalidTypeError
-from ..graph import COMPLETE_REASON, DiGraph, DiGraphEdge, RunTrace, validate_graph
+from ..graph import (
+    COMPLETE_REASON,
+    DiGraph,
+    DiGraphEdge,
+    RunTrace,
+    edge_rules,
+    fire_edges,
+    validate_graph,
+)
 from ..messages import TextMessage
 
 __all__ = ["RunTimeline", "TraceCheckError", "check_run", "check_trace"]
@@ -40,32 +50,6 @@ _T = TypeVar("_T")
 
 class TraceCheckError(FlowlibError, AssertionError):
     """A run's trace breaks the graph's execution rules; the message says which and where."""
-
-
-class _Observed(list[_T], Generic[_T]):
-    """A list that reports every append (and the clear at the start of a run)."""
-
-    def __init__(
-        self, items: Iterable[_T], on_append: Callable[[_T], None], on_clear: Callable[[], None]
-    ) -> None:
-        super().__init__(items)
-        self._on_append = on_append
-        self._on_clear = on_clear
-
-    def append(self, item: _T) -> None:
-        super().append(item)
-        self._on_append(item)
-
-    def extend(self, items: Iterable[_T]) -> None:
-        for item in items:
-            self.append(item)
-
-    def insert(self, index: SupportsIndex, item: _T) -> None:
-        raise InvalidTypeError("RunTimeline observes a trace that is only appended to.")
-
-    def clear(self) -> None:
-        super().clear()
-        self._on_clear()
 
 
 @dataclass
@@ -93,11 +77,15 @@ class RunTimeline:
     """
 
     events: list[tuple[Literal["start", "fire"], int]] = field(default_factory=list)
-    _trace: RunTrace | None = field(default=None, init=False, repr=False, compare=False)
+    trace: RunTrace | None = field(default=None, repr=False, compare=False)
+    """The trace observed (None: a timeline built by hand)."""
 
     @classmethod
     def attach(cls, team: Any) -> RunTimeline:
         """Start recording the runs of ``team`` (anything with a ``trace``: a RunTrace).
+
+        The timeline is added as an observer of the trace
+        ([`RunTrace.add_observer`][flowlib.graph.RunTrace.add_observer]).
 
         Raises:
             TypeError: If ``team.trace`` is not a [`RunTrace`][flowlib.graph.RunTrace].
@@ -108,33 +96,37 @@ class RunTimeline:
                 f"RunTimeline.attach() needs a team with a `trace` (a RunTrace), not "
                 f"{type(team).__name__}."
             )
-        timeline = cls()
-        timeline._trace = trace
-        timeline._observe(trace)
+        timeline = cls(trace=trace)
+        trace.add_observer(timeline)
         return timeline
 
-    def _observe(self, trace: RunTrace) -> None:
-        events = self.events
+    def detach(self) -> None:
+        """Stop recording (the events so far are kept)."""
+        if self.trace is not None:
+            self.trace.remove_observer(self)
 
-        def started(step_node: int) -> None:
-            events.append(("start", len(trace.step_nodes) - 1))
+    def on_start(self, trace: RunTrace, step: int) -> None:
+        """A step started (called by the trace)."""
+        self.events.append(("start", step))
 
-        def fired(item: tuple[int, int]) -> None:
-            events.append(("fire", len(trace.fired) - 1))
+    def on_fire(self, trace: RunTrace, position: int) -> None:
+        """An edge fired (called by the trace)."""
+        self.events.append(("fire", position))
 
-        trace.step_nodes = _Observed(trace.step_nodes, started, events.clear)
-        trace.fired = _Observed(trace.fired, fired, events.clear)
+    def on_clear(self, trace: RunTrace) -> None:
+        """A new run starts (called by the trace)."""
+        self.events.clear()
 
     def verify(self, trace: RunTrace) -> None:
         """Check that this timeline saw every start and firing of ``trace``.
 
         Raises:
-            RuntimeError: If it did not (the executor no longer appends to the trace's
-                lists in place, which is what the timeline observes).
+            RuntimeError: If it did not (it was attached after the run started, or to
+                another trace).
         """
         starts = sum(1 for kind, _ in self.events if kind == "start")
         fires = len(self.events) - starts
-        attached = self._trace is None or trace is self._trace  # None: built by hand
+        attached = self.trace is None or trace is self.trace  # None: built by hand
         if not attached or (starts, fires) != (len(trace.step_nodes), len(trace.fired)):
             raise ContractError(
                 f"RunTimeline saw {starts} starts and {fires} firings but the trace has "
@@ -237,9 +229,8 @@ def check_trace(
             groups.append(_Group(target, key[1], analysis.edge_activation[edge] == "any", []))
         groups[by_key[key]].edges.append(edge)
         group_of.append(by_key[key])
-    out_edges: list[list[int]] = [[] for _ in names]
-    for edge, (source, _) in enumerate(ends):
-        out_edges[source].append(edge)
+    rules = edge_rules(graph)
+    out_edges = [[rule.index for rule in node_rules] for node_rules in rules]
 
     # --- what the trace alone implies -------------------------------------------------
     seen_firings: set[tuple[int, int]] = set()
@@ -353,7 +344,10 @@ def check_trace(
             if reply is None:
                 continue
             message = TextMessage(content=reply, source=names[node])
-            matching = {e for e in out_edges[node] if edges[e][1].check_condition(message)}
+            out = rules[node]
+            matching = {
+                rule.index for rule, ok in zip(out, fire_edges(out, message), strict=True) if ok
+            }
             made = set(fired_by_step.get(step, ()))
             for edge in sorted(made - matching):
                 raise fail(

@@ -46,6 +46,7 @@ from ..errors import (
 )
 from ..graph import DiGraph, ExecutionPlan, GraphExecutor, Router, RunTrace, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory, StopMessage, TextMessage
+from ..teams import TeamPolicy
 from ._standins import (
     Draw,
     GuardedDraw,
@@ -252,8 +253,10 @@ class _Flow:
             self.termination: TerminationCondition | None = None
             team_turns: int | None = None
             self.team: Any = None
-        elif isinstance(getattr(obj, "_plan", None), ExecutionPlan) and hasattr(obj, "graph"):
-            self.plan = obj._plan  # type: ignore[attr-defined]
+        elif isinstance(getattr(obj, "plan", None), ExecutionPlan) and isinstance(
+            getattr(obj, "policy", None), TeamPolicy
+        ):
+            self.plan = obj.plan  # type: ignore[attr-defined]
             self.name = str(getattr(obj, "name", type(obj).__name__))
             participants = list(obj.participants)  # type: ignore[attr-defined]
             self.termination = obj.termination_condition  # type: ignore[attr-defined]
@@ -289,7 +292,7 @@ class _Flow:
                     stand_ins.append(
                         StandInSelector(
                             name,
-                            list(participant._names),
+                            participant.speakers,
                             draw,
                             selector_func=participant.selector_func,
                             candidate_func=participant.candidate_func,
@@ -341,8 +344,8 @@ class _Flow:
             termination_condition=termination,
             max_turns=self.max_turns,
             message_factory=MessageFactory(),
-            task_router=team._route_task if team is not None else None,
-            dead_end_reason=team._describe_dead_end if team is not None else None,
+            task_router=team.policy.route_task if team is not None else None,
+            dead_end_reason=team.policy.describe_dead_end if team is not None else None,
         )
         messages: list[BaseAgentEvent | BaseChatMessage] = []
         stop_reason = ""

@@ -11,7 +11,7 @@ from _batch_flows import FAIL_ON, NODES, build, lines, transcript
 
 from flowlib.base import TaskResult
 from flowlib.batch import LocalRunner, TeamPool, open_store, stream_run
-from flowlib.checkpoint import SQLiteCheckpointStore
+from flowlib.checkpoint import CheckpointRecord, RunStatus, SQLiteCheckpointStore
 from flowlib.errors import RunFailedError
 
 
@@ -71,18 +71,57 @@ async def test_a_failed_run_resumes_at_the_failed_node(tmp_path: Path) -> None:
     assert starts[f"{FAIL_ON} middle"] == 2  # the failed node is retried
 
 
-async def test_a_run_whose_task_was_never_recorded_starts_over(tmp_path: Path) -> None:
+class Killed(Exception):
+    """Stands for the worker dying at a store write."""
+
+
+class DiesAtAppend(SQLiteCheckpointStore):
+    """A store whose ``append`` number ``at`` (1-based) and every later one raise."""
+
+    def __init__(self, path: Path, at: int) -> None:
+        super().__init__(path)
+        self.at = at
+        self.appends = 0
+
+    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+        self.appends += 1
+        if self.appends >= self.at:
+            raise Killed(record.kind)
+        await super().append(record, status=status)
+
+
+async def die(path: Path, at: int) -> None:
+    dying = DiesAtAppend(path, at)
+    try:
+        await build(checkpoint_store=dying, think=0).run(task="x", run_id="dead")
+    except Exception as exc:  # the run's error wraps the store's
+        assert "Killed" in repr(exc) or isinstance(exc.__cause__, Killed), exc
+    else:  # pragma: no cover - the store raised
+        raise AssertionError("the run did not die")
+    finally:
+        await dying.close()
+
+
+async def test_a_run_killed_right_after_its_first_record_resumes_with_its_task(
+    tmp_path: Path,
+) -> None:
+    await die(tmp_path / "runs.db", at=2)  # the first record is written, the second not
     store = SQLiteCheckpointStore(tmp_path / "runs.db")
-    # A worker that died right after the run's first record, before its task's record.
-    await build(checkpoint_store=store, think=0).run(task="x", run_id="template")
-    template = await store.get_run("template")
-    assert template is not None
-    first = (await store.records("template"))[0]
-    assert first.kind != "start"
-    await store.create_run(
-        template.model_copy(update={"run_id": "dead", "last_checkpoint": 0, "turns": 0})
-    )
-    await store.append(first.model_copy(update={"run_id": "dead"}), status="running")
+    [first] = await store.records("dead")
+    assert first.kind == "start" and [m["content"] for m in first.messages] == ["x"]
+    teams = TeamPool(functools.partial(build, think=0), store)
+    items = [item async for item in stream_run(teams, "dead", "x")]
+    await store.close()
+    assert isinstance(items[-1], TaskResult)
+    assert transcript(items[-1].messages) == (await reference(["x"]))[0]
+    assert teams.counts == {"started": 0, "resumed": 1, "finished_before": 0}
+
+
+async def test_a_run_killed_before_its_first_record_starts_with_its_task(tmp_path: Path) -> None:
+    await die(tmp_path / "runs.db", at=1)
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    run = await store.get_run("dead")
+    assert run is not None and run.last_checkpoint == 0
     teams = TeamPool(functools.partial(build, think=0), store)
     items = [item async for item in stream_run(teams, "dead", "x")]
     await store.close()

@@ -77,16 +77,15 @@ async def test_a_checkpoint_after_every_turn_and_at_the_stop(store: CheckpointSt
     assert result.run_id == "r1"
     history = await store.history("r1")
     assert [(h.kind, h.node) for h in history] == [
-        ("base", None),
         ("start", None),
         ("turn", "A"),
         ("turn", "B"),
         ("turn", "C"),
         ("stop", None),
     ]
-    assert [h.message_count for h in history] == [0, 1, 1, 1, 1, 0]
+    assert [h.message_count for h in history] == [1, 1, 1, 1, 0]
     records = await store.records("r1")
-    assert [r.bookkeeping["edges_fired"] for r in records[1:]] == [
+    assert [r.bookkeeping["edges_fired"] for r in records] == [
         [],
         [["A", "B"]],
         [["B", "C"]],
@@ -204,8 +203,8 @@ async def test_exit_durability_writes_only_at_stops(store: CheckpointStore) -> N
     flow = chain(fakes("A", "B", "C"), store, durability="exit")
     await flow.run(task="go", run_id="r")
     history = await store.history("r")
-    assert [h.kind for h in history] == ["base", "stop"]
-    assert history[-1].message_count == 4
+    assert [h.kind for h in history] == ["start", "stop"]  # the first holds the task
+    assert [h.message_count for h in history] == [1, 3]
     a, b, c = fakes("A", "B", "C")
     again = await chain([a, b, c], store).run(task="more", run_id="r")
     assert texts(again.messages) == ["user:more", "A:A2", "B:B2", "C:C2"]
@@ -373,7 +372,7 @@ class SlowAfterCommit(InMemoryCheckpointStore):
 
 async def test_a_write_cancelled_after_its_commit_is_counted_once() -> None:
     store = SlowAfterCommit()
-    store.hold_at = 4  # base, start, A's turn, then B's turn
+    store.hold_at = 3  # start (with the task), A's turn, then B's turn
     agents = fakes("A", "B", "C")
     flow = chain(agents, store)
     running = asyncio.ensure_future(flow.run(task="go", run_id="r"))
@@ -414,7 +413,7 @@ class FailingWrites(InMemoryCheckpointStore):
 
 
 async def test_messages_of_failed_writes_go_into_the_next_record() -> None:
-    store = FailingWrites(first=4, failures=2)  # B's turn record and the stop record fail
+    store = FailingWrites(first=3, failures=2)  # B's turn record and the stop record fail
     flow = chain(fakes("A", "B", "C"), store, max_turns=2)
     with pytest.raises(ConnectionError):
         await flow.run(task="go", run_id="r")
@@ -424,6 +423,25 @@ async def test_messages_of_failed_writes_go_into_the_next_record() -> None:
     folded = fold(await store.records("r"))
     assert [m["content"] for m in folded.messages] == [m["content"] for m in thread]
     assert [m["content"] for m in thread] == ["go", "A1", "B1", "C1"]
+
+
+async def test_a_run_killed_after_its_first_record_resumes_with_its_task() -> None:
+    # Killed (every write from the second on fails) right after the first record: that
+    # record holds the task, so a fresh team resumes with no task and A still gets it.
+    dying = FailingWrites(first=2, failures=1_000)
+    with pytest.raises(ConnectionError):
+        await chain(fakes("A", "B"), dying).run(task="go", run_id="r")
+    store = InMemoryCheckpointStore()
+    run = await dying.get_run("r")
+    assert run is not None
+    await store.create_run(run.model_copy(update={"last_checkpoint": 0}))
+    for record in await dying.records("r"):
+        await store.append(record, status="running")
+    assert [h.kind for h in await store.history("r")] == ["start"]
+    a, b = fakes("A", "B")
+    result = await chain([a, b], store).run(run_id="r")
+    assert a.seen == [["user:go"]]
+    assert texts(result.messages) == ["A:A1", "B:B1"]
 
 
 async def test_fifty_concurrent_runs_on_one_sqlite_store_all_resume(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""The durability tests: crash anywhere, resume, many concurrent runs on one store."""
