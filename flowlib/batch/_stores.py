@@ -18,6 +18,7 @@ from ..checkpoint import (
     PostgresCheckpointStore,
     SQLiteCheckpointStore,
 )
+from ..checkpoint import open_store as open_store_url
 from ..errors import CheckpointArgumentError
 
 __all__ = ["open_store", "store_url"]
@@ -26,7 +27,9 @@ _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def open_store(spec: str | os.PathLike[str]) -> CheckpointStore:
-    """Open the checkpoint store a URL names.
+    """Open the checkpoint store a URL names, as
+    [`checkpoint.open_store`][flowlib.checkpoint.open_store] does; a plain path ending in
+    ``.db``/``.sqlite`` is also taken as a SQLite file (batch files name stores so).
 
     Args:
         spec: ``sqlite:///runs.db`` (relative), ``sqlite:////abs/runs.db``, a path
@@ -37,32 +40,11 @@ def open_store(spec: str | os.PathLike[str]) -> CheckpointStore:
 
     Raises:
         CheckpointArgumentError: If the URL's scheme is not one of those.
-
-    Examples:
-        ```python
-        store = open_store("sqlite:///tmp/runs.db")
-        ```
     """
     text = os.fspath(spec)
-    if text.startswith("sqlite://"):
-        rest = text[len("sqlite://") :]
-        path = rest[1:] if rest.startswith("/") else ""
-        if not path:
-            raise CheckpointArgumentError(
-                f"Store URL `{text}` names no file; write `sqlite:///runs.db` (relative) "
-                "or `sqlite:////abs/runs.db`."
-            )
-        return SQLiteCheckpointStore(path)
-    if text.startswith(("postgresql://", "postgres://")):
-        return PostgresCheckpointStore(text)
-    if text == "memory://":
-        return InMemoryCheckpointStore()
     if "://" not in text and text.endswith(_SQLITE_SUFFIXES):
         return SQLiteCheckpointStore(text)
-    raise CheckpointArgumentError(
-        f"Unknown checkpoint store `{text}`: use `sqlite:///path/to/runs.db`, "
-        "`postgresql://user@host:5432/db` or `memory://`."
-    )
+    return open_store_url(text)
 
 
 def store_url(store: str | os.PathLike[str] | CheckpointStore) -> str:

@@ -26,7 +26,7 @@ def test_urls_open_the_store_they_name(tmp_path: Path) -> None:
     postgres = open_store("postgresql://flowlib@127.0.0.1:5/db")
     assert isinstance(postgres, PostgresCheckpointStore)
     assert isinstance(open_store("memory://"), InMemoryCheckpointStore)
-    with pytest.raises(CheckpointArgumentError, match="Unknown checkpoint store `redis://x`"):
+    with pytest.raises(CheckpointArgumentError, match="unknown scheme `redis`"):
         open_store("redis://x")
     with pytest.raises(CheckpointArgumentError, match="names no file"):
         open_store("sqlite://")
