@@ -90,7 +90,6 @@ def _call(edge: EdgeRule, message: BaseChatMessage) -> bool:
 def fire_edges(
     edges: Sequence[_E],
     final: BaseChatMessage | None,
-    *,
     selected: Collection[int] | None = None,
     absorbed: Callable[[_E], bool] | None = None,
     check: Callable[[_E, BaseChatMessage], bool] | None = None,

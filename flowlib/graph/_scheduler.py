@@ -58,6 +58,8 @@ class Scheduler:
         self.factory = message_factory
         self.trace = trace
         self.tracker = ActivationTracker(plan)
+        self._is_absorbed = self.tracker.is_absorbed
+        self._check = self.check
         self.thread: list[BaseChatMessage] = []
         self.thread_node: list[int] = []  # publisher of each thread entry (-1: the task)
         self.ready: deque[int] = deque()
@@ -192,13 +194,7 @@ class Scheduler:
         passed: list[bool] = []
         if out_edges:
             selected = output.selected if output is not None else None
-            passed = fire_edges(
-                out_edges,
-                final,
-                selected=selected,
-                absorbed=self.tracker.is_absorbed,
-                check=self.check,
-            )
+            passed = fire_edges(out_edges, final, selected, self._is_absorbed, self._check)
         # Nothing below raises: the turn is recorded whole, exactly once.
         self.running[node] = False
         if output is not None and output.published:
