@@ -28,7 +28,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -53,8 +53,21 @@ from .logging import (
     trace_logger,
 )
 
-if TYPE_CHECKING:
-    from .graph._executor import GraphExecutor
+
+class GraphExecutor(Protocol):
+    """What a node-turn span reads of the executor running the turn (the graph package
+    sits above telemetry, so it is named by this protocol, not imported)."""
+
+    @property
+    def plan(self) -> Any: ...
+
+    @property
+    def trace(self) -> Any: ...
+
+    def node_kind(self, node: int) -> int: ...
+
+    def turn_step(self, node: int) -> int: ...
+
 
 __all__ = [
     "INSTRUMENTATION_NAME",
@@ -199,7 +212,7 @@ def _activation_group(executor: GraphExecutor, node: int) -> str | None:
     for _step, edge_index in reversed(executor.trace.fired):
         edge = plan.edges[edge_index]
         if edge.target == node:
-            return plan.groups[edge.group].name
+            return str(plan.groups[edge.group].name)
     return None
 
 

@@ -64,6 +64,53 @@ def test_no_import_cycle_between_modules(modules: nx.DiGraph) -> None:
     assert cycles == []
 
 
+def _every_import(root: Path) -> nx.DiGraph:
+    """Module imports counting every statement, ``if TYPE_CHECKING:`` ones included: type
+    annotations must not tie modules into a cycle either."""
+    package = root / "flowlib"
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    graph: nx.DiGraph = nx.DiGraph()
+    for module, path in modules.items():
+        here = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+                if not node.level:
+                    target = node.module or ""
+                names = [target] + [f"{target}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            graph.add_edges_from((module, name) for name in names if name in modules)
+    graph.remove_edges_from(nx.selfloop_edges(graph))
+    return graph
+
+
+def test_no_import_cycle_even_through_type_only_imports() -> None:
+    graph = _every_import(ROOT)
+    cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert cycles == []
+
+
+def test_the_strict_cycle_check_sees_a_type_only_cycle(tmp_path: Path) -> None:
+    package = tmp_path / "flowlib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import X\n"
+    )
+    cycles = [c for c in nx.strongly_connected_components(_every_import(tmp_path)) if len(c) > 1]
+    assert cycles == [{"flowlib.a", "flowlib.b"}]
+
+
 def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     """The checks can fail: a bottom-layer module importing a team is caught."""
     package = tmp_path / "flowlib"

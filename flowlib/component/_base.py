@@ -6,16 +6,17 @@ and yours) writes itself to a config and builds itself from one."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 from typing_extensions import Self
 
 from ._model import ComponentModel, EdgeFunction, dump, load
 
-if TYPE_CHECKING:
-    from ..agents._code_executor_agent import ApprovalFuncType
+# A CodeExecutorAgent's approval function (ApprovalRequest -> ApprovalResponse, sync or
+# async); named loosely here, as the component layer sits below the agents.
+ApprovalFuncType = Callable[[Any], Any]
 
 __all__ = [
     "Component",

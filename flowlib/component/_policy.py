@@ -23,14 +23,19 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import ArgumentTypeError
-
-if TYPE_CHECKING:
-    from ._model import Loader
+from ._errors import ComponentLoadError
 
 __all__ = ["MAX_DEPTH", "LoadPolicy"]
+
+
+class Loader(Protocol):
+    """What a policy needs of the loader running it: errors located at a field."""
+
+    def error(self, message: str, field_name: str = "") -> ComponentLoadError: ...
+
 
 MAX_DEPTH = 100
 """How deeply components may nest in one config (a team in a team in ... ): deeper

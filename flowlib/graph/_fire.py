@@ -16,14 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from ..messages import BaseChatMessage
 from ._conditions import EdgeCondition
-
-if TYPE_CHECKING:
-    from ._model import DiGraph
-    from ._validate import EdgeIR
+from ._ir import EdgeIR, GraphIR
 
 __all__ = ["ALWAYS", "PREDICATE", "SUBSTRING", "EdgeRule", "edge_rule", "edge_rules", "fire_edges"]
 
@@ -66,7 +63,7 @@ def edge_rule(edge: EdgeIR, *, index: int = 0, source: int = 0, target: int = 0)
     return EdgeRule(index, source, target, test, text, predicate)
 
 
-def edge_rules(graph: DiGraph) -> list[list[EdgeRule]]:
+def edge_rules(graph: GraphIR) -> list[list[EdgeRule]]:
     """Every node's out-edges as rules, by node index (``graph.nodes`` order); no
     validation, so any graph can be drawn or checked."""
     index = {name: number for number, name in enumerate(graph.nodes)}

@@ -24,9 +24,8 @@ offending nodes or edges and says how to fix it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import networkx as nx
 
@@ -41,9 +40,7 @@ from ..errors import (
     UnreachableNodeError,
 )
 from ._conditions import Contains, EdgeCondition, Not, as_condition, check_condition
-
-if TYPE_CHECKING:
-    from ._model import DiGraph
+from ._ir import EdgeIR, GraphIR, NodeIR
 
 __all__ = [
     "EdgeIR",
@@ -60,63 +57,6 @@ __all__ = [
 ]
 
 _SHOWN = 10  # how many names an error message lists before "and N more"
-
-
-# What the validator reads of the IR. [`DiGraph`][flowlib.graph.DiGraph] and its nodes and
-# edges are these; the validator does not import them, so that `DiGraph`'s own queries
-# (`graph_validate()`, `get_has_cycles()`, ...) can call it without an import cycle.
-
-
-class EdgeIR(Protocol):
-    """An edge as the validator (and the plan compiled from its analysis) reads it."""
-
-    @property
-    def target(self) -> str: ...
-
-    @property
-    def condition(self) -> Any: ...
-
-    @property
-    def condition_function(self) -> Callable[[Any], bool] | None: ...
-
-    @property
-    def activation_group(self) -> str: ...
-
-    @property
-    def activation_condition(self) -> Literal["all", "any"] | None: ...
-
-    @property
-    def is_conditional(self) -> bool: ...
-
-    def check_condition(self, message: Any) -> bool: ...
-
-
-class NodeIR(Protocol):
-    """A node as the validator reads it."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def edges(self) -> Sequence[EdgeIR]: ...
-
-    @property
-    def activation(self) -> Literal["all", "any"]: ...
-
-
-class GraphIR(Protocol):
-    """A graph as the validator reads it ([`DiGraph`][flowlib.graph.DiGraph])."""
-
-    @property
-    def nodes(self) -> Mapping[str, NodeIR]: ...
-
-    @property
-    def default_start_node(self) -> str | None: ...
-
-    @property
-    def pattern(self) -> str | None: ...
-
-    def iter_edges(self) -> Iterator[tuple[str, EdgeIR]]: ...
 
 
 @dataclass
@@ -541,7 +481,7 @@ def _branch_edge(analysis: GraphAnalysis, edge_index: int, incoming: list[list[i
     return current
 
 
-def graph_warnings(graph: DiGraph, analysis: GraphAnalysis | None = None) -> list[GraphWarning]:
+def graph_warnings(graph: GraphIR, analysis: GraphAnalysis | None = None) -> list[GraphWarning]:
     """Cheap checks for flows that validate but are likely wrong; no run needed.
 
     - ``exclusive_join``: an ``all`` join whose incoming edges depend on different
