@@ -57,7 +57,8 @@ class SQLiteCheckpointStore:
         synchronous: ``"NORMAL"`` (default): a committed checkpoint survives the process
             being killed, not a power cut; ``"FULL"``: also a power cut (an fsync per
             checkpoint).
-        busy_timeout: Seconds to wait for another process's write lock.
+        busy_timeout: Seconds to wait for another process's write lock (also bounds
+            the retries of the file's setup when several connections open it at once).
 
     Examples:
         >>> import asyncio
