@@ -19,7 +19,8 @@
     │   └── GraphLoadError                      DiGraph.load was given something not dumped
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
-    │   └── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
+    │   ├── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
+    │   └── CheckpointConflictError             not the run's next checkpoint (another writer)
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
     ├── TeamRunningError (RuntimeError, ValueError) run/reset/load_state while a run is going
@@ -414,3 +415,12 @@ class RoutingError(ContractError, ValueError):
 
 
 __all__ += ["RoutingError"]
+
+
+class CheckpointConflictError(CheckpointError):
+    """A store refused an append because the record is not the run's next checkpoint
+    (another writer advanced the run, or a record was skipped). Unlike other
+    ``CheckpointError``s it is unambiguous: the record was certainly not written."""
+
+
+__all__ += ["CheckpointConflictError"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import CheckpointArgumentError, CheckpointError
+from ..errors import CheckpointArgumentError, CheckpointConflictError, CheckpointError
 from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "check_next",
     "check_upto",
     "closed_error",
+    "conflict_error",
     "info_of",
     "unknown_run",
     "updated_run",
@@ -30,13 +31,18 @@ def unknown_run(run_id: str) -> CheckpointError:
 
 def check_next(run: RunRecord, record: CheckpointRecord) -> None:
     """Refuse a record that is not exactly the run's next checkpoint."""
+    if record.checkpoint_id != run.last_checkpoint + 1:
+        raise conflict_error(run, record)
+
+
+def conflict_error(run: RunRecord, record: CheckpointRecord) -> CheckpointConflictError:
+    """The refusal of ``record``, which does not follow ``run``'s last checkpoint."""
     expected = run.last_checkpoint + 1
-    if record.checkpoint_id != expected:
-        raise CheckpointError(
-            f"Run `{run.run_id}`: checkpoint {record.checkpoint_id} cannot follow "
-            f"{run.last_checkpoint} (expected {expected}). Another writer has advanced the "
-            "run, or a record was skipped; resume from the store instead of writing on."
-        )
+    return CheckpointConflictError(
+        f"Run `{run.run_id}`: checkpoint {record.checkpoint_id} cannot follow "
+        f"{run.last_checkpoint} (expected {expected}). Another writer has advanced the "
+        "run, or a record was skipped; resume from the store instead of writing on."
+    )
 
 
 def updated_run(run: RunRecord, record: CheckpointRecord, status: RunStatus) -> RunRecord:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointArgumentError, CheckpointError
-from ._common import check_keep_last, check_upto, closed_error, unknown_run
+from ._common import check_keep_last, check_upto, closed_error, conflict_error, unknown_run
 from ._fold import base_record, fold
 from ._sql import (
     INFO_COLUMNS,
@@ -223,12 +223,7 @@ class PostgresCheckpointStore:
                 run = await _get_run(conn, record.run_id)
                 if run is None:
                     raise unknown_run(record.run_id)
-                raise CheckpointError(
-                    f"Run `{run.run_id}`: checkpoint {record.checkpoint_id} cannot follow "
-                    f"{run.last_checkpoint} (expected {run.last_checkpoint + 1}). Another "
-                    "writer has advanced the run, or a record was skipped; resume from the "
-                    "store instead of writing on."
-                )
+                raise conflict_error(run, record)
 
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""

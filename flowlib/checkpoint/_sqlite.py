@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
@@ -56,7 +57,8 @@ class SQLiteCheckpointStore:
         synchronous: ``"NORMAL"`` (default): a committed checkpoint survives the process
             being killed, not a power cut; ``"FULL"``: also a power cut (an fsync per
             checkpoint).
-        busy_timeout: Seconds to wait for another process's write lock.
+        busy_timeout: Seconds to wait for another process's write lock (also bounds
+            the retries of the file's setup when several connections open it at once).
 
     Examples:
         >>> import asyncio
@@ -110,20 +112,48 @@ class SQLiteCheckpointStore:
             ) from exc
 
     def _connect(self) -> sqlite3.Connection:
+        """Open the file and make it ready: the busy timeout first, then write-ahead
+        logging and the tables, retried while another connection holds the file.
+
+        Several connections may open a new file at once. Switching it to WAL and creating
+        the tables both need the write lock, and SQLite does not always wait for it (it
+        returns "database is locked" at once where waiting could deadlock), so the setup
+        is retried until ``busy_timeout``. Every step is idempotent (WAL is switched on
+        only if it is off; ``CREATE ... IF NOT EXISTS`` in one ``BEGIN IMMEDIATE``).
+        """
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-            with _transaction(conn):
-                for statement in schema(
-                    text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID"
-                ):
-                    conn.execute(statement)
+            deadline = time.monotonic() + self._busy_ms / 1000
+            delay = 0.001
+            while True:
+                try:
+                    self._prepare(conn)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if not _busy(exc) or time.monotonic() >= deadline:
+                        raise
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+        if str(mode).lower() not in ("wal", "memory"):
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if str(mode).lower() != "wal" and self.path not in ("", ":memory:"):
+                raise sqlite3.OperationalError("database is locked (journal_mode not set)")
+        with _transaction(conn):
+            for statement in schema(
+                text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID"
+            ):
+                conn.execute(statement)
 
     # -- the protocol ------------------------------------------------------------------
 
@@ -305,6 +335,12 @@ def _last(conn: sqlite3.Connection, run_id: str) -> int | None:
         "SELECT last_checkpoint FROM flowlib_runs WHERE run_id = ?", (run_id,)
     ).fetchone()
     return None if row is None else int(row[0])
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked"/"busy" (worth a retry)."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _run(conn: sqlite3.Connection, run_id: str) -> RunRecord:

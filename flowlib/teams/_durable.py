@@ -3,8 +3,10 @@
 The executor tells a [`Checkpointer`] when a run starts, when each turn is recorded and
 when the run stops. Each checkpoint holds only what changed since the previous one: the
 thread's new messages, the executor's small bookkeeping, and a patch of each participant
-whose turn was recorded. A write that was interrupted is settled by asking the store
-before the next one, so a record is either in the store and counted here, or neither.
+whose turn was recorded. A write the store refused (``CheckpointConflictError``) was not
+written; a write that was interrupted is settled by asking the store before the next
+one whether it holds this very record, so a record is either in the store and counted
+here, or neither, and another writer's record is never counted as this one's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal
 from pydantic_core import to_jsonable_python
 
 from ..checkpoint import CheckpointRecord, CheckpointStore, RunStatus, StepKind, diff_state
+from ..errors import CheckpointConflictError, CheckpointError
 from ..graph import GraphExecutor
 from ..graph._executor import RunOutcome
 
@@ -185,17 +188,34 @@ class Checkpointer:
         # If the write is interrupted (cancelled mid-await, or it raises), whether the
         # store has the record is unknown: the next write asks the store first.
         self._unsure = (record, upto, states, fired_upto)
-        await self._store.append(record, status=status)
+        try:
+            await self._store.append(record, status=status)
+        except CheckpointConflictError:
+            self._unsure = None  # refused: certainly not written, so nothing to settle
+            raise
         self._unsure = None
         self._advance(record, upto, states, fired_upto)
 
     async def _reconcile(self) -> None:
-        """Settle an interrupted write: count it if the store has it."""
+        """Settle an interrupted write: count it if the store holds this very record.
+
+        Another writer may have written a record with the same number meanwhile, so the
+        number alone proves nothing: the stored record must equal the one written here
+        (its ``created_at``, thread entries, bookkeeping and patches). A record the
+        store has since pruned into a ``base`` cannot be told apart and is not counted;
+        the next write is then refused rather than written on top of another's record.
+        """
         assert self._unsure is not None
         record, upto, states, fired_upto = self._unsure
         run = await self._store.get_run(record.run_id)
         self._unsure = None
-        if run is not None and run.last_checkpoint >= record.checkpoint_id:
+        if run is None or run.last_checkpoint < record.checkpoint_id:
+            return
+        try:
+            stored = await self._store.records(record.run_id, upto=record.checkpoint_id)
+        except CheckpointError:  # pruned meanwhile, or the run was deleted
+            return
+        if stored and _same_record(stored[-1], record):
             self._advance(record, upto, states, fired_upto)
 
     def _advance(
@@ -208,3 +228,8 @@ class Checkpointer:
         for name, state in states.items():
             if self._latest.get(name) is state:
                 self._dirty.discard(name)
+
+
+def _same_record(stored: CheckpointRecord, written: CheckpointRecord) -> bool:
+    """Whether ``stored`` is ``written`` as a store gives it back (compared as JSON)."""
+    return stored.model_dump(mode="json") == written.model_dump(mode="json")

@@ -30,7 +30,7 @@ from flowlib.checkpoint import (
     fold,
 )
 from flowlib.checkpoint._sql import RECORD_COLUMNS, message_rows, record_row
-from flowlib.errors import CheckpointArgumentError, CheckpointError
+from flowlib.errors import CheckpointArgumentError, CheckpointConflictError, CheckpointError
 
 
 @dataclass
@@ -226,6 +226,24 @@ async def test_list_runs_newest_first(backend: Backend) -> None:
     assert [r.run_id for r in await store.list_runs()] == ["r0", "r2", "r1"]
 
 
+async def test_a_record_reads_back_equal_as_json(backend: Backend) -> None:
+    """What a team compares to settle an interrupted write: the stored record, read
+    back, equals the written one as JSON (floats, text and nesting exactly)."""
+    store = backend.open()
+    await store.create_run(_run())
+    record = _record("r1", 1).model_copy(
+        update={
+            "created_at": 1764069337.1234567,
+            "messages": [{"content": 'é\u2028"x" 🙂', "n": 0.1 + 0.2, "big": 2**60, "no": None}],
+            "message_nodes": [None],
+            "bookkeeping": {"f": [1e-300, -0.5, 1.7976931348623157e308], "nested": {"a": [[]]}},
+        }
+    )
+    await store.append(record, status="running")
+    (back,) = await store.records("r1")
+    assert back.model_dump(mode="json") == record.model_dump(mode="json")
+
+
 async def test_refusals_change_nothing(backend: Backend) -> None:
     store = backend.open()
     await store.create_run(_run())
@@ -235,10 +253,11 @@ async def test_refusals_change_nothing(backend: Backend) -> None:
     with pytest.raises(CheckpointError, match="already exists"):
         await store.create_run(_run())
     for bad in (1, 2, 4, 7):  # a repeat, the last one again, a gap
-        with pytest.raises(CheckpointError, match=r"expected 3"):
+        with pytest.raises(CheckpointConflictError, match=r"expected 3"):
             await store.append(_record("r1", bad), status="complete")
-    with pytest.raises(CheckpointError, match="Unknown run `nope`"):
+    with pytest.raises(CheckpointError, match="Unknown run `nope`") as unknown:
         await store.append(_record("nope", 1), status="running")
+    assert not isinstance(unknown.value, CheckpointConflictError)
     with pytest.raises(CheckpointError, match="Unknown run"):
         await store.history("nope")
     with pytest.raises(CheckpointError, match="Unknown run"):

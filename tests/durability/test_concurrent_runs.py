@@ -63,11 +63,9 @@ def _raise() -> None:
 
 
 async def _fifty(stores: list[CheckpointStore]) -> None:
-    # Each store opens (creates the tables) before the runs start: opening one new SQLite
-    # file from several connections at the same moment is a separate, open defect
-    # (test_opening_a_new_sqlite_file_from_many_connections_at_once).
-    for store in stores:
-        await store.list_runs()
+    # The stores open the file at their first use, at the same moment (the new file's
+    # setup by several connections at once is checked on its own too:
+    # test_opening_a_new_sqlite_file_from_many_connections_at_once).
     want, want_effects = await _reference()
     total = len(want_effects)
     ledgers = [Ledger() for _ in range(RUNS)]
@@ -120,15 +118,6 @@ async def test_fifty_interrupted_runs_on_one_postgres_database(postgres_dsn: str
             await store.close()
 
 
-@pytest.mark.xfail(
-    strict=False,  # depends on how the two writers interleave: fails in some runs
-    reason="teams/_durable.py: after its write was refused, a team settles the write by "
-    "asking the store (get_run) and counts the store's checkpoint as its own when the "
-    "number matches, though another writer wrote it; it then writes on top of the other "
-    "writer's records, and both writers end refused (seen: 'checkpoint 7 cannot follow 7' "
-    "and '... expected 7'). A refused write must not be counted unless the stored record "
-    "is this writer's",
-)
 async def test_two_processes_resuming_one_run_one_is_refused(tmp_path: Path) -> None:
     """Two teams (two store objects on one file, as two processes would have) resume the
     same interrupted run at once: one continues it, the other's first write is refused
@@ -137,8 +126,7 @@ async def test_two_processes_resuming_one_run_one_is_refused(tmp_path: Path) -> 
     db = tmp_path / "runs.db"
     first, second = SQLiteCheckpointStore(db), SQLiteCheckpointStore(db)
     try:
-        for store in (first, second):  # opened one after the other (see the test below)
-            await store.list_runs()
+        await asyncio.gather(first.list_runs(), second.list_runs())  # both open at once
         ledger = Ledger()
         trigger = Trigger(at_turn=3, fire=_raise)
         with pytest.raises(NodeExecutionError):
@@ -167,12 +155,6 @@ async def test_two_processes_resuming_one_run_one_is_refused(tmp_path: Path) -> 
         await second.close()
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: about 1 in 100 fresh files fails, so it may pass
-    reason="SQLiteCheckpointStore: the first use of a new file by several connections at "
-    "once can fail with 'database is locked' (PRAGMA journal_mode = WAL and the CREATE "
-    "TABLEs in _connect do not wait for each other); found by the 50-run test under load",
-)
 async def test_opening_a_new_sqlite_file_from_many_connections_at_once(tmp_path: Path) -> None:
     for attempt in range(150):
         stores = [SQLiteCheckpointStore(tmp_path / f"{attempt}.db") for _ in range(6)]
