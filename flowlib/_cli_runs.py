@@ -265,7 +265,8 @@ async def _delete(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def render_stored(args: argparse.Namespace, out: TextIO) -> int:
-    """``flowlib render TARGET --store URL --run ID -o out.svg``."""
+    """``flowlib render TARGET --store URL --run ID -o out.svg`` (or ``-o run.html``: the
+    run page, a step per stored turn)."""
     if args.run is None:
         raise CliError("--store URL needs --run ID: the stored run to draw")
     if args.output is None:
@@ -283,6 +284,18 @@ async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     run = await _known(store, args.run_id)
     records = list(await store.records(args.run_id))
     trace = _stored_trace(graph, records, run.stop_reason)
+    if Path(args.output).suffix.lower() in (".html", ".htm"):
+        # The run page: the drawing with the path, and a step per stored turn.
+        render.write_run_page(
+            obj,
+            args.output,
+            render.steps_from_records(obj, records),
+            trace=trace,
+            title=f"run {args.run_id}",
+            stop_reason=run.stop_reason,
+        )
+        print(f"wrote {args.output} (the run page of run {args.run_id})", file=out)
+        return 0
     if trace is None:  # no per-turn records (durability="exit", a fork, pruned): rebuild
         folded = fold(records, run_id=args.run_id)
         trace = _messages_result(folded.messages, run.stop_reason)

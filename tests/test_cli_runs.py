@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -311,6 +312,24 @@ def test_render_draws_a_stored_runs_path(flow_file: Path, tmp_path: Path) -> Non
         "last run: 3 steps, stopped: Digraph execution is complete "
         "(path rebuilt from the messages)" in _step_labels(pruned)
     )
+
+
+def test_render_writes_a_stored_runs_page(flow_file: Path, tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    asyncio.run(
+        _store_run(db, "r1", [("draft", "draft"), ("review", "APPROVE"), ("publish", "done")])
+    )
+    page = tmp_path / "run.html"
+    code, out = run_cli(
+        "render", f"{flow_file}:plain", "--store", f"sqlite:///{db}", "--run", "r1", "-o", str(page)
+    )
+    assert code == 0 and "the run page of run r1" in out
+    html = page.read_text(encoding="utf-8")
+    assert 'max="3"' in html  # one slider step per stored turn
+    data = json.loads(html.split('id="run-data">', 1)[1].split("</script>", 1)[0])
+    shown = json.dumps(data)
+    assert all(word in shown for word in ("draft", "APPROVE", "done"))
+    assert "<svg" in html and "<script src" not in html  # self-contained
 
 
 def test_render_store_options_go_together(
