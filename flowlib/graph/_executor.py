@@ -19,6 +19,10 @@ Semantics (see docs/graph-semantics.md for the reasoning):
   set, then ``CancelledError`` propagates. A node error: the same, and the error is raised
   as [`NodeExecutionError`][flowlib.errors.NodeExecutionError].
 
+Participants run only through their [`Node`][flowlib.graph.Node] adapters, built once
+with [`as_node`][flowlib.graph.as_node]: a turn is ``node.turn(messages, token)``
+whatever the participant is.
+
 When only one node can run and nothing else is running, its turn is driven inline (no
 task, no queue): nothing else can become ready until it completes, so this is the same
 schedule, with less overhead on sequential stretches.
