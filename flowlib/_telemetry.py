@@ -64,7 +64,7 @@ class GraphExecutor(Protocol):
     @property
     def trace(self) -> Any: ...
 
-    def node_kind(self, node: int) -> int: ...
+    def node_kind(self, node: int) -> str: ...
 
     def turn_step(self, node: int) -> int: ...
 
@@ -87,8 +87,6 @@ INSTRUMENTATION_NAME = "flowlib"
 _T = TypeVar("_T")
 _Create = TypeVar("_Create", bound=Callable[..., Awaitable[Any]])
 _CreateStream = TypeVar("_CreateStream", bound=Callable[..., AsyncGenerator[Any, None]])
-_KIND_NAMES = {0: "agent", 1: "team", 2: "function", 3: "router"}
-
 _provider: object = None
 _tracer: Tracer | None = None
 # Set while a team's run takes a step: a team run inside it (a nested team, or one inside
@@ -231,7 +229,7 @@ def trace_node_turn(
     if active is None and not debug:
         return stream
     name = executor.plan.names[node]
-    kind = _KIND_NAMES.get(executor.node_kind(node), "agent")
+    kind = executor.node_kind(node)
     step = executor.turn_step(node) + 1  # as the drawings number steps, from 1
     group = _activation_group(executor, node) or "entry"
     if debug:

@@ -15,6 +15,17 @@ from ._conditions import (
 from ._executor import COMPLETE_REASON, GraphExecutor, RunRecorder
 from ._fire import EdgeRule, edge_rule, edge_rules, fire_edges
 from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
+from ._node import (
+    AgentNode,
+    DirectCallNode,
+    FunctionNode,
+    Node,
+    NodeContext,
+    RouterNode,
+    TeamNode,
+    TurnOutput,
+    as_node,
+)
 from ._plan import ExecutionPlan
 from ._router import Router, Routing, Selected
 from ._signature import graph_description, graph_difference, graph_signature
@@ -24,6 +35,7 @@ from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_gra
 
 __all__ = [
     "COMPLETE_REASON",
+    "AgentNode",
     "AllOf",
     "AnyOf",
     "CallableCondition",
@@ -31,24 +43,32 @@ __all__ = [
     "DiGraph",
     "DiGraphEdge",
     "DiGraphNode",
+    "DirectCallNode",
     "EdgeCondition",
     "EdgeRule",
     "ExecutionPlan",
+    "FunctionNode",
     "GraphAnalysis",
     "GraphExecutor",
     "GraphManagerState",
     "GraphWarning",
     "HandoffTo",
     "IsHandoff",
+    "Node",
+    "NodeContext",
     "NodeKind",
     "Not",
     "Regex",
     "Router",
+    "RouterNode",
     "Routing",
     "RunRecorder",
     "RunTrace",
     "Selected",
+    "TeamNode",
     "TraceObserver",
+    "TurnOutput",
+    "as_node",
     "describe_condition",
     "edge_rule",
     "edge_rules",

@@ -19,6 +19,10 @@ Semantics (see docs/graph-semantics.md for the reasoning):
   set, then ``CancelledError`` propagates. A node error: the same, and the error is raised
   as [`NodeExecutionError`][flowlib.errors.NodeExecutionError].
 
+Participants run only through their [`Node`][flowlib.graph.Node] adapters, built once
+with [`as_node`][flowlib.graph.as_node]: a turn is ``node.turn(messages, token)``
+whatever the participant is.
+
 When only one node can run and nothing else is running, its turn is driven inline (no
 task, no queue): nothing else can become ready until it completes, so this is the same
 schedule, with less overhead on sequential stretches.
@@ -29,12 +33,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from .._telemetry import trace_node_turn
-from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team, TerminationCondition
-from ..errors import ContractError, NodeExecutionError, RoutingError, TeamRunningError
+from ..base import CancellationToken, TaskResult, TerminationCondition
+from ..errors import NodeExecutionError, TeamRunningError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -42,10 +46,9 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
-from ._node import DirectCallNode
+from ._node import Node, NodeContext, TurnOutput, as_node
 from ._plan import ExecutionPlan
-from ._router import Router, Routing
-from ._scheduler import Finished, LoadedState, Scheduler
+from ._scheduler import LoadedState, Scheduler
 from ._shapes import Participant
 from ._state import GraphManagerState
 from ._trace import RunTrace
@@ -59,8 +62,6 @@ DeadEndDescriber = Callable[[str, BaseChatMessage | None], str | None]
 """Given a node that matched none of its edges and its final message, a reason, or None."""
 
 COMPLETE_REASON = "Digraph execution is complete"
-
-_AGENT, _TEAM, _FUNCTION, _ROUTER = 0, 1, 2, 3
 
 YIELD_EVERY = 4
 """Inline turns run between two chances for the event loop to run something else. One
@@ -91,22 +92,11 @@ class RunRecorder(Protocol):
 
 
 @dataclass(slots=True)
-class _Output(Finished):
-    """What a finished turn hands to the executor: what the scheduler records, plus what
-    termination sees (``delta``) and what is streamed once the turn is recorded."""
-
-    delta: list[Item] = field(default_factory=list)
-    # Items streamed only once the turn is recorded (an agent's reply), so a consumer
-    # never sees a message that an interruption could still take back.
-    tail: tuple[Item, ...] = ()
-
-
-@dataclass(slots=True)
 class _Done:
     """Queue marker: a concurrently running turn has ended (``error`` set if it raised)."""
 
     node: int
-    output: _Output | None
+    output: TurnOutput | None
     error: BaseException | None
 
 
@@ -145,16 +135,6 @@ class GraphExecutor:
     ) -> None:
         self._plan = plan
         self._participants = list(participants)
-        self._kind = [
-            _TEAM
-            if isinstance(p, Team)
-            else _ROUTER
-            if isinstance(p, Router)
-            else _FUNCTION
-            if isinstance(p, DirectCallNode) and p.direct_call
-            else _AGENT
-            for p in self._participants
-        ]
         self._event_source = event_source
         self._task_router = task_router
         self._dead_end_reason = dead_end_reason
@@ -167,6 +147,26 @@ class GraphExecutor:
             edge_ends=[(plan.names[e.source], plan.names[e.target]) for e in plan.edges],
         )
         self._sched = Scheduler(plan, message_factory, self.trace)
+        # The only look at the participants' classes: each becomes its Node adapter once.
+        self._nodes = [
+            as_node(participant, self._context(node, participant, message_factory))
+            for node, participant in enumerate(self._participants)
+        ]
+        self._counts = [node.counts_turn for node in self._nodes]
+
+    def _context(self, node: int, participant: Participant, factory: MessageFactory) -> NodeContext:
+        plan = self._plan
+
+        def handed_over() -> None:
+            self._sched.handed_over[node] = True
+
+        return NodeContext(
+            names=plan.names,
+            index=plan.index,
+            targets=frozenset(edge.target for edge in plan.out_edges[node]),
+            factory=factory,
+            handed_over=handed_over,
+        )
 
     # --- public state -------------------------------------------------------------------
 
@@ -195,9 +195,14 @@ class GraphExecutor:
         """The compiled plan the executor runs."""
         return self._plan
 
-    def node_kind(self, node: int) -> int:
-        """The kind code of ``node`` (agent, function, team or router) in the plan."""
-        return self._kind[node]
+    @property
+    def nodes(self) -> list[Node]:
+        """The participants' [`Node`][flowlib.graph.Node] adapters, in plan order."""
+        return list(self._nodes)
+
+    def node_kind(self, node: int) -> str:
+        """The kind of ``node`` (``agent``, ``function``, ``team`` or ``router``)."""
+        return self._nodes[node].kind
 
     def waiting_joins(self) -> list[tuple[int, list[int]]]:
         """The activation groups some of whose edges fired while others have not yet:
@@ -212,7 +217,7 @@ class GraphExecutor:
     @property
     def counts_turn(self) -> list[bool]:
         """Per node, whether its turns count toward ``max_turns`` (routers' do not)."""
-        return [kind != _ROUTER for kind in self._kind]
+        return list(self._counts)
 
     @property
     def ready(self) -> list[str]:
@@ -227,118 +232,9 @@ class GraphExecutor:
 
     def _turn(
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
-    ) -> AsyncGenerator[Item | _Output, None]:
+    ) -> AsyncGenerator[Item | TurnOutput, None]:
         # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
-        return trace_node_turn(self, node, self._turn_body(node, messages, token))
-
-    async def _turn_body(
-        self, node: int, messages: list[BaseChatMessage], token: CancellationToken
-    ) -> AsyncGenerator[Item | _Output, None]:
-        participant = self._participants[node]
-        kind = self._kind[node]
-        if kind == _ROUTER:
-            assert isinstance(participant, Router)
-            routing: Routing | None = None
-            decisions = participant.route_stream(messages, token)
-            try:
-                async for routed in decisions:
-                    if isinstance(routed, Routing):
-                        routing = routed
-                    elif routing is None:
-                        yield routed
-            finally:
-                await decisions.aclose()
-            if routing is None:
-                raise ContractError(
-                    f"Router `{participant.name}`'s route_stream() ended without a Routing; "
-                    "yield a `Routing(...)` as its last item."
-                )
-            output = self._routed(node, routing)
-            for decided in output.delta:
-                yield decided
-            yield output
-            return
-        if kind == _FUNCTION:
-            # (No isinstance check here: a runtime protocol check costs ~10 µs per turn.)
-            answer = await cast(DirectCallNode, participant).call(messages)
-            if answer is None:
-                yield _Output([], None)
-                return
-            delta: list[Item] = list(answer.inner_messages or ())
-            for inner in delta:
-                yield inner
-            chat = answer.chat_message
-            delta.append(chat)
-            yield _Output([chat], chat, delta=delta, tail=(chat,))
-        elif kind == _TEAM:
-            assert isinstance(participant, Team)
-            result: TaskResult | None = None
-            team_stream = participant.run_stream(
-                task=messages, cancellation_token=token, output_task_messages=False
-            )
-            # From its first step the team holds these messages in its own thread: a
-            # retry after an interruption must resume it, not hand them over again.
-            self._sched.handed_over[node] = True
-            try:
-                async for team_item in team_stream:
-                    if isinstance(team_item, TaskResult):
-                        result = team_item
-                    else:
-                        yield team_item
-            finally:
-                await team_stream.aclose()
-            produced = list(result.messages) if result is not None else []
-            published = [m for m in produced if isinstance(m, BaseChatMessage)]
-            yield _Output(published, published[-1] if published else None, delta=produced)
-        else:
-            assert isinstance(participant, ChatAgent)
-            response: Response | None = None
-            # Run the agent's stream to its end (rather than leaving it at the Response):
-            # an abandoned async generator is finalised through the event loop, which
-            # costs a wake-up per turn. Interrupted, it is closed here, at once.
-            agent_stream = participant.on_messages_stream(messages, token)
-            finished = False
-            try:
-                async for item in agent_stream:
-                    if isinstance(item, Response):
-                        response = item
-                    elif response is None:
-                        yield item
-                finished = True
-            finally:
-                if not finished:
-                    await agent_stream.aclose()
-            if response is None:
-                raise ContractError(
-                    f"Agent `{participant.name}`'s on_messages_stream() ended without yielding "
-                    "a Response; yield `Response(chat_message=...)` as its last item."
-                )
-            # Termination sees what the agent reports as its turn (its Response's inner
-            # messages and chat message), not everything it streamed: an agent wrapping a
-            # team streams the inner team's messages, which are not the outer team's.
-            chat = response.chat_message
-            delta = [*response.inner_messages, chat] if response.inner_messages else [chat]
-            self._factory.check(delta, agent=participant.name)
-            yield _Output([chat], chat, delta=delta, tail=(chat,))
-
-    def _routed(self, node: int, routing: Routing) -> _Output:
-        """Check a router's decision against its edges; stream what it streams."""
-        names, index = self._plan.names, self._plan.index
-        allowed = {edge.target for edge in self._plan.out_edges[node]}
-        selected: set[int] = set()
-        for target in routing.targets:
-            found = index.get(target)
-            if found is None or found not in allowed:
-                options = ", ".join(f"`{names[t]}`" for t in sorted(allowed))
-                raise RoutingError(
-                    f"Router `{names[node]}` selected `{target}`, which is not one of its "
-                    f"edge targets ({options}); return targets from those."
-                )
-            selected.add(found)
-        published = list(routing.messages)
-        delta: list[Item] = [*routing.events, *published]
-        final = published[-1] if published else None
-        return _Output(published, final, selected, routing.stop_reason, delta=delta)
+        return trace_node_turn(self, node, self._nodes[node].turn(messages, token))
 
     async def _drive(
         self,
@@ -348,10 +244,10 @@ class GraphExecutor:
         queue: asyncio.Queue[Any],
     ) -> None:
         """Run one turn in its own task, forwarding its items to the run's queue."""
-        output: _Output | None = None
+        output: TurnOutput | None = None
         try:
             async for item in self._turn(node, messages, token):
-                if isinstance(item, _Output):
+                if isinstance(item, TurnOutput):
                     output = item
                 else:
                     queue.put_nowait(item)
@@ -451,7 +347,7 @@ class GraphExecutor:
                         raise asyncio.CancelledError()
                     if tasks or len(sched.ready) > 1:
                         node = sched.pop_ready()
-                        if self._kind[node] != _ROUTER:
+                        if self._counts[node]:
                             turns += 1
                             if self._event_source is not None:
                                 event = self._speaker_event(node)
@@ -471,7 +367,7 @@ class GraphExecutor:
                         continue
                     since_yield += 1
                     node = sched.pop_ready()
-                    if self._kind[node] != _ROUTER:
+                    if self._counts[node]:
                         turns += 1
                         if self._event_source is not None:
                             event = self._speaker_event(node)
@@ -479,10 +375,10 @@ class GraphExecutor:
                             yield event
                     messages = sched.take_new(node)
                     inline, inline_active = node, True
-                    output: _Output | None = None
+                    output: TurnOutput | None = None
                     try:
                         async for item in self._turn(node, messages, token):
-                            if isinstance(item, _Output):
+                            if isinstance(item, TurnOutput):
                                 output = item
                                 continue
                             if not isinstance(item, ModelClientStreamingChunkEvent):
@@ -582,7 +478,7 @@ class GraphExecutor:
     def _record_or_raise(
         self,
         node: int,
-        output: _Output | None,
+        output: TurnOutput | None,
         dead_ends: list[tuple[int, BaseChatMessage | None]],
     ) -> None:
         try:
@@ -595,7 +491,7 @@ class GraphExecutor:
     async def _after_record(
         self,
         node: int,
-        output: _Output | None,
+        output: TurnOutput | None,
         stop_reason: str | None,
         recorder: RunRecorder | None,
     ) -> str | None:

@@ -1,20 +1,48 @@
-"""What the executor needs from a node beyond the chat-agent interface.
+"""One interface for whatever a graph node runs, and its adapters.
+
+The executor and the teams talk to every participant through a [`Node`][flowlib.graph.Node]:
+run a turn, reset, pause, resume, save and load state. [`as_node`][flowlib.graph.as_node]
+is the only place that looks at a participant's class; it wraps a chat agent in an
+[`AgentNode`][flowlib.graph.AgentNode], a nested team in a
+[`TeamNode`][flowlib.graph.TeamNode], a function node in a
+[`FunctionNode`][flowlib.graph.FunctionNode] and a router in a
+[`RouterNode`][flowlib.graph.RouterNode].
 
 A node whose turn is a single call that may publish nothing (a plain function wrapped in
 [`FunctionAgent`][flowlib.agents.FunctionAgent]) declares it with ``direct_call = True``
-and a ``call`` coroutine; the executor then awaits ``call`` instead of streaming
-``on_messages_stream``. This keeps the graph package free of the concrete agent classes.
+and a ``call`` coroutine ([`DirectCallNode`][flowlib.graph.DirectCallNode]); its adapter
+then awaits ``call`` instead of streaming ``on_messages_stream``. This keeps the graph
+package free of the concrete agent classes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar, Protocol, runtime_checkable
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from ..base import Response
-from ..messages import BaseChatMessage
+from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team
+from ..errors import ArgumentTypeError, ContractError, RoutingError
+from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
+from ._model import NodeKind
+from ._router import Router, Routing
+from ._scheduler import Finished
 
-__all__ = ["DirectCallNode"]
+__all__ = [
+    "AgentNode",
+    "DirectCallNode",
+    "FunctionNode",
+    "Node",
+    "NodeContext",
+    "RouterNode",
+    "TeamNode",
+    "TurnOutput",
+    "as_node",
+    "node_class",
+]
+
+Item = BaseAgentEvent | BaseChatMessage
 
 
 @runtime_checkable
@@ -30,3 +58,312 @@ class DirectCallNode(Protocol):
     async def call(self, messages: Sequence[BaseChatMessage]) -> Response | None:
         """Run a turn on the new messages; None publishes nothing."""
         ...
+
+
+@dataclass(slots=True)
+class TurnOutput(Finished):
+    """What a finished turn hands to the executor: what the scheduler records, plus what
+    termination sees (``delta``) and what is streamed once the turn is recorded.
+
+    Attributes:
+        delta: The turn's events and messages, as termination sees them.
+        tail: Items streamed only once the turn is recorded (an agent's reply), so a
+            consumer never sees a message that an interruption could still take back.
+    """
+
+    delta: list[Item] = field(default_factory=list)
+    tail: tuple[Item, ...] = ()
+
+
+def _no_handover() -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeContext:
+    """What an adapter needs to know of the graph it runs in.
+
+    Attributes:
+        names: The plan's node names, in plan order (for error messages).
+        index: Node name to plan index.
+        targets: The plan indexes of this node's edge targets (what a router may select).
+        factory: Checks the messages an agent reports.
+        handed_over: Called when a nested team takes its turn's messages into its own
+            thread (a retry after an interruption must resume it, not hand them over
+            again).
+    """
+
+    names: Sequence[str] = ()
+    index: Mapping[str, int] = field(default_factory=dict)
+    targets: frozenset[int] = frozenset()
+    factory: MessageFactory | None = None
+    handed_over: Callable[[], None] = _no_handover
+
+
+class Node(ABC):
+    """What the executor and the teams run: one participant behind one interface.
+
+    Attributes:
+        kind: How the node is drawn and reported (``agent``, ``team``, ``function`` or
+            ``router``).
+        counts_turn: Whether its turns count toward ``max_turns`` (routers' do not).
+    """
+
+    kind: ClassVar[NodeKind] = "agent"
+    counts_turn: ClassVar[bool] = True
+
+    __slots__ = ("_context", "participant")
+
+    def __init__(self, participant: Any, context: NodeContext | None = None) -> None:
+        self.participant = participant
+        self._context = context if context is not None else NodeContext()
+
+    @property
+    def name(self) -> str:
+        """The participant's name (the graph node's name)."""
+        name: str = self.participant.name
+        return name
+
+    @abstractmethod
+    def turn(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | TurnOutput, None]:
+        """Run one turn on the new ``messages``: yield what the turn streams, then one
+        [`TurnOutput`][flowlib.graph.TurnOutput] (last)."""
+
+    async def reset(self) -> None:
+        """Reset the participant to its initial state."""
+        await self.participant.on_reset(CancellationToken())
+
+    async def pause(self) -> None:
+        """Tell the participant that its team is pausing."""
+        await self.participant.on_pause(CancellationToken())
+
+    async def resume(self) -> None:
+        """Tell the participant that its team resumes."""
+        await self.participant.on_resume(CancellationToken())
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """The participant's state."""
+        state: Mapping[str, Any] = await self.participant.save_state()
+        return state
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a state returned by ``save_state``."""
+        await self.participant.load_state(state)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class AgentNode(Node):
+    """A chat agent: a turn streams ``on_messages_stream`` to its
+    [`Response`][flowlib.base.Response]."""
+
+    __slots__ = ()
+
+    async def turn(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | TurnOutput, None]:
+        agent: ChatAgent = self.participant
+        response: Response | None = None
+        # Run the agent's stream to its end (rather than leaving it at the Response): an
+        # abandoned async generator is finalised through the event loop, which costs a
+        # wake-up per turn. Interrupted, it is closed here, at once.
+        stream = agent.on_messages_stream(messages, token)
+        finished = False
+        try:
+            async for item in stream:
+                if isinstance(item, Response):
+                    response = item
+                elif response is None:
+                    yield item
+            finished = True
+        finally:
+            if not finished:
+                await stream.aclose()
+        if response is None:
+            raise ContractError(
+                f"Agent `{agent.name}`'s on_messages_stream() ended without yielding a "
+                "Response; yield `Response(chat_message=...)` as its last item."
+            )
+        # Termination sees what the agent reports as its turn (its Response's inner
+        # messages and chat message), not everything it streamed: an agent wrapping a team
+        # streams the inner team's messages, which are not the outer team's.
+        chat = response.chat_message
+        delta: list[Item] = [*response.inner_messages, chat] if response.inner_messages else [chat]
+        factory = self._context.factory
+        if factory is not None:
+            factory.check(delta, agent=agent.name)
+        yield TurnOutput([chat], chat, delta=delta, tail=(chat,))
+
+
+class FunctionNode(Node):
+    """A [`DirectCallNode`][flowlib.graph.DirectCallNode]: a turn is one awaited ``call``;
+    ``None`` publishes nothing."""
+
+    kind: ClassVar[NodeKind] = "function"
+    __slots__ = ()
+
+    async def turn(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | TurnOutput, None]:
+        answer: Response | None = await self.participant.call(messages)
+        if answer is None:
+            yield TurnOutput([], None)
+            return
+        delta: list[Item] = list(answer.inner_messages or ())
+        for inner in delta:
+            yield inner
+        chat = answer.chat_message
+        delta.append(chat)
+        yield TurnOutput([chat], chat, delta=delta, tail=(chat,))
+
+
+class TeamNode(Node):
+    """A nested team: a turn is a run of the team on the new messages; it publishes the
+    chat messages the run produced."""
+
+    kind: ClassVar[NodeKind] = "team"
+    __slots__ = ()
+
+    async def turn(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | TurnOutput, None]:
+        team: Team = self.participant
+        result: TaskResult | None = None
+        stream = team.run_stream(
+            task=messages, cancellation_token=token, output_task_messages=False
+        )
+        # From its first step the team holds these messages in its own thread.
+        self._context.handed_over()
+        try:
+            async for item in stream:
+                if isinstance(item, TaskResult):
+                    result = item
+                else:
+                    yield item
+        finally:
+            await stream.aclose()
+        produced = list(result.messages) if result is not None else []
+        published = [m for m in produced if isinstance(m, BaseChatMessage)]
+        yield TurnOutput(published, published[-1] if published else None, delta=produced)
+
+    async def reset(self) -> None:
+        """Reset the nested team."""
+        await self.participant.reset()
+
+    async def pause(self) -> None:
+        """Pause the nested team."""
+        await self.participant.pause()
+
+    async def resume(self) -> None:
+        """Resume the nested team."""
+        await self.participant.resume()
+
+
+class RouterNode(Node):
+    """A [`Router`][flowlib.graph.Router]: a turn streams ``route_stream`` to its
+    [`Routing`][flowlib.graph.Routing], checked against the node's edge targets. Its turns
+    do not count toward ``max_turns``; pausing and resuming do nothing."""
+
+    kind: ClassVar[NodeKind] = "router"
+    counts_turn: ClassVar[bool] = False
+    __slots__ = ()
+
+    async def turn(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Item | TurnOutput, None]:
+        router: Router = self.participant
+        routing: Routing | None = None
+        decisions = router.route_stream(messages, token)
+        try:
+            async for routed in decisions:
+                if isinstance(routed, Routing):
+                    routing = routed
+                elif routing is None:
+                    yield routed
+        finally:
+            await decisions.aclose()
+        if routing is None:
+            raise ContractError(
+                f"Router `{router.name}`'s route_stream() ended without a Routing; yield a "
+                "`Routing(...)` as its last item."
+            )
+        output = self._routed(routing)
+        for decided in output.delta:
+            yield decided
+        yield output
+
+    def _routed(self, routing: Routing) -> TurnOutput:
+        """Check a router's decision against its edges."""
+        context = self._context
+        allowed = context.targets
+        selected: set[int] = set()
+        for target in routing.targets:
+            found = context.index.get(target)
+            if found is None or found not in allowed:
+                names = context.names
+                options = ", ".join(f"`{names[t]}`" for t in sorted(allowed))
+                raise RoutingError(
+                    f"Router `{self.name}` selected `{target}`, which is not one of its edge "
+                    f"targets ({options}); return targets from those."
+                )
+            selected.add(found)
+        published = list(routing.messages)
+        delta: list[Item] = [*routing.events, *published]
+        final = published[-1] if published else None
+        return TurnOutput(published, final, selected, routing.stop_reason, delta=delta)
+
+    async def reset(self) -> None:
+        """Reset the router."""
+        await self.participant.reset()
+
+    async def pause(self) -> None:
+        """Routers have nothing to pause."""
+
+    async def resume(self) -> None:
+        """Routers have nothing to resume."""
+
+
+def node_class(participant: object) -> type[Node]:
+    """The adapter class [`as_node`][flowlib.graph.as_node] wraps ``participant`` in.
+
+    Raises:
+        ArgumentTypeError: If ``participant`` is not an agent, team, function node or
+            router.
+    """
+    if isinstance(participant, Router):
+        return RouterNode
+    if isinstance(participant, Team):
+        return TeamNode
+    if isinstance(participant, DirectCallNode) and participant.direct_call:
+        return FunctionNode
+    if isinstance(participant, ChatAgent):
+        return AgentNode
+    raise ArgumentTypeError(
+        f"A graph node cannot run a {type(participant).__name__}; pass a ChatAgent, a Team, "
+        "a Router or a FunctionAgent as the participant.",
+        argument="participant",
+    )
+
+
+def as_node(participant: object, context: NodeContext | None = None) -> Node:
+    """Wrap ``participant`` in its [`Node`][flowlib.graph.Node] adapter: the only place
+    that looks at a participant's class.
+
+    Args:
+        participant: A chat agent, a nested team, a function node or a router.
+        context: What the node needs of its graph (edge targets, message factory, the
+            team hand-over callback); the defaults suit a node run on its own.
+
+    Raises:
+        ArgumentTypeError: If ``participant`` is none of those.
+
+    Examples:
+        ```python
+        node = as_node(FunctionAgent(lambda messages: "ok", name="step"))
+        assert node.kind == "function"
+        ```
+    """
+    return node_class(participant)(participant, context)

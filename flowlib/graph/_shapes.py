@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeAlias
 
-from ..agents import FunctionAgent
 from ..base import ChatAgent, Team
 from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
+from ._node import node_class
 from ._router import Router, Selected
 
 __all__ = ["Participant", "hub_graph", "node_kind", "ring_graph"]
@@ -22,13 +22,7 @@ Participant: TypeAlias = ChatAgent | Team | Router
 
 def node_kind(participant: Participant) -> NodeKind:
     """The node kind of ``participant`` (how it is drawn and described)."""
-    if isinstance(participant, Router):
-        return "router"
-    if isinstance(participant, Team):
-        return "team"
-    if isinstance(participant, FunctionAgent):
-        return "function"
-    return "agent"
+    return node_class(participant).kind
 
 
 def ring_graph(participants: Sequence[ChatAgent | Team]) -> DiGraph:

@@ -43,7 +43,7 @@ from ..graph import (
     ExecutionPlan,
     GraphExecutor,
     GraphManagerState,
-    Router,
+    Node,
     RunTrace,
     graph_description,
     graph_difference,
@@ -591,32 +591,20 @@ class BaseGroupChat(Team, ABC):
         self._require_stopped("reset")
         self._executor.reset()
         self._stored = None
-        token = CancellationToken()
-        for participant in self._participants:
-            if isinstance(participant, (Team, Router)):
-                await participant.reset()
-            else:
-                await participant.on_reset(token)
+        for node in self._executor.nodes:
+            await node.reset()
         if self._termination_condition is not None:
             await self._termination_condition.reset()
 
     async def pause(self) -> None:
-        """Call ``on_pause`` on every participant (``pause`` on nested teams)."""
-        token = CancellationToken()
-        for participant in self._participants:
-            if isinstance(participant, Team):
-                await participant.pause()
-            elif not isinstance(participant, Router):
-                await participant.on_pause(token)
+        """Pause every participant through its node (``on_pause``; ``pause`` on nested teams)."""
+        for node in self._executor.nodes:
+            await node.pause()
 
     async def resume(self) -> None:
-        """Call ``on_resume`` on every participant (``resume`` on nested teams)."""
-        token = CancellationToken()
-        for participant in self._participants:
-            if isinstance(participant, Team):
-                await participant.resume()
-            elif not isinstance(participant, Router):
-                await participant.on_resume(token)
+        """Resume every participant through its node (``on_resume``; ``resume`` on nested teams)."""
+        for node in self._executor.nodes:
+            await node.resume()
 
     def _require_stopped(self, action: str) -> None:
         if self._busy or self._executor.is_running:
@@ -643,14 +631,14 @@ class BaseGroupChat(Team, ABC):
         running = set(self._executor.running)
         checkpointer = self._checkpointer
         agent_states: dict[str, Any] = {}
-        for participant in self._participants:
+        for node in self._executor.nodes:
             settled = None
-            if participant.name in running and checkpointer is not None:
-                settled = checkpointer.settled_state(participant.name)
+            if node.name in running and checkpointer is not None:
+                settled = checkpointer.settled_state(node.name)
             if settled is not None:
-                agent_states[participant.name] = settled
+                agent_states[node.name] = settled
             else:
-                agent_states[participant.name] = dict(await participant.save_state())
+                agent_states[node.name] = dict(await node.save_state())
         agent_states[self._manager_key] = self._executor.save_state().model_dump(mode="json")
         return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
 
@@ -713,20 +701,21 @@ class BaseGroupChat(Team, ABC):
         one refuses its state, every participant gets its previous state back.
         """
         loaded = self._executor.check_state(manager)
-        previous = {p.name: await p.save_state() for p in self._participants}
-        touched: list[Participant] = []
-        for participant in self._participants:
-            if participant.name not in participant_states:
+        nodes = self._executor.nodes
+        previous = {node.name: await node.save_state() for node in nodes}
+        touched: list[Node] = []
+        for node in nodes:
+            if node.name not in participant_states:
                 continue
-            touched.append(participant)
+            touched.append(node)
             try:
-                await participant.load_state(participant_states[participant.name])
+                await node.load_state(participant_states[node.name])
             except Exception as exc:
                 for done in touched:
                     with contextlib.suppress(Exception):  # its own state always loads
                         await done.load_state(previous[done.name])
                 raise StateError(
-                    f"The state of participant `{participant.name}` does not load "
+                    f"The state of participant `{node.name}` does not load "
                     f"({type(exc).__name__}: {exc}); nothing was changed. Load a state saved "
                     "by a team with the same participants."
                 ) from exc
