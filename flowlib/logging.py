@@ -97,7 +97,21 @@ class LogEvent:
         return f"{type(self).__name__}({self._kwargs!r})"
 
 
-class LLMCallEvent(LogEvent):
+class _UsageEvent(LogEvent):
+    """An event of a finished model call: its token counts."""
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Input tokens the call used."""
+        return int(self.kwargs["prompt_tokens"])
+
+    @property
+    def completion_tokens(self) -> int:
+        """Output tokens the call used."""
+        return int(self.kwargs["completion_tokens"])
+
+
+class LLMCallEvent(_UsageEvent):
     """A model call finished.
 
     Args:
@@ -127,16 +141,6 @@ class LLMCallEvent(LogEvent):
             **kwargs,
         )
 
-    @property
-    def prompt_tokens(self) -> int:
-        """Input tokens the call used."""
-        return int(self.kwargs["prompt_tokens"])
-
-    @property
-    def completion_tokens(self) -> int:
-        """Output tokens the call used."""
-        return int(self.kwargs["completion_tokens"])
-
 
 class LLMStreamStartEvent(LogEvent):
     """A streamed model call started.
@@ -152,7 +156,7 @@ class LLMStreamStartEvent(LogEvent):
         super().__init__(messages=list(messages), **kwargs)
 
 
-class LLMStreamEndEvent(LogEvent):
+class LLMStreamEndEvent(_UsageEvent):
     """A streamed model call finished.
 
     Args:
@@ -173,16 +177,6 @@ class LLMStreamEndEvent(LogEvent):
             completion_tokens=completion_tokens,
             **kwargs,
         )
-
-    @property
-    def prompt_tokens(self) -> int:
-        """Input tokens the call used."""
-        return int(self.kwargs["prompt_tokens"])
-
-    @property
-    def completion_tokens(self) -> int:
-        """Output tokens the call used."""
-        return int(self.kwargs["completion_tokens"])
 
 
 class ToolCallEvent(LogEvent):
