@@ -115,6 +115,12 @@ async def _recorded_turns(store_url: str, run_ids: list[str]) -> set[str]:
         await store.close()
 
 
+def _mid_run(recorded: set[str]) -> bool:
+    """Whether some run has recorded some of its turns but not all."""
+    per_run = collections.Counter(turn.split(" ", 1)[0] for turn in recorded)
+    return any(0 < count < len(NODES) for count in per_run.values())
+
+
 async def _batch_with_a_kill(
     store: str, log_dir: Path, tasks: list[str]
 ) -> tuple[list[Any], set[str]]:
@@ -125,14 +131,19 @@ async def _batch_with_a_kill(
     """
     factory = functools.partial(build, log_dir=str(log_dir))
     runner = RayRunner(factory, checkpoint_store=store, workers=2, max_concurrency=10)
+    victims_runs = tasks[0::2]  # run i went to worker i % 2
     async with runner:
         victim = await runner.actors[0].pid.remote()
         batch = asyncio.ensure_future(runner.run_many(tasks, run_ids=tasks))
-        while len(lines(log_dir, "ends.txt")) < len(tasks):  # a fifth of 5 turns per run
+        # A fifth of 5 turns per run, and then a moment when one of the victim's runs has
+        # recorded some of its turns but not all: runs go in waves of max_concurrency, and
+        # a kill between two waves would leave nothing to resume.
+        while len(lines(log_dir, "ends.txt")) < len(tasks) or not _mid_run(
+            await _recorded_turns(store, victims_runs)
+        ):
             assert not batch.done(), "the batch ended before the worker could be killed"
             await asyncio.sleep(0.01)
         os.kill(victim, signal.SIGKILL)
-        victims_runs = tasks[0::2]  # run i went to worker i % 2
         recorded = await _recorded_turns(store, victims_runs)
         results = await batch
         assert await runner.actors[0].pid.remote() != victim  # Ray restarted the worker
