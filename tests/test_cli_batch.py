@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import io
 import json
 from pathlib import Path
@@ -11,13 +10,8 @@ import pytest
 
 from flowlib._cli_batch import BatchProgress, load_tasks
 from flowlib.cli import CliError, main
-from flowlib.teams import GraphFlow
 
 FLOWS = Path(__file__).parent / "_batch_flows.py"
-DURABLE = "checkpoint_store" in inspect.signature(GraphFlow).parameters
-needs_durable_runs = pytest.mark.skipif(
-    not DURABLE, reason="teams without checkpoint_store= (the durable-runs core is not merged)"
-)
 
 
 def write_tasks(path: Path, tasks: list[object]) -> Path:
@@ -80,7 +74,6 @@ def test_a_missing_tasks_file_is_one_line_and_exit_1(
     assert "none.jsonl: no such file" in capsys.readouterr().err
 
 
-@needs_durable_runs
 def test_batch_then_rerun_skips_finished_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import functools
-import inspect
 import os
 import signal
 from collections.abc import Iterator
@@ -23,16 +22,11 @@ from flowlib.base import TaskResult  # noqa: E402
 from flowlib.batch import open_store  # noqa: E402
 from flowlib.distributed import RayRunner  # noqa: E402
 from flowlib.errors import CheckpointArgumentError, InvalidArgumentError, RunFailedError  # noqa: E402
-from flowlib.teams import GraphFlow  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
-DURABLE = "checkpoint_store" in inspect.signature(GraphFlow).parameters
-needs_durable_runs = pytest.mark.skipif(
-    not DURABLE, reason="teams without checkpoint_store= (the durable-runs core is not merged)"
-)
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +164,6 @@ async def _check_no_finished_turn_ran_twice(
     assert max(ends.values()) <= 2
 
 
-@needs_durable_runs
 async def test_a_killed_worker_resumes_its_runs_from_sqlite(cluster: None, tmp_path: Path) -> None:
     tasks = [f"k{i}" for i in range(200)]
     store = f"sqlite:///{tmp_path}/runs.db"
@@ -178,7 +171,6 @@ async def test_a_killed_worker_resumes_its_runs_from_sqlite(cluster: None, tmp_p
     await _check_no_finished_turn_ran_twice(results, recorded, tasks, tmp_path)
 
 
-@needs_durable_runs
 async def test_a_killed_worker_resumes_its_runs_from_postgres(
     cluster: None, tmp_path: Path, postgres_dsn: str
 ) -> None:
@@ -187,7 +179,6 @@ async def test_a_killed_worker_resumes_its_runs_from_postgres(
     await _check_no_finished_turn_ran_twice(results, recorded, tasks, tmp_path)
 
 
-@needs_durable_runs
 def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
     import io
     import json
@@ -225,7 +216,6 @@ def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
     assert "done     30 (30 already finished in the store)" in report.getvalue()
 
 
-@needs_durable_runs
 async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Path) -> None:
     tasks = [f"s{i}" for i in range(60)]
     factory = functools.partial(build, log_dir=str(tmp_path))
@@ -249,7 +239,6 @@ async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Pat
     assert [transcript(r.messages) for r in results] == await reference(tasks)
 
 
-@needs_durable_runs
 async def test_runs_whose_worker_died_too_often_fail_then_resume(
     cluster: None, tmp_path: Path
 ) -> None:
