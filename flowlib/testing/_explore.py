@@ -30,7 +30,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, given, settings
 from hypothesis import strategies as st
@@ -82,16 +82,7 @@ Rule = Literal[
     "unreachable_node",
     "termination_never_fires",
 ]
-RULES: tuple[Rule, ...] = (
-    "join_never_completes",
-    "dead_end",
-    "runaway_loop",
-    "handoff_to_non_participant",
-    "selector_picks_nobody",
-    "node_error",
-    "unreachable_node",
-    "termination_never_fires",
-)
+RULES: tuple[Rule, ...] = get_args(Rule)
 """Every rule a [`Finding`][flowlib.testing.Finding] can name."""
 
 DEFAULT_TASK = "Explore the flow."
