@@ -14,6 +14,7 @@ from typing_extensions import Self
 
 from ..base import CancellationToken, Handoff, Response
 from ..base._arguments import check_state_argument
+from ..checkpoint import StateChange, diff_state, json_state, state_change
 from ..component import (
     ComponentModel,
     dump_field,
@@ -100,6 +101,9 @@ class AssistantAgentState(BaseModel):
     type: Literal["AssistantAgentState"] = "AssistantAgentState"
     version: str = "1.0.0"
     llm_context: dict[str, Any]
+
+
+_EMPTY_STATE = AssistantAgentState(llm_context={}).model_dump(mode="json")
 
 
 @dataclass
@@ -283,6 +287,7 @@ class AssistantAgent(BaseChatAgent):
         # counter: together they make each turn all-or-nothing (see on_messages_stream).
         self._open_turn: _RollbackPoint | Mapping[str, Any] | None = None
         self._turns_started = 0
+        self._last_state: Any = None  # what save_state_since returned last
 
     # --- properties ---------------------------------------------------------------------
 
@@ -730,6 +735,32 @@ class AssistantAgent(BaseChatAgent):
         else:
             context_state = dict(await self._model_context.save_state())
         return AssistantAgentState(llm_context=context_state).model_dump(mode="json")
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The state now (as `save_state()` gives it) and the patch from ``base``.
+
+        When ``base`` is the state this method returned last, only the model context's
+        new messages are dumped (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState]): this is how a
+        checkpointed team snapshots the agent after each turn, at a cost that does not
+        grow with the conversation. Otherwise (and while a turn is unfinished) the whole
+        state is saved and compared.
+        """
+        if self._open_turn is not None or type(self).save_state is not AssistantAgent.save_state:
+            state = json_state(await self.save_state())
+            return StateChange(state, diff_state(base, state))
+        mine = base is not None and base is self._last_state
+        context = await state_change(self._model_context, base["llm_context"] if mine else None)
+        if mine:
+            if not context.patch:
+                return StateChange(base, {})
+            state = {**base, "llm_context": context.state}
+            patch: dict[str, Any] = {"update": {"llm_context": context.patch}}
+        else:
+            state = {**_EMPTY_STATE, "llm_context": context.state}
+            patch = diff_state(base, state)
+        self._last_state = state
+        return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state from [`save_state`][flowlib.agents.AssistantAgent.save_state]; the

@@ -1,5 +1,6 @@
 """Durable runs: checkpoint records, the store protocol and the stores."""
 
+from ._change import IncrementalState, StateChange, json_state, state_change
 from ._fold import FoldedRun, base_record, fold
 from ._memory import InMemoryCheckpointStore
 from ._patch import apply_patch, diff_state
@@ -21,14 +22,18 @@ __all__ = [
     "CheckpointStore",
     "FoldedRun",
     "InMemoryCheckpointStore",
+    "IncrementalState",
     "PostgresCheckpointStore",
     "RunRecord",
     "RunStatus",
     "SQLiteCheckpointStore",
+    "StateChange",
     "StepKind",
     "apply_patch",
     "base_record",
     "diff_state",
     "fold",
+    "json_state",
     "open_store",
+    "state_change",
 ]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team
+from ..checkpoint import StateChange, diff_state, json_state, state_change
 from ..errors import ArgumentTypeError, ContractError, RoutingError
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 from ._model import NodeKind
@@ -147,6 +148,16 @@ class Node(ABC):
         """The participant's state."""
         state: Mapping[str, Any] = await self.participant.save_state()
         return state
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The participant's state now and the patch from ``base`` (an earlier state):
+        through the participant's own ``save_state_since`` when it has one (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState]), so a checkpoint after
+        each turn costs what the turn changed."""
+        if type(self).save_state is Node.save_state:
+            return await state_change(self.participant, base)
+        state = json_state(await self.save_state())
+        return StateChange(state, diff_state(base, state))
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state returned by ``save_state``."""

@@ -7,8 +7,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ..checkpoint import StateChange, diff_state, json_state
 from ..component._base import ComponentBase
 from ..errors import InvalidTypeError, StateError
 from ..models import (
@@ -96,6 +97,7 @@ class ChatCompletionContext(ComponentBase, ABC):
         for message in initial_messages or ():
             self._initial_messages.append(_checked(message))
         self._messages: list[LLMMessage] = list(self._initial_messages)
+        self._journal: _Journal | None = None
 
     def _initial_config(self) -> list[LLMMessage] | None:
         """The preloaded messages for a config (None when there are none)."""
@@ -121,6 +123,34 @@ class ChatCompletionContext(ComponentBase, ABC):
     async def save_state(self) -> Mapping[str, Any]:
         """Return the history as JSON-serialisable, versioned data."""
         return ChatCompletionContextState(messages=list(self._messages)).model_dump(mode="json")
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The state now (as `save_state()` gives it) and the patch from ``base``.
+
+        When ``base`` is the state this method returned last and the history has only
+        grown since (by `add_message()`), this dumps only the new messages: a
+        checkpoint per turn costs the same at turn 5,000 as at turn 5 (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState]). Otherwise, and for
+        subclasses that override `save_state()`, it saves and compares the whole state.
+        """
+        messages = self._messages
+        journal = getattr(self, "_journal", None)
+        if (
+            journal is not None
+            and journal.state is base
+            and journal.fits(messages)
+            and type(self).save_state is ChatCompletionContext.save_state
+        ):
+            if len(messages) == journal.length:
+                return StateChange(base, {})
+            added = _MESSAGES.dump_python(messages[journal.length :], mode="json")
+            state = {**base, "messages": [*base["messages"], *added]}
+            patch: dict[str, Any] = {"update": {"messages": {"append": added}}}
+        else:
+            state = json_state(await self.save_state())
+            patch = diff_state(base, state)
+        self._journal = _Journal(state, messages)
+        return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Replace the history with one saved by
@@ -170,12 +200,43 @@ class ChatCompletionContext(ComponentBase, ABC):
             # Something rewrote the marked list in place (a subclass trimming it): the
             # marked state is gone, so keep what there is rather than guess.
             return
+        journal = getattr(self, "_journal", None)
+        if journal is not None and journal.length > point.length:
+            self._journal = None  # its messages past the point are gone
         del messages[point.length :]
         self._messages = messages
 
     def _messages_at(self, point: _RollbackPoint) -> list[LLMMessage]:
         """The history as it was at ``point`` (a new list)."""
         return point.messages[: point.length]
+
+
+_MESSAGES: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessage])
+
+
+class _Journal:
+    """The state `save_state_since` returned last, and the history list it was made of.
+
+    The history only grows by appending and is only replaced whole (see
+    `_rollback_point`), so the list, its length and its last message tell whether the
+    state still describes the start of the history.
+    """
+
+    __slots__ = ("last", "length", "messages", "state")
+
+    def __init__(self, state: Any, messages: list[LLMMessage]) -> None:
+        self.state = state
+        self.messages = messages
+        self.length = len(messages)
+        self.last = messages[-1] if messages else None
+
+    def fits(self, messages: list[LLMMessage]) -> bool:
+        """Whether ``messages`` is the journal's list, grown only at its end."""
+        return (
+            messages is self.messages
+            and len(messages) >= self.length
+            and (self.length == 0 or messages[self.length - 1] is self.last)
+        )
 
 
 class _RollbackPoint:

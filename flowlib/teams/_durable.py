@@ -12,28 +12,27 @@ here, or neither, and another writer's record is never counted as this one's.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic_core import to_jsonable_python
-
-from ..checkpoint import CheckpointRecord, CheckpointStore, RunStatus, StepKind, diff_state
+from ..checkpoint import (
+    CheckpointRecord,
+    CheckpointStore,
+    RunStatus,
+    StepKind,
+    diff_state,
+)
+from ..checkpoint._patch import Patch
 from ..errors import CheckpointConflictError, CheckpointError
-from ..graph import GraphExecutor
+from ..graph import GraphExecutor, Node
 from ..graph._executor import RunOutcome
 
-__all__ = ["Checkpointer", "Durability", "StoredRun", "json_state"]
+__all__ = ["Checkpointer", "Durability", "StoredRun"]
 
 Durability = Literal["sync", "exit"]
 """``sync``: a checkpoint after every recorded turn, written before the turn's messages
 reach the consumer. ``exit``: only when the run stops (and at a new run's start, whose
 first record holds the task)."""
-
-
-def json_state(state: Mapping[str, Any]) -> Any:
-    """A participant's saved state as plain JSON values (so patches compare exactly)."""
-    return to_jsonable_python(dict(state))
 
 
 @dataclass
@@ -65,9 +64,8 @@ class Checkpointer:
         store: Where the records go.
         stored: The stored run, updated as records are written.
         durability: When to write (see [`Durability`]).
-        executor: The team's executor (thread and bookkeeping are read from it).
-        participants: One per plan node, in plan order.
-        counts_turn: Per plan node, whether its turns count (routers' do not).
+        executor: The team's executor (thread, bookkeeping and the participants' nodes
+            are read from it).
     """
 
     def __init__(
@@ -77,17 +75,19 @@ class Checkpointer:
         *,
         durability: Durability,
         executor: GraphExecutor,
-        participants: Sequence[Any],
-        counts_turn: Sequence[bool],
     ) -> None:
         self._store = store
         self._stored = stored
         self._sync = durability == "sync"
         self._executor = executor
-        self._participants = list(participants)
-        self._names = [p.name for p in self._participants]
-        self._counts_turn = list(counts_turn)
+        self._nodes: list[Node] = executor.nodes
+        self._names = [node.name for node in self._nodes]
+        self._counts_turn = executor.counts_turn
         self._latest: dict[str, Any] = {}
+        # Per participant, the patch from a state to ``_latest``: written as is when that
+        # state is the stored one (the usual case), so a turn's checkpoint costs what the
+        # turn changed, not a comparison of the whole state.
+        self._since: dict[str, tuple[Any, Patch]] = {}
         self._dirty: set[str] = set()
         self._unsnapped: set[str] = set()
         self._unsure: tuple[CheckpointRecord, int, dict[str, Any], int] | None = None
@@ -101,7 +101,10 @@ class Checkpointer:
 
     async def _snapshot(self, node: int) -> None:
         name = self._names[node]
-        self._latest[name] = json_state(await self._participants[node].save_state())
+        base = self.settled_state(name)
+        change = await self._nodes[node].save_state_since(base)
+        self._latest[name] = change.state
+        self._since[name] = (base, change.patch)
         self._unsnapped.discard(name)
 
     async def started(self) -> None:
@@ -159,7 +162,12 @@ class Checkpointer:
         states = {name: self._latest[name] for name in self._dirty if name in self._latest}
         patches: dict[str, Any] = {}
         for name, state in states.items():
-            patch = diff_state(self._stored.states.get(name), state)
+            stored = self._stored.states.get(name)
+            since = self._since.get(name)
+            if since is not None and since[0] is stored:
+                patch = since[1]
+            else:  # snapshots since the stored state were not written (durability="exit")
+                patch = diff_state(stored, state)
             if patch:
                 patches[name] = patch
         bookkeeping = executor.bookkeeping(settled=True)

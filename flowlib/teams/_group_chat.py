@@ -470,8 +470,6 @@ class BaseGroupChat(Team, ABC):
             stored,
             durability=self._durability,
             executor=self._executor,
-            participants=self._participants,
-            counts_turn=self._executor.counts_turn,
         )
 
     def _run_record(self, run_id: str, forked_from: tuple[str, int] | None) -> RunRecord:
