@@ -40,6 +40,7 @@ import asyncio
 import functools
 import gc
 import random
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
@@ -58,6 +59,7 @@ SHAPES = (
     "roundrobin",
     "swarm",
     "longrun",
+    "durablerun",
     "msgmem",
     "realclient",
 )
@@ -461,6 +463,41 @@ async def run_longrun(peer: Any, sizes: Sizes) -> list[Row]:
     return rows
 
 
+async def run_durablerun(peer: Any, sizes: Sizes) -> list[Row]:
+    """The ``longrun`` team with a checkpoint after every turn (SQLite): flowlib only, the
+    peers' agent teams have no per-turn checkpointer."""
+    if not hasattr(peer, "make_durable_assistant_loop"):
+        return []
+    n = sizes.longrun_turns
+    first = Row(
+        "durablerun_first", f"  ... checkpointed (SQLite): median turn, 1-{WINDOW}", "ms/turn"
+    )
+    last = Row(
+        "durablerun_last", f"  ... median turn, {n - WINDOW + 1:,}-{n:,} of {n:,}", "ms/turn"
+    )
+    growth = Row("durablerun_growth", "  ... last / first", "x")
+    rows = [first, last, growth]
+    try:
+        with tempfile.TemporaryDirectory(prefix="flowlib-bench-") as folder:
+            runner = peer.make_durable_assistant_loop(n, folder)
+            gc.collect()
+            start = time.perf_counter()
+            stamps = await runner()
+        _check_turns(len(stamps), n, "durablerun")
+        first.value, first_mean = _window_ms(stamps, start, 0, WINDOW)
+        last.value, last_mean = _window_ms(stamps, start, n - WINDOW, n)
+        growth.value = last.value / first.value
+        first.detail = (
+            f"median; mean {first_mean:.3f} ms; {n:,} turns in {stamps[-1] - start:.2f} s"
+        )
+        last.detail = f"median; mean {last_mean:.3f} ms"
+        growth.detail = f"of the medians; of the means {last_mean / first_mean:.2f}x"
+    except Exception as exc:
+        for row in rows:
+            row.error = _reason(exc)
+    return rows
+
+
 async def run_msgmem(peer: Any, sizes: Sizes) -> list[Row]:
     n = sizes.msgmem_turns
     row = Row("msgmem", "2 assistants, replay client: memory kept per message", "B/msg")
@@ -592,6 +629,7 @@ RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
     "roundrobin": run_roundrobin,
     "swarm": run_swarm,
     "longrun": run_longrun,
+    "durablerun": run_durablerun,
     "msgmem": run_msgmem,
     "realclient": run_realclient,
 }

@@ -51,8 +51,9 @@ def _timed(team: Any, api: AgentAPI, names: set[str]) -> TimedRunner:
     return run
 
 
-def make_assistant_loop(api: AgentAPI, turns: int) -> TimedRunner:
-    """Two assistants on replay clients, ``turns`` agent turns in all."""
+def make_assistant_loop(api: AgentAPI, turns: int, **team_options: Any) -> TimedRunner:
+    """Two assistants on replay clients, ``turns`` agent turns in all (``team_options``
+    go to the team, e.g. flowlib's ``checkpoint_store``)."""
     per_agent = turns // 2 + 1
     agents = [
         api.AssistantAgent(
@@ -64,7 +65,7 @@ def make_assistant_loop(api: AgentAPI, turns: int) -> TimedRunner:
         )
         for name in ("A", "B")
     ]
-    team = api.RoundRobinGroupChat(agents, max_turns=turns)
+    team = api.RoundRobinGroupChat(agents, max_turns=turns, **team_options)
     return _timed(team, api, {"A", "B"})
 
 

@@ -103,5 +103,21 @@ def make_assistant_loop(turns: int) -> TimedRunner:
     return agent_runs.make_assistant_loop(_agent_api(), turns)
 
 
+def make_durable_assistant_loop(turns: int, folder: str) -> TimedRunner:
+    """The ``longrun`` team checkpointing every turn to a SQLite file in ``folder``."""
+    from flowlib.checkpoint import SQLiteCheckpointStore
+
+    store = SQLiteCheckpointStore(f"{folder}/runs.db")
+    runner = agent_runs.make_assistant_loop(_agent_api(), turns, checkpoint_store=store)
+
+    async def run() -> list[float]:
+        try:
+            return await runner()
+        finally:
+            await store.close()
+
+    return run
+
+
 def make_openai_loop(turns: int, base_url: str, stream: bool) -> TimedRunner:
     return agent_runs.make_openai_loop(_agent_api(), turns, base_url, stream)
