@@ -65,18 +65,28 @@ class _Trunk:
             self.counts.append(total)
 
     def holds_prefix(self, messages: Sequence[LLMMessage], length: int) -> bool:
-        """Whether ``messages[:length]`` are this trunk's first ``length`` messages."""
+        """Whether ``messages[:length]`` are this trunk's first ``length`` messages
+        (``length`` is the shorter of the two lengths)."""
         if length == 0:
             return True
         mine = self.messages
         # The last message first: cheap, and it rejects most candidates.
         if mine[length - 1] is not messages[length - 1]:
             return False
-        theirs = messages if length == len(messages) else messages[:length]
-        if not isinstance(theirs, list):
-            theirs = list(theirs)
-        # list == list compares item by item in C, identity first: no Python loop.
-        return (mine if length == len(mine) else mine[:length]) == theirs
+        theirs = messages if isinstance(messages, list) else list(messages)
+        # list == list compares item by item in C, identity first: no Python loop. Neither
+        # list is sliced when the request extends the trunk (every turn of an agent): the
+        # trunk is extended by the new messages for the comparison and cut back after, so
+        # the work does not copy (and touch) the whole conversation.
+        if length < len(mine):
+            return mine[:length] == theirs
+        if length == len(theirs):
+            return mine == theirs
+        mine.extend(theirs[length:])
+        try:
+            return mine == theirs
+        finally:
+            del mine[length:]
 
 
 class _RequestLog(Sequence[list[LLMMessage]]):

@@ -95,6 +95,20 @@ async def test_requests_are_the_lists_sent_even_when_they_branch() -> None:
     assert client.requests[0] == [a]
 
 
+async def test_a_request_rewritten_in_the_middle_is_not_taken_for_an_extension() -> None:
+    """The last shared message is the same object but one before it was replaced (a
+    context that rewrites its history): the request starts a new trunk, and checking it
+    left the old trunk as it was."""
+    client = ReplayChatCompletionClient(["x"] * 4)
+    a, b, c, d, e = (UserMessage(content=t, source="u") for t in "abcde")
+    changed = UserMessage(content="b, rewritten", source="u")
+    sent = [[a, b, c], [a, changed, c, d], [a, b, c, e], [a, b]]
+    for messages in sent:
+        await client.create(messages)
+    assert client.requests == sent
+    assert client.actual_usage().prompt_tokens == 3 + 5 + 4 + 2  # words
+
+
 async def test_create_calls_has_autogens_keys_for_every_call() -> None:
     client = ReplayChatCompletionClient(["one", "two"])
     token = CancellationToken()
