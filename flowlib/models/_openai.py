@@ -900,9 +900,10 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
     @classmethod
     def _from_config(cls, config: OpenAIClientConfig) -> Self:
         api_key = key_of(config)
-        if api_key is None and not env_key_belongs_to(config.base_url):
+        foreign = not env_key_belongs_to(config.base_url)
+        if api_key is None and foreign:
             api_key = _PLACEHOLDER_KEY  # not the environment's key: it is not for this endpoint
-        return cls(
+        loaded = cls(
             config.model,
             api_key=api_key,
             base_url=config.base_url,
@@ -915,6 +916,12 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             include_name_in_message=config.include_name_in_message,
             **create_args_of(config),
         )
+        if foreign:
+            # Nor the environment's organization and project (OPENAI_ORG_ID,
+            # OPENAI_PROJECT_ID), which the SDK would send to any endpoint.
+            loaded._client.organization = config.organization
+            loaded._client.project = None
+        return loaded
 
 
 class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):

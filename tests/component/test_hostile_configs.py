@@ -88,6 +88,26 @@ async def test_a_config_may_name_its_key(
         load_component(by_env)
 
 
+async def test_the_env_organization_and_project_stay_with_the_env_endpoint(
+    openai_server: OpenAIServer, env_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-users-own")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-users-own")
+    config = client_config(model="m", base_url=openai_server.base_url)
+    await authorization(openai_server, config)
+    sent = openai_server.requests[-1].headers
+    assert "openai-organization" not in sent and "openai-project" not in sent
+    # A config may name its organization; the env endpoint gets the env's ids.
+    named = client_config(model="m", base_url=openai_server.base_url, organization="org-named")
+    await authorization(openai_server, named)
+    assert openai_server.requests[-1].headers["openai-organization"] == "org-named"
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)
+    await authorization(openai_server, config)
+    sent = openai_server.requests[-1].headers
+    assert sent["openai-organization"] == "org-users-own"
+    assert sent["openai-project"] == "proj-users-own"
+
+
 async def test_openais_own_endpoint_gets_the_env_key(env_key: str) -> None:
     for config in (
         client_config(model="gpt-4o"),
