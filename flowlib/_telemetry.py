@@ -28,6 +28,7 @@ import logging
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry import context as otel_context
@@ -370,18 +371,55 @@ def _observed() -> bool:
     return tracer() is not None or event_logger.isEnabledFor(logging.INFO)
 
 
+_TRACING = "__flowlib_tracing__"  # set on a client method: "traced" or "off"
+
+_IN_CALL: ContextVar[tuple[int, ...]] = ContextVar("flowlib_model_calls", default=())
+"""The clients (by id) whose traced call is running here: a client's method called from
+its own traced method (``create_stream`` calling ``create``) is not traced again."""
+
+
+def untraced(method: _T) -> _T:
+    """Mark a client method as not traced on its own (a wrapper of another client, whose
+    calls that client traces): `trace_client_class` leaves it alone."""
+    setattr(method, _TRACING, "off")
+    return method
+
+
+def trace_client_class(cls: type) -> None:
+    """Trace ``cls``'s own ``create``/``create_stream`` when they implement the abstract
+    methods of ``ChatCompletionClient`` directly (a client of the user's own): each call
+    gets a ``chat`` span and its events, as flowlib's clients do. A method that overrides
+    a concrete client's method is left as it is (that client traces its calls, and a
+    second wrapper would trace each call twice), as is one marked `untraced`."""
+    for name, decorate in (("create", traced_create), ("create_stream", traced_create_stream)):
+        own = cls.__dict__.get(name)
+        if own is None or getattr(own, "__isabstractmethod__", False) or hasattr(own, _TRACING):
+            continue
+        inherited = next(
+            (base.__dict__[name] for base in cls.__mro__[1:] if name in base.__dict__), None
+        )
+        if inherited is not None and not getattr(inherited, "__isabstractmethod__", False):
+            continue
+        setattr(cls, name, decorate(own))
+
+
 def traced_create(method: _Create) -> _Create:
     """Decorate a client's ``create(self, messages, ...)``: trace and log each call."""
 
     @functools.wraps(method)
     async def create(self: Any, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
-        if not _observed():
+        if not _observed() or id(self) in _IN_CALL.get():
             return await method(self, messages, *args, **kwargs)
-        with _model_call_of(self, messages, stream=False) as call:
-            result = await method(self, messages, *args, **kwargs)
-            call.done(result)
-            return result
+        inside = _IN_CALL.set((*_IN_CALL.get(), id(self)))
+        try:
+            with _model_call_of(self, messages, stream=False) as call:
+                result = await method(self, messages, *args, **kwargs)
+                call.done(result)
+                return result
+        finally:
+            _IN_CALL.reset(inside)
 
+    setattr(create, _TRACING, "traced")
     return cast("_Create", create)
 
 
@@ -394,7 +432,16 @@ def traced_create_stream(method: _CreateStream) -> _CreateStream:
     ) -> AsyncGenerator[Any, None]:
         with _model_call_of(self, messages, stream=True) as call:
             try:
-                async for item in stream:
+                while True:
+                    # Marked as inside this client's call only while its stream runs (set
+                    # and reset within one step, so the consumer never sees the mark).
+                    inside = _IN_CALL.set((*_IN_CALL.get(), id(self)))
+                    try:
+                        item = await stream.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        _IN_CALL.reset(inside)
                     if not isinstance(item, str):
                         call.done(item)
                     yield item
@@ -406,10 +453,11 @@ def traced_create_stream(method: _CreateStream) -> _CreateStream:
         self: Any, messages: Sequence[Any], *args: Any, **kwargs: Any
     ) -> AsyncGenerator[Any, None]:
         stream: AsyncGenerator[Any, None] = method(self, messages, *args, **kwargs)
-        if not _observed():
-            return stream
+        if not _observed() or not hasattr(stream, "__anext__") or id(self) in _IN_CALL.get():
+            return stream  # (a method that is not an async generator is passed through)
         return traced(self, messages, stream)
 
+    setattr(create_stream, _TRACING, "traced")
     return cast("_CreateStream", create_stream)
 
 

@@ -5,7 +5,8 @@ across nested teams and concurrent turns; nothing at all without an SDK provider
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from typing import Any
 
 import pytest
 from openai_server import OpenAIServer, Reply, ToolCall
@@ -21,11 +22,17 @@ from flowlib.agents import AssistantAgent
 from flowlib.conditions import MaxMessageTermination
 from flowlib.errors import NodeExecutionError
 from flowlib.models import (
+    ChatCompletionCache,
+    ChatCompletionClient,
     CreateResult,
     FunctionCall,
+    InMemoryStore,
+    LLMMessage,
+    ModelInfo,
     OpenAIChatCompletionClient,
     ReplayChatCompletionClient,
     RequestUsage,
+    UserMessage,
 )
 from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat
 
@@ -295,3 +302,109 @@ async def test_a_team_run_by_a_tool_nests_under_the_tool_call(
     assert tree.parent(inner) is tool
     assert tree.children(inner) == ["node_turn x"]
     assert tree.children(tree.one("node_turn x")) == ["chat replay"]
+
+
+# --- model clients of the user's own ---------------------------------------------------------
+
+
+class EchoClient(ChatCompletionClient):
+    """A client written by a user, straight on the abstract base: it answers with the
+    last message's text."""
+
+    model = "echo-1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
+        self.calls += 1
+        usage = RequestUsage(prompt_tokens=len(messages), completion_tokens=1)
+        text = str(messages[-1].content)
+        return CreateResult(finish_reason="stop", content=text, usage=usage, cached=False)
+
+    async def create_stream(
+        self, messages: Sequence[LLMMessage], **kwargs: Any
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        result = await self.create(messages)
+        yield str(result.content)
+        yield result
+
+    async def close(self) -> None:
+        pass
+
+    def actual_usage(self) -> RequestUsage:
+        return RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    total_usage = actual_usage
+
+    def count_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return len(messages)
+
+    def remaining_tokens(self, messages: Sequence[LLMMessage], **kwargs: Any) -> int:
+        return 1000
+
+    @property
+    def model_info(self) -> ModelInfo:
+        return {
+            "vision": False,
+            "function_calling": False,
+            "json_output": False,
+            "family": "unknown",
+            "structured_output": False,
+        }
+
+
+class CountingReplay(ReplayChatCompletionClient):
+    """A user's subclass of a flowlib client that overrides ``create`` and calls it."""
+
+    async def create(self, messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
+        return await super().create(messages, **kwargs)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
+async def test_a_client_of_your_own_gets_its_chat_spans(
+    exporter: InMemorySpanExporter, stream: bool
+) -> None:
+    agent = AssistantAgent("echo", model_client=EchoClient(), model_client_stream=stream)
+    team = RoundRobinGroupChat([agent], max_turns=2, name="solo")
+
+    await team.run(task="hello")
+
+    tree = Tree(exporter.get_finished_spans())
+    chats = tree.named("chat echo-1")
+    assert len(chats) == 2
+    for chat in chats:
+        assert tree.parent_name(chat) == "node_turn echo"
+        attributes = chat.attributes or {}
+        assert attributes["gen_ai.system"] == "EchoClient"
+        assert attributes["gen_ai.usage.output_tokens"] == 1
+
+
+async def test_a_subclass_of_a_flowlib_client_is_traced_once_per_call(
+    exporter: InMemorySpanExporter,
+) -> None:
+    agent = AssistantAgent("r", model_client=CountingReplay(["one", "two"]))
+    await RoundRobinGroupChat([agent], max_turns=2).run(task="go")
+    assert len(Tree(exporter.get_finished_spans()).named("chat replay")) == 2
+
+
+async def test_a_cache_traces_only_the_calls_its_client_makes(
+    exporter: InMemorySpanExporter,
+) -> None:
+    client = ChatCompletionCache(ReplayChatCompletionClient(["Paris.", "Lyon."]), InMemoryStore())
+    ask = [UserMessage(content="capital of France?", source="user")]
+    first, again = await client.create(ask), await client.create(ask)
+    assert first.content == again.content == "Paris." and again.cached
+    assert [s.name for s in exporter.get_finished_spans()] == ["chat replay"]
+
+
+def test_a_create_stream_that_is_not_an_async_generator_passes_through() -> None:
+    class Odd(EchoClient):
+        pass
+
+    async def returns_a_list(self: Any, messages: Sequence[Any]) -> list[int]:
+        return [1]
+
+    traced = _telemetry.traced_create_stream(returns_a_list)  # type: ignore[arg-type]
+    result = traced(Odd(), [])
+    assert asyncio.run(result) == [1]  # type: ignore[arg-type]

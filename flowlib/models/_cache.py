@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from .._telemetry import untraced
 from ..component import ComponentModel, dump_field, load_field, refuse_field
 from ..component._registry import register_builtin
 from ..errors import InvalidValueError
@@ -307,6 +308,7 @@ class ChatCompletionCache(ChatCompletionClient):
         if not hit:
             self._actual += usage
 
+    @untraced  # a miss is traced by the wrapped client; a hit is not a model call
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -352,6 +354,7 @@ class ChatCompletionCache(ChatCompletionClient):
         self._record(result.usage, hit=False)
         return result
 
+    @untraced
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from typing_extensions import NotRequired, Required, TypedDict
 
 from .._cancellation import CancellationToken
+from .._telemetry import trace_client_class
 from ..component._base import ComponentBase
 from ..errors import InvalidTypeError, InvalidValueError
 from ..tools._schema import Tool, ToolSchema
@@ -210,6 +211,11 @@ class ChatCompletionClient(ComponentBase, ABC):
     """
 
     component_type: ClassVar[str] = "model"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A client of the user's own is traced like flowlib's (see docs/observability.md).
+        super().__init_subclass__(**kwargs)
+        trace_client_class(cls)
 
     @abstractmethod
     async def create(
