@@ -435,20 +435,21 @@ def _window_ms(stamps: Sequence[float], start: float, first: int, last: int) -> 
     return median, sum(times) / len(times)
 
 
-async def run_longrun(peer: Any, sizes: Sizes) -> list[Row]:
-    n = sizes.longrun_turns
-    first = Row("longrun_first", f"2 assistants, replay: median turn, 1-{WINDOW}", "ms/turn")
-    last = Row("longrun_last", f"  ... median turn, {n - WINDOW + 1:,}-{n:,} of {n:,}", "ms/turn")
-    growth = Row("longrun_growth", "  ... last / first", "x")
+async def _growth_rows(
+    key: str, label: str, n: int, make: Callable[[], Callable[[], Awaitable[list[float]]]]
+) -> list[Row]:
+    """Median turn time over the first and the last ``WINDOW`` turns of an ``n``-turn run
+    made by ``make()``, and their ratio."""
+    first = Row(f"{key}_first", f"{label}: median turn, 1-{WINDOW}", "ms/turn")
+    last = Row(f"{key}_last", f"  ... median turn, {n - WINDOW + 1:,}-{n:,} of {n:,}", "ms/turn")
+    growth = Row(f"{key}_growth", "  ... last / first", "x")
     rows = [first, last, growth]
-    if not hasattr(peer, "make_assistant_loop"):
-        return []
     try:
-        runner = peer.make_assistant_loop(n)
+        runner = make()
         gc.collect()
         start = time.perf_counter()
         stamps = await runner()
-        _check_turns(len(stamps), n, "longrun")
+        _check_turns(len(stamps), n, key)
         first.value, first_mean = _window_ms(stamps, start, 0, WINDOW)
         last.value, last_mean = _window_ms(stamps, start, n - WINDOW, n)
         growth.value = last.value / first.value
@@ -463,39 +464,25 @@ async def run_longrun(peer: Any, sizes: Sizes) -> list[Row]:
     return rows
 
 
+async def run_longrun(peer: Any, sizes: Sizes) -> list[Row]:
+    if not hasattr(peer, "make_assistant_loop"):
+        return []
+    n = sizes.longrun_turns
+    label = "2 assistants, replay"
+    return await _growth_rows("longrun", label, n, lambda: peer.make_assistant_loop(n))
+
+
 async def run_durablerun(peer: Any, sizes: Sizes) -> list[Row]:
     """The ``longrun`` team with a checkpoint after every turn (SQLite): flowlib only, the
     peers' agent teams have no per-turn checkpointer."""
     if not hasattr(peer, "make_durable_assistant_loop"):
         return []
     n = sizes.longrun_turns
-    first = Row(
-        "durablerun_first", f"  ... checkpointed (SQLite): median turn, 1-{WINDOW}", "ms/turn"
-    )
-    last = Row(
-        "durablerun_last", f"  ... median turn, {n - WINDOW + 1:,}-{n:,} of {n:,}", "ms/turn"
-    )
-    growth = Row("durablerun_growth", "  ... last / first", "x")
-    rows = [first, last, growth]
-    try:
-        with tempfile.TemporaryDirectory(prefix="flowlib-bench-") as folder:
-            runner = peer.make_durable_assistant_loop(n, folder)
-            gc.collect()
-            start = time.perf_counter()
-            stamps = await runner()
-        _check_turns(len(stamps), n, "durablerun")
-        first.value, first_mean = _window_ms(stamps, start, 0, WINDOW)
-        last.value, last_mean = _window_ms(stamps, start, n - WINDOW, n)
-        growth.value = last.value / first.value
-        first.detail = (
-            f"median; mean {first_mean:.3f} ms; {n:,} turns in {stamps[-1] - start:.2f} s"
+    label = "  ... checkpointed (SQLite)"
+    with tempfile.TemporaryDirectory(prefix="flowlib-bench-") as folder:
+        return await _growth_rows(
+            "durablerun", label, n, lambda: peer.make_durable_assistant_loop(n, folder)
         )
-        last.detail = f"median; mean {last_mean:.3f} ms"
-        growth.detail = f"of the medians; of the means {last_mean / first_mean:.2f}x"
-    except Exception as exc:
-        for row in rows:
-            row.error = _reason(exc)
-    return rows
 
 
 async def run_msgmem(peer: Any, sizes: Sizes) -> list[Row]:
