@@ -74,6 +74,10 @@ class Scheduler:
         self.turn_start = [0] * count  # cursor before the node's current turn
         self.turn_step = [0] * count  # trace step of the node's current turn
         self.handed_over = [False] * count  # a team node took its turn's messages
+        # A team node whose interrupted turn had taken its messages: in memory it keeps
+        # them (its cursor stays past them), but a checkpoint's state of it predates the
+        # turn, so a settled bookkeeping rewinds its cursor as for a running node.
+        self.handed_back = [False] * count
         self.queued = [False] * count
         self.running = [False] * count
         self.pending = [False] * count
@@ -134,6 +138,8 @@ class Scheduler:
             if not self.handed_over[node]:
                 self.cursor[node] = self.turn_start[node]
                 self.limit[node] = self.turn_end[node]
+            else:
+                self.handed_back[node] = True
             if not self.queued[node]:
                 self.queued[node] = True
                 self.ready.appendleft(node)
@@ -169,6 +175,7 @@ class Scheduler:
         self.turn_start[node] = start
         self.turn_end[node] = end
         self.handed_over[node] = False
+        self.handed_back[node] = False
         self.cursor[node] = end
         if start == end:
             return []
@@ -267,6 +274,11 @@ class Scheduler:
             if settled or not self.handed_over[node]:
                 cursors[node] = self.turn_start[node]
                 limits[names[node]] = self.turn_end[node]
+        if settled:
+            for node in range(len(names)):
+                if self.handed_back[node]:
+                    cursors[node] = self.turn_start[node]
+                    limits[names[node]] = self.turn_end[node]
         ready = running + [n for n in self.ready if not self.running[n]]
         fired, absorbed = self.tracker.dump()
         pending = [
