@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from ..base import CancellationToken, Handoff, Response
 from ..base._arguments import check_state_argument
-from ..checkpoint import StateChange, diff_state, json_state, state_change
+from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import (
     ComponentModel,
     dump_field,
@@ -287,7 +287,7 @@ class AssistantAgent(BaseChatAgent):
         # counter: together they make each turn all-or-nothing (see on_messages_stream).
         self._open_turn: _RollbackPoint | Mapping[str, Any] | None = None
         self._turns_started = 0
-        self._last_state: Any = None  # what save_state_since returned last
+        self._journal = Journal()  # what save_state_since returned last
 
     # --- properties ---------------------------------------------------------------------
 
@@ -749,17 +749,17 @@ class AssistantAgent(BaseChatAgent):
         if self._open_turn is not None or type(self).save_state is not AssistantAgent.save_state:
             state = json_state(await self.save_state())
             return StateChange(state, diff_state(base, state))
-        mine = base is not None and base is self._last_state
+        mine = self._journal.fits(base, [])
         context = await state_change(self._model_context, base["llm_context"] if mine else None)
         if mine:
             if not context.patch:
                 return StateChange(base, {})
             state = {**base, "llm_context": context.state}
-            patch: dict[str, Any] = {"update": {"llm_context": context.patch}}
+            patch = patch_of(base, state, {"llm_context": context.patch})
         else:
             state = {**_EMPTY_STATE, "llm_context": context.state}
             patch = diff_state(base, state)
-        self._last_state = state
+        self._journal.keep(state, [])
         return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:

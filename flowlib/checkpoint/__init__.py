@@ -1,6 +1,14 @@
 """Durable runs: checkpoint records, the store protocol and the stores."""
 
-from ._change import IncrementalState, StateChange, json_state, state_change
+from ._change import (
+    IncrementalState,
+    Journal,
+    StateChange,
+    appended,
+    json_state,
+    patch_of,
+    state_change,
+)
 from ._fold import FoldedRun, base_record, fold
 from ._memory import InMemoryCheckpointStore
 from ._patch import apply_patch, diff_state
@@ -23,17 +31,20 @@ __all__ = [
     "FoldedRun",
     "InMemoryCheckpointStore",
     "IncrementalState",
+    "Journal",
     "PostgresCheckpointStore",
     "RunRecord",
     "RunStatus",
     "SQLiteCheckpointStore",
     "StateChange",
     "StepKind",
+    "appended",
     "apply_patch",
     "base_record",
     "diff_state",
     "fold",
     "json_state",
     "open_store",
+    "patch_of",
     "state_change",
 ]

@@ -13,15 +13,23 @@ there, and the plain way otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic_core import to_jsonable_python
 
-from ._patch import Patch, diff_state
+from ._patch import Patch, diff_state, patch_of
 
-__all__ = ["IncrementalState", "StateChange", "json_state", "state_change"]
+__all__ = [
+    "IncrementalState",
+    "Journal",
+    "StateChange",
+    "appended",
+    "json_state",
+    "patch_of",
+    "state_change",
+]
 
 
 def json_state(state: Mapping[str, Any]) -> Any:
@@ -80,3 +88,52 @@ async def state_change(source: Any, base: Any) -> StateChange:
         return change
     state = json_state(await source.save_state())
     return StateChange(state, diff_state(base, state))
+
+
+class Journal:
+    """What an object's ``save_state_since`` returned last, and where the lists its state
+    grows from stood then.
+
+    An object whose state is mostly lists that only grow (a history, a thread) keeps one
+    journal. ``fits(base, lists)`` says whether ``base`` is the state it returned last
+    and every list only grew since: the same list object, no shorter, and the same last
+    item where it ended. (Lists are only appended to or replaced whole; clearing one in
+    place and growing it again puts other objects at that position.) Then only the
+    items past ``start(i)`` need dumping.
+    """
+
+    __slots__ = ("marks", "state")
+
+    def __init__(self) -> None:
+        self.state: Any = None
+        self.marks: tuple[tuple[list[Any], int, Any], ...] = ()
+
+    def fits(self, base: Any, lists: Sequence[list[Any]]) -> bool:
+        """Whether ``base`` is the kept state and ``lists`` only grew since."""
+        if base is None or base is not self.state or len(lists) != len(self.marks):
+            return False
+        for items, (source, length, last) in zip(lists, self.marks, strict=True):
+            if items is not source or len(items) < length:
+                return False
+            if length and items[length - 1] is not last:
+                return False
+        return True
+
+    def start(self, index: int) -> int:
+        """How long list ``index`` was when the kept state was made."""
+        return self.marks[index][1]
+
+    def keep(self, state: Any, lists: Sequence[list[Any]]) -> None:
+        """Remember ``state`` and where ``lists`` stand now."""
+        self.state = state
+        self.marks = tuple((items, len(items), items[-1] if items else None) for items in lists)
+
+    def forget(self) -> None:
+        """Drop the kept state: the next ``fits`` is false."""
+        self.state = None
+        self.marks = ()
+
+
+def appended(added: list[Any]) -> Patch:
+    """The patch of a list that grew by ``added`` (``{}`` when nothing was added)."""
+    return {"append": added} if added else {}

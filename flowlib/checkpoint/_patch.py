@@ -17,13 +17,14 @@ three different values), so ``apply_patch(a, diff_state(a, b)) == b`` holds with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic_core import to_json
 
 from ..errors import CheckpointError
 
-__all__ = ["apply_patch", "diff_state"]
+__all__ = ["apply_patch", "diff_state", "patch_of"]
 
 Patch = dict[str, Any]
 
@@ -45,26 +46,37 @@ def diff_state(old: Any, new: Any) -> Patch:
     if _same(old, new):
         return {}
     if type(old) is dict and type(new) is dict:
-        update: dict[str, Patch] = {}
-        for key, value in new.items():
-            if key not in old:
-                update[key] = {"set": value}
-            else:
-                sub = diff_state(old[key], value)
-                if sub:
-                    update[key] = sub
-        removed = [key for key in old if key not in new]
-        patch: Patch = {}
-        if update:
-            patch["update"] = update
-        if removed:
-            patch["remove"] = removed
-        return patch
+        return patch_of(old, new, {})
     if type(old) is list and type(new) is list and len(new) > len(old):
         size = len(old)
         if _same(old, new[:size]):
             return {"append": new[size:]}
     return {"set": new}
+
+
+def patch_of(
+    base: Mapping[str, Any], state: Mapping[str, Any], known: Mapping[str, Patch]
+) -> Patch:
+    """``diff_state(base, state)`` for two dicts, given the patches of some keys
+    (``known``: a list that grew, a nested state's own change); the other keys are
+    compared with `diff_state()`."""
+    update: dict[str, Patch] = {}
+    for key, value in state.items():
+        if key in known:
+            sub = known[key]
+        elif key in base:
+            sub = diff_state(base[key], value)
+        else:
+            sub = {"set": value}
+        if sub:
+            update[key] = sub
+    removed = [key for key in base if key not in state]
+    patch: Patch = {}
+    if update:
+        patch["update"] = update
+    if removed:
+        patch["remove"] = removed
+    return patch
 
 
 def apply_patch(old: Any, patch: Patch) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..checkpoint import StateChange, diff_state, json_state
+from ..checkpoint import Journal, StateChange, appended, diff_state, json_state, patch_of
 from ..component._base import ComponentBase
 from ..errors import InvalidTypeError, StateError
 from ..models import (
@@ -97,7 +97,7 @@ class ChatCompletionContext(ComponentBase, ABC):
         for message in initial_messages or ():
             self._initial_messages.append(_checked(message))
         self._messages: list[LLMMessage] = list(self._initial_messages)
-        self._journal: _Journal | None = None
+        self._journal = Journal()
 
     def _initial_config(self) -> list[LLMMessage] | None:
         """The preloaded messages for a config (None when there are none)."""
@@ -134,22 +134,22 @@ class ChatCompletionContext(ComponentBase, ABC):
         subclasses that override `save_state()`, it saves and compares the whole state.
         """
         messages = self._messages
-        journal = getattr(self, "_journal", None)
+        journal: Journal | None = getattr(self, "_journal", None)  # (a subclass may skip __init__)
+        if journal is None:
+            journal = self._journal = Journal()
         if (
-            journal is not None
-            and journal.state is base
-            and journal.fits(messages)
+            journal.fits(base, [messages])
             and type(self).save_state is ChatCompletionContext.save_state
         ):
-            if len(messages) == journal.length:
+            added = _MESSAGES.dump_python(messages[journal.start(0) :], mode="json")
+            if not added:
                 return StateChange(base, {})
-            added = _MESSAGES.dump_python(messages[journal.length :], mode="json")
             state = {**base, "messages": [*base["messages"], *added]}
-            patch: dict[str, Any] = {"update": {"messages": {"append": added}}}
+            patch = patch_of(base, state, {"messages": appended(added)})
         else:
             state = json_state(await self.save_state())
             patch = diff_state(base, state)
-        self._journal = _Journal(state, messages)
+        journal.keep(state, [messages])
         return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
@@ -200,9 +200,9 @@ class ChatCompletionContext(ComponentBase, ABC):
             # Something rewrote the marked list in place (a subclass trimming it): the
             # marked state is gone, so keep what there is rather than guess.
             return
-        journal = getattr(self, "_journal", None)
-        if journal is not None and journal.length > point.length:
-            self._journal = None  # its messages past the point are gone
+        journal: Journal | None = getattr(self, "_journal", None)
+        if journal is not None and journal.marks and journal.start(0) > point.length:
+            journal.forget()  # its messages past the point are gone
         del messages[point.length :]
         self._messages = messages
 
@@ -212,31 +212,6 @@ class ChatCompletionContext(ComponentBase, ABC):
 
 
 _MESSAGES: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessage])
-
-
-class _Journal:
-    """The state `save_state_since` returned last, and the history list it was made of.
-
-    The history only grows by appending and is only replaced whole (see
-    `_rollback_point`), so the list, its length and its last message tell whether the
-    state still describes the start of the history.
-    """
-
-    __slots__ = ("last", "length", "messages", "state")
-
-    def __init__(self, state: Any, messages: list[LLMMessage]) -> None:
-        self.state = state
-        self.messages = messages
-        self.length = len(messages)
-        self.last = messages[-1] if messages else None
-
-    def fits(self, messages: list[LLMMessage]) -> bool:
-        """Whether ``messages`` is the journal's list, grown only at its end."""
-        return (
-            messages is self.messages
-            and len(messages) >= self.length
-            and (self.length == 0 or messages[self.length - 1] is self.last)
-        )
 
 
 class _RollbackPoint:

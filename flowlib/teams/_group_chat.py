@@ -24,9 +24,15 @@ from ..base._task import task_messages
 from ..checkpoint import (
     CheckpointStore,
     FoldedRun,
+    Journal,
     RunRecord,
+    StateChange,
+    appended,
     base_record,
+    diff_state,
     fold,
+    json_state,
+    patch_of,
 )
 from ..errors import (
     ArgumentTypeError,
@@ -220,6 +226,7 @@ class BaseGroupChat(Team, ABC):
         self._busy = False
         self._closing = False
         self._idle: asyncio.Event | None = None
+        self._journal = Journal()  # what save_state_since returned last
 
     @property
     def policy(self) -> TeamPolicy:
@@ -639,6 +646,56 @@ class BaseGroupChat(Team, ABC):
                 agent_states[node.name] = dict(await node.save_state())
         agent_states[self._manager_key] = self._executor.save_state().model_dump(mode="json")
         return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The state now (as `save_state()` gives it, in JSON) and the patch from ``base``.
+
+        When ``base`` is the state this returned last and the team is not running, each
+        participant reports its own change (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState]) and only the thread
+        entries added since are dumped: a team nested in a checkpointed team costs its
+        turn's change, not its whole history.
+        """
+        executor = self._executor
+        lists: list[list[Any]] = [executor.thread, executor.thread_nodes]
+        journal = self._journal
+        idle = not (self._busy or executor.is_running)
+        if (
+            not idle
+            or type(self).save_state is not BaseGroupChat.save_state
+            or not journal.fits(base, lists)
+        ):
+            state = json_state(await self.save_state())
+            if idle:
+                journal.keep(state, lists)
+            return StateChange(state, diff_state(base, state))
+        base_states = base["agent_states"]
+        states: dict[str, Any] = {}
+        known: dict[str, Any] = {}
+        for node in executor.nodes:
+            change = await node.save_state_since(base_states.get(node.name))
+            states[node.name] = change.state
+            known[node.name] = change.patch
+        key = self._manager_key
+        manager_base = base_states[key]
+        start = journal.start(0)
+        names = self._plan.names
+        added = [dict(message.dump()) for message in executor.thread[start:]]
+        origins = [names[n] if n >= 0 else None for n in executor.thread_nodes[start:]]
+        manager = {
+            **GraphManagerState(**executor.bookkeeping()).model_dump(mode="json"),
+            "message_thread": [*manager_base["message_thread"], *added],
+            "thread_nodes": [*manager_base["thread_nodes"], *origins],
+        }
+        threads = {"message_thread": appended(added), "thread_nodes": appended(origins)}
+        known[key] = patch_of(manager_base, manager, threads)
+        states[key] = manager
+        state = {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": states}
+        patch = patch_of(base, state, {"agent_states": patch_of(base_states, states, known)})
+        if not patch:
+            return StateChange(base, {})
+        journal.keep(state, lists)
+        return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].

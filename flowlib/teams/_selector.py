@@ -20,7 +20,16 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
-from ..checkpoint import CheckpointStore
+from ..checkpoint import (
+    CheckpointStore,
+    Journal,
+    StateChange,
+    appended,
+    diff_state,
+    json_state,
+    patch_of,
+    state_change,
+)
 from ..component import dump_field, load_field, skip_field
 from ..component._registry import register_builtin
 from ..errors import (
@@ -216,6 +225,7 @@ class SelectorRouter(Router):
             if not self._factory.is_registered(message_type):
                 self._factory.register(message_type)
         self._thread: list[BaseAgentEvent | BaseChatMessage] = []
+        self._journal = Journal()  # what save_state_since returned last
         self._previous: str | None = None
         # Ids of messages taken in a turn that has not finished: the executor re-delivers
         # them when it retries the turn, and they must not enter the history twice.
@@ -442,6 +452,34 @@ class SelectorRouter(Router):
             model_context=dict(await self._context.save_state()),
             unfinished=sorted(self._unfinished),
         ).model_dump(mode="json")
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The state now and the patch from ``base``: when ``base`` is the state this
+        returned last, only the messages and model-context entries added since are
+        dumped (see [`IncrementalState`][flowlib.checkpoint.IncrementalState])."""
+        thread = self._thread
+        if not self._journal.fits(base, [thread]) or type(self).save_state is not (
+            SelectorRouter.save_state
+        ):
+            state = json_state(await self.save_state())
+            self._journal.keep(state, [thread])
+            return StateChange(state, diff_state(base, state))
+        added = [message.dump() for message in thread[self._journal.start(0) :]]
+        context = await state_change(self._context, base["model_context"])
+        small = _SelectorState(
+            previous_speaker=self._previous, unfinished=sorted(self._unfinished)
+        ).model_dump(mode="json")
+        state = {
+            **small,
+            "message_thread": [*base["message_thread"], *added],
+            "model_context": context.state,
+        }
+        known = {"message_thread": appended(added), "model_context": context.patch}
+        patch = patch_of(base, state, known)
+        if not patch:
+            return StateChange(base, {})
+        self._journal.keep(state, [thread])
+        return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore [`save_state`][flowlib.graph.Router.save_state] output.

@@ -14,6 +14,7 @@ change costs what its turn changed, and is always what the plain way gives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,13 @@ from flowlib.models import (
     RequestUsage,
     UserMessage,
 )
-from flowlib.teams import RoundRobinGroupChat
+from flowlib.teams import (
+    BaseGroupChat,
+    DiGraphBuilder,
+    GraphFlow,
+    RoundRobinGroupChat,
+    SelectorGroupChat,
+)
 
 
 def same_json(a: Any, b: Any) -> bool:
@@ -269,3 +276,72 @@ async def test_runs_interrupted_at_every_turn_resume_to_the_uninterrupted_contex
         await fresh.run(run_id="r")
         assert await contexts(fresh) == want, fail_at
         await store.close()
+
+
+# --- teams and routers -----------------------------------------------------------------
+
+
+def selector_team(fail: list[int]) -> BaseGroupChat:
+    names = ("a", "b")
+    agents = [AssistantAgent(name, Counting(name)) for name in names]
+    picker = Counting("pick")
+
+    async def pick(messages: Sequence[LLMMessage], **kwargs: Any) -> CreateResult:
+        if fail and fail[0] == 0:
+            fail.clear()
+            raise RuntimeError("the selector's model is down")
+        if fail:
+            fail[0] -= 1
+        usage = RequestUsage(prompt_tokens=1, completion_tokens=1)
+        name = names[len(messages) % 2]
+        return CreateResult(finish_reason="stop", content=name, usage=usage, cached=False)
+
+    picker.create = pick  # type: ignore[method-assign]
+    return SelectorGroupChat(agents, model_client=picker, allow_repeated_speaker=True, max_turns=3)
+
+
+def nested_team(fail: list[int]) -> BaseGroupChat:
+    x = AssistantAgent("x", Counting("x"))
+    y = AssistantAgent("y", Counting("y", fail_at=fail[0] + 1 if fail else None))
+    inner = RoundRobinGroupChat([x, y], max_turns=2, name="inner")
+    first = AssistantAgent("a", Counting("a"))
+    builder = DiGraphBuilder().add_node(first).add_node(inner)
+    builder.add_edge("a", "inner").add_edge(
+        "inner", "a", condition=lambda m: "9" not in str(m.content)
+    )
+    builder.set_entry_point("a")
+    return GraphFlow(builder.get_participants(), builder.build(), max_turns=3)
+
+
+TEAM_STEPS = st.lists(st.sampled_from(["run", "run", "fail", "reset", "load", "snap", "snap"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(["selector", "nested"]), steps=TEAM_STEPS, older=st.booleans())
+def test_a_team_change_is_what_the_plain_way_gives(
+    kind: str, steps: list[str], older: bool
+) -> None:
+    async def scenario() -> None:
+        fail: list[int] = []
+        team = (selector_team if kind == "selector" else nested_team)(fail)
+        states: list[Any] = []
+        saved = await team.save_state()
+        for step in steps:
+            if step == "run":
+                await team.run(task="go" if not states else None)
+            elif step == "fail":
+                fail[:] = [1]
+                with contextlib.suppress(NodeExecutionError):
+                    await team.run(task="go")
+                fail.clear()
+            elif step == "reset":
+                await team.reset()
+            elif step == "load":
+                await team.load_state(saved)
+            else:
+                base = states[0] if older and states else (states[-1] if states else None)
+                states.append((await check_change(team, base)).state)
+                saved = await team.save_state()
+        await check_change(team, states[-1] if states else None)
+
+    asyncio.run(scenario())
