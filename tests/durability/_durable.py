@@ -193,15 +193,19 @@ def per_node(texts: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
 
 def timing_sensitive(spec: GraphSpec) -> set[str]:
     """The nodes whose number of runs may depend on which turns finish first, even in an
-    uninterrupted run: every node fed by two or more edges where either an edge has
-    ``any`` activation (parents' activations merge when they arrive before it starts) or
-    the graph loops (a parent that fires twice before the other parent fires once
-    counts once); every node with a parent that can fire again without waiting for it (the
-    parent is on a loop that avoids the node: two activations that arrive during one of
-    its turns make one re-run); and everything downstream of one. A resume changes which
-    turns finish first, so for these nodes the uninterrupted run is one possible outcome,
-    not the only one (``test_found_by_crash_anywhere.py`` shows both with plain
-    uninterrupted runs)."""
+    uninterrupted run, and everything downstream of one:
+
+    - a node fed by two or more edges where an edge has ``any`` activation, or the edges
+      are in two or more activation groups (groups are OR-ed), so parents' activations
+      merge when they arrive before it starts, or the graph loops (a parent that fires
+      twice before the other parent fires once counts once);
+    - a node with a parent that can fire again without waiting for it (the parent is on
+      a loop that avoids the node): two activations that arrive during one of its turns
+      make one re-run.
+
+    A resume changes which turns finish first, so for these nodes the uninterrupted run
+    is one possible outcome, not the only one (``test_found_by_crash_anywhere.py`` shows
+    both with plain uninterrupted runs)."""
     parents: dict[str, list[EdgeSpec]] = {}
     for edge in spec.edges:
         parents.setdefault(edge.target, []).append(edge)
@@ -213,6 +217,7 @@ def timing_sensitive(spec: GraphSpec) -> set[str]:
         and (
             spec.is_cyclic
             or any((edge.activation_condition or activation[target]) == "any" for edge in edges)
+            or len({edge.activation_group for edge in edges}) >= 2
         )
     }
     roots |= {
