@@ -236,6 +236,14 @@ def timing_sensitive(spec: GraphSpec) -> set[str]:
     return found
 
 
+def certain_turns(spec: GraphSpec, effects: Sequence[Effect]) -> int:
+    """How many turns start in every run of ``spec``, whatever the timing: the turns of
+    the nodes that are not timing-sensitive in the uninterrupted run's ``effects`` (at
+    least the first turn). An interruption drawn among these is always reached."""
+    loose = timing_sensitive(spec)
+    return max(1, sum(1 for node, _ in effects if node not in loose))
+
+
 def _loops_without(spec: GraphSpec, node: str, avoid: str) -> bool:
     """Whether ``node`` can reach itself again along edges that never touch ``avoid``."""
     seen: set[str] = set()

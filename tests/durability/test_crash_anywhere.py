@@ -30,6 +30,7 @@ from _durable import (
     Trigger,
     assert_same_transcript,
     assert_same_turns,
+    certain_turns,
     stored,
     team_of,
 )
@@ -158,7 +159,9 @@ async def one_case(
     """One drawn interruption, checked; ``loose`` overrides the nodes compared loosely
     (``timing_sensitive``), e.g. an empty set for a case whose timing is known."""
     want, want_effects = await reference(spec)
-    at_turn = point[0] % len(want_effects)  # the drawn turn of the run
+    # The drawn turn, among those that start in every timing (a timing-sensitive node
+    # may run fewer times in the interrupted run than in the reference).
+    at_turn = point[0] % certain_turns(spec, want_effects)
     yields = point[1]  # awaits inside that turn before the interruption
     store: CheckpointStore = (
         InMemoryCheckpointStore()

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _durable import Ledger, StoredRun, assert_same_transcript, assert_same_turns, stored, team_of
+from _durable import (
+    Ledger,
+    StoredRun,
+    assert_same_transcript,
+    assert_same_turns,
+    certain_turns,
+    stored,
+    team_of,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -79,7 +87,7 @@ def _case(spec: GraphSpec, drawn: dict[str, Any]) -> None:
     total = len(want_effects)
     kill = dict(drawn)
     if "turn" in kill:
-        kill["turn"] %= total
+        kill["turn"] %= certain_turns(spec, want_effects)  # reached in every timing
     else:
         kill["append"] = 1 + kill["append"] % (total + 2)  # start, turns, stop
     with tempfile.TemporaryDirectory() as tmp:
