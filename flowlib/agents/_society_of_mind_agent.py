@@ -12,6 +12,7 @@ from typing_extensions import Self
 from ..base import CancellationToken, Response, TaskResult, Team
 from ..base._arguments import check_state_argument
 from ..base._task import task_messages
+from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import ComponentModel, dump_field, load_field
 from ..component._registry import register_builtin
 from ..errors import ContractError, InvalidTypeError, StateError
@@ -128,6 +129,7 @@ class SocietyOfMindAgent(BaseChatAgent):
         self._instruction = instruction
         self._response_prompt = response_prompt
         self._model_context = model_context or UnboundedChatCompletionContext()
+        self._journal = Journal()  # what save_state_since returned last
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
@@ -296,6 +298,33 @@ class SocietyOfMindAgent(BaseChatAgent):
             "inner_team_state": dict(await self._team.save_state()),
             "llm_context": dict(await self._model_context.save_state()),
         }
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The state now (as `save_state()` gives it, in JSON) and the patch from ``base``:
+        when ``base`` is the state this returned last, the inner team and the model context
+        each report only their change (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState])."""
+        if type(self).save_state is not SocietyOfMindAgent.save_state:
+            plain = json_state(await self.save_state())
+            return StateChange(plain, diff_state(base, plain))
+        mine = self._journal.fits(base, [])
+        team = await state_change(self._team, base["inner_team_state"] if mine else None)
+        context = await state_change(self._model_context, base["llm_context"] if mine else None)
+        state = {
+            "type": "SocietyOfMindAgentState",
+            "version": 1,
+            "inner_team_state": team.state,
+            "llm_context": context.state,
+        }
+        if mine:
+            known = {"inner_team_state": team.patch, "llm_context": context.patch}
+            patch = patch_of(base, state, known)
+            if not patch:
+                return StateChange(base, {})
+        else:
+            patch = diff_state(base, state)
+        self._journal.keep(state, [])
+        return StateChange(state, patch)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state returned by [`save_state`][flowlib.agents.SocietyOfMindAgent.save_state].

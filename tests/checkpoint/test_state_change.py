@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pydantic_core import to_json
 
 import flowlib.model_context._base as context_module
-from flowlib.agents import AssistantAgent
+from flowlib.agents import AssistantAgent, SocietyOfMindAgent
 from flowlib.base import CancellationToken
 from flowlib.checkpoint import (
     CheckpointStore,
@@ -343,5 +343,37 @@ def test_a_team_change_is_what_the_plain_way_gives(
                 states.append((await check_change(team, base)).state)
                 saved = await team.save_state()
         await check_change(team, states[-1] if states else None)
+
+    asyncio.run(scenario())
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    steps=st.lists(st.sampled_from(["turn", "turn", "reset", "load", "snap", "snap"])),
+    older=st.booleans(),
+)
+def test_a_society_of_mind_change_is_what_the_plain_way_gives(
+    steps: list[str], older: bool
+) -> None:
+    async def scenario() -> None:
+        inner = RoundRobinGroupChat(
+            [AssistantAgent("x", Counting("x")), AssistantAgent("y", Counting("y"))], max_turns=2
+        )
+        agent = SocietyOfMindAgent("som", team=inner, model_client=Counting("som"))
+        token = CancellationToken()
+        states: list[Any] = []
+        saved = await agent.save_state()
+        for index, step in enumerate(steps):
+            if step == "turn":
+                await agent.on_messages([TextMessage(content=f"t{index}", source="user")], token)
+            elif step == "reset":
+                await agent.on_reset(token)
+            elif step == "load":
+                await agent.load_state(saved)
+            else:
+                base = states[0] if older and states else (states[-1] if states else None)
+                states.append((await check_change(agent, base)).state)
+                saved = await agent.save_state()
+        await check_change(agent, states[-1] if states else None)
 
     asyncio.run(scenario())
