@@ -151,14 +151,32 @@ async def _linked(awaitable: Awaitable[_T], token: CancellationToken | None) -> 
 _END: Any = object()
 
 
+def _transport_fault(exc: BaseException) -> str | None:
+    """``"timeout"`` or ``"broken"`` for a fault of the SDK's HTTP transport, else None.
+
+    The SDK wraps transport errors only while a request is being sent; while a stream
+    is read, whatever its transport raises reaches the reader as it is. Which transport
+    that is depends on the installed SDK (``httpx`` in older releases, ``httpx2`` in
+    newer ones, ``aiohttp`` as an option), so the fault is recognised by the classes'
+    names along its MRO and by the standard library's own types, never by importing a
+    transport flowlib does not declare.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, TimeoutError) or names & {"TimeoutException", "ServerTimeoutError"}:
+        return "timeout"
+    transport = names & {"TransportError", "ClientError", "StreamError", "NetworkError"}
+    if transport or isinstance(exc, (ConnectionError, EOFError)):
+        return "broken"
+    return None
+
+
 async def _next_or_end(iterator: Any, model: str) -> Any:
     """The next chunk of a stream, or ``_END``; a broken stream is a ModelResponseError.
 
     The SDK retries a request only until its answer starts; errors while the stream is
     read (the connection closes, a read times out, the server sends an error event)
-    reach the reader unwrapped, as ``httpx`` or ``openai.APIError`` exceptions.
+    reach the reader unwrapped, as the transport's or ``openai.APIError`` exceptions.
     """
-    import httpx
     import openai
 
     try:
@@ -169,20 +187,35 @@ async def _next_or_end(iterator: Any, model: str) -> Any:
         raise ModelResponseError(
             f"The server streamed a chunk for `{model}` that is not valid JSON: {exc}"
         ) from exc
-    except (httpx.TimeoutException, openai.APITimeoutError) as exc:
-        raise ModelResponseError(
-            f"The stream from `{model}` stalled: no data within the client's timeout. "
-            "Raise `timeout=` if the server is just slow."
-        ) from exc
-    except (httpx.TransportError, openai.APIConnectionError) as exc:
-        raise ModelResponseError(
-            f"The connection to the server of `{model}` broke mid-stream "
-            f"({type(exc).__name__}: {exc})."
-        ) from exc
+    except openai.APITimeoutError as exc:
+        raise _stalled(model) from exc
+    except openai.APIConnectionError as exc:
+        raise _broken(model, exc) from exc
     except openai.APIError as exc:
         raise ModelResponseError(
             f"The server of `{model}` sent an error event mid-stream: {exc.message}"
         ) from exc
+    except Exception as exc:
+        fault = _transport_fault(exc)
+        if fault == "timeout":
+            raise _stalled(model) from exc
+        if fault == "broken":
+            raise _broken(model, exc) from exc
+        raise
+
+
+def _stalled(model: str) -> ModelResponseError:
+    return ModelResponseError(
+        f"The stream from `{model}` stalled: no data within the client's timeout. "
+        "Raise `timeout=` if the server is just slow."
+    )
+
+
+def _broken(model: str, exc: BaseException) -> ModelResponseError:
+    return ModelResponseError(
+        f"The connection to the server of `{model}` broke mid-stream "
+        f"({type(exc).__name__}: {exc})."
+    )
 
 
 def _extra_text(obj: Any, *names: str) -> str | None:

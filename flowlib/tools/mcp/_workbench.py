@@ -216,7 +216,7 @@ class McpWorkbench(Workbench):
                 )
                 timeout = timedelta(seconds=params.sse_read_timeout)
             else:
-                import httpx
+                import httpx  # a dependency of `mcp` itself (imported above)
                 from mcp.client.streamable_http import streamable_http_client
 
                 client = await stack.enter_async_context(
