@@ -20,6 +20,13 @@ that does not depend on what else the machine runs.
     python -m bench.throughput                  # 1,000 runs, C=100
     python -m bench.throughput --runs 200 --json out.json --skip-ray
     python -m bench.throughput --store sqlite   # durable runs (a checkpoint per turn)
+    python -m bench.throughput --stream --cli   # also stream_many, and `flowlib batch`
+    python -m bench.throughput --memory 10000   # driver memory with 10,000 tasks queued
+
+``--stream`` adds a Ray row through ``stream_many`` (every message and event crosses to
+the driver). ``--cli`` adds ``flowlib batch`` rows with a SQLite store, run in a child
+process: in one process, and on this benchmark's Ray cluster with 2 workers (its CPU is
+the child's own: it joins the cluster, so the cluster's processes are not its children).
 
 A last row measures the design not taken: each run a plain Ray task (``--ray-tasks N``
 runs); a task holds its worker process, so only as many runs as CPUs are in flight.
@@ -203,6 +210,60 @@ def _cli(runs: int, concurrency: int, folder: str, address: str | None) -> dict[
     return row
 
 
+def build_waiting(*, checkpoint_store: Any = None) -> Any:
+    """The same team with agents that wait 10 minutes (tasks stay queued)."""
+    return build(checkpoint_store=checkpoint_store, think=600.0)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")  # pragma: no cover - not Linux
+
+
+async def _memory(tasks: int, concurrency: int, workers: int) -> list[dict[str, Any]]:
+    """Driver memory while ``tasks`` tasks are queued (their agents wait 10 minutes):
+    RSS growth after 5 s of ``run_many`` / ``stream_many``, then the batch is cancelled."""
+    import gc
+
+    from flowlib.batch import LocalRunner
+    from flowlib.distributed import RayRunner
+
+    names = [f"task {i}" for i in range(tasks)]
+    rows: list[dict[str, Any]] = []
+
+    async def measure(label: str, start: Any) -> None:
+        gc.collect()
+        before = _rss_mb()
+        batch = asyncio.ensure_future(start())
+        await asyncio.sleep(5.0)
+        grown = _rss_mb() - before
+        batch.cancel()
+        await asyncio.gather(batch, return_exceptions=True)
+        rows.append({"row": label, "tasks": tasks, "driver_rss_growth_mb": round(grown, 1)})
+        print(f"{label}: driver RSS +{grown:.1f} MB", file=sys.stderr)
+
+    local = LocalRunner(build_waiting, max_concurrency=concurrency)
+    await measure("LocalRunner run_many", lambda: local.run_many(names))
+
+    async def drain(runner: Any) -> None:
+        async for _ in runner.stream_many(names):
+            pass
+
+    ray_runner = RayRunner(
+        "bench.throughput:build_waiting",
+        checkpoint_store=None,
+        workers=workers,
+        max_concurrency=max(1, concurrency // workers),
+    )
+    async with ray_runner:
+        await measure(f"RayRunner run_many, {workers} workers", lambda: ray_runner.run_many(names))
+        await measure(f"RayRunner stream_many, {workers} workers", lambda: drain(ray_runner))
+    return rows
+
+
 def _one_run_blocking(task: str) -> int:
     """One run in its own event loop: the body of a plain Ray task (no shared loop)."""
     result = asyncio.run(build().run(task=task))
@@ -300,6 +361,13 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     )
     parser.add_argument("--cli", action="store_true", help="also `flowlib batch` rows (store)")
     parser.add_argument(
+        "--memory",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: driver memory with N tasks queued (LocalRunner vs RayRunner)",
+    )
+    parser.add_argument(
         "--ray-tasks",
         type=int,
         default=40,
@@ -308,6 +376,23 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     )
     args = parser.parse_args(argv)
     folder = tempfile.mkdtemp(prefix="flowlib-throughput-")
+    if args.memory:
+        import ray
+
+        pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+        )
+        try:
+            memory = await _memory(args.memory, args.concurrency, 2)
+        finally:
+            ray.shutdown()
+        if args.json:
+            Path(args.json).write_text(json.dumps(memory, indent=2) + "\n", encoding="utf-8")
+        return memory
     store = f"sqlite:///{folder}/runs.db" if args.store else None
     rows = [await _local(args.runs, args.concurrency, store)]
     if args.cli:

@@ -137,32 +137,47 @@ def _mid_run(recorded: set[str]) -> bool:
     return any(0 < count < len(NODES) for count in per_run.values())
 
 
+async def _pid_when_back(actor: Any) -> int:
+    """The worker's process id once it answers (the batch may end, its runs finished by
+    the other worker, while Ray is still restarting this one)."""
+    from ray.exceptions import ActorUnavailableError
+
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            return int(await actor.pid.remote())
+        except ActorUnavailableError:
+            assert time.monotonic() < deadline, "the killed worker never came back"
+            await asyncio.sleep(0.5)
+
+
 async def _batch_with_a_kill(
     store: str, log_dir: Path, tasks: list[str]
 ) -> tuple[list[Any], set[str]]:
     """Run ``tasks`` on two workers; SIGKILL one of them once a fifth of the turns ran.
 
-    Returns the results and the turns recorded when the worker died (read right after
-    the kill, before Ray has restarted the worker).
+    Returns the results and the turns recorded before the worker died (read just before
+    the kill: the other worker takes the dead one's runs up at once, so turns recorded
+    after the kill may be turns that were in flight and rightly ran again).
     """
     factory = functools.partial(build, log_dir=str(log_dir))
     runner = RayRunner(factory, checkpoint_store=store, workers=2, max_concurrency=10)
-    victims_runs = tasks  # runs go to whichever worker has room
     async with runner:
         victim = await runner.actors[0].pid.remote()
         batch = asyncio.ensure_future(runner.run_many(tasks, run_ids=tasks))
-        # A fifth of 5 turns per run, and then a moment when one of the victim's runs has
-        # recorded some of its turns but not all: runs go in waves of max_concurrency, and
-        # a kill between two waves would leave nothing to resume.
-        while len(lines(log_dir, "ends.txt")) < len(tasks) or not _mid_run(
-            await _recorded_turns(store, victims_runs)
-        ):
+        # A fifth of 5 turns per run, and then a moment when some run has recorded some
+        # of its turns but not all: runs go in waves of max_concurrency, and a kill
+        # between two waves would leave nothing to resume.
+        while True:
             assert not batch.done(), "the batch ended before the worker could be killed"
+            if len(lines(log_dir, "ends.txt")) >= len(tasks):
+                recorded = await _recorded_turns(store, tasks)
+                if _mid_run(recorded):
+                    break
             await asyncio.sleep(0.01)
         os.kill(victim, signal.SIGKILL)
-        recorded = await _recorded_turns(store, victims_runs)
         results = await batch
-        assert await runner.actors[0].pid.remote() != victim  # Ray restarted the worker
+        assert await _pid_when_back(runner.actors[0]) != victim  # Ray restarted the worker
         # The dead worker's runs were taken up from their checkpoints (by whichever worker
         # had room): the unfinished ones resumed, the finished ones came from the store.
         stats = [await actor.stats.remote() for actor in runner.actors]
@@ -254,7 +269,7 @@ async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Pat
             if not killed and len(lines(tmp_path, "ends.txt")) >= 60:
                 os.kill(victim, signal.SIGKILL)
                 killed = True
-        assert killed and await runner.actors[0].pid.remote() != victim
+        assert killed and await _pid_when_back(runner.actors[0]) != victim
     assert sorted(finals) == sorted(tasks)
     results = [finals[t] for t in tasks]
     assert all(isinstance(r, TaskResult) for r in results)
