@@ -21,6 +21,7 @@ from ._openai import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
+    ClientClosedError,
     ModelResponseError,
     OpenAIChatCompletionClient,
 )
@@ -63,6 +64,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
+    "ClientClosedError",
     "ModelResponseError",
     "OpenAIChatCompletionClient",
     "RedisStore",
