@@ -23,28 +23,9 @@ need_python() {
 
 need_graphviz() { command -v dot >/dev/null 2>&1 || apt_install graphviz; }
 
-# A pip of 22.3 or newer outside the venv can install into it (--python), which spares the
-# venv a copy of pip of its own (installing that copy is a third of the demo's set-up).
-host_pip_ok() {
-  "$PYTHON" -c 'import sys, pip; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))' \
-    2>/dev/null
-}
-
 need_venv() {
-  [ -x .venv/bin/python ] && return 0
-  local flags=()
-  host_pip_ok && flags=(--without-pip)
-  "$PYTHON" -m venv "${flags[@]}" .venv 2>/dev/null \
-    || { apt_install python3-venv && "$PYTHON" -m venv "${flags[@]}" .venv; }
-}
-
-venv_pip() {
-  if .venv/bin/python -m pip --version >/dev/null 2>&1; then
-    .venv/bin/python -m pip "$@"
-  elif host_pip_ok; then
-    "$PYTHON" -m pip --python .venv/bin/python "$@"
-  else
-    .venv/bin/python -m ensurepip -q && .venv/bin/python -m pip "$@"
+  if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv 2>/dev/null || { apt_install python3-venv && "$PYTHON" -m venv .venv; }
   fi
 }
 
@@ -54,7 +35,7 @@ venv_pip() {
 pip_install_once() {
   local stamp=".venv/$1" spec=$2
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    venv_pip install -q --disable-pip-version-check --no-compile -e "$spec"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-compile -e "$spec"
     touch "$stamp"
   fi
 }
