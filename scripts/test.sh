@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up (see bootstrap.sh), then lint, type-check, build the docs (--strict) and run the
-# whole test suite.
+# Set up everything the tests need (bootstrap.sh), then lint, type-check, build the docs
+# (--strict) and run the whole test suite.
 # Extra arguments go to pytest. "No tests collected" counts as a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -803,10 +803,13 @@ class _BaseOpenAIClient(ChatCompletionClient):
     def count_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
-        """Estimate the prompt tokens of ``messages`` and ``tools``.
+        """Count the prompt tokens of ``messages`` and ``tools``.
 
-        Uses ``tiktoken`` when it is installed; otherwise about four characters per token
-        plus a few tokens of framing per message (and 85 or 765 per image).
+        Texts are counted with the model's ``tiktoken`` encoding (``o200k_base`` for a
+        model tiktoken does not know), plus a few tokens of framing per message (and 85
+        or 765 per image). If the encoding cannot be loaded (tiktoken downloads it on
+        first use), texts are estimated at four characters per token and a warning is
+        logged once.
         """
         return count_tokens(messages, tools=tools, model=self._model)
 
