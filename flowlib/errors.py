@@ -21,6 +21,7 @@
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     │   ├── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
     │   └── CheckpointConflictError             not the run's next checkpoint (another writer)
+    │       └── RunLeaseError                   another executor holds the run's lease
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
     ├── TeamRunningError (RuntimeError, ValueError) run/reset/load_state while a run is going
@@ -405,7 +406,13 @@ def _rebuild_run_failed(
     )
 
 
-class RayNotInstalledError(FlowlibError, ImportError):
+class MissingExtraError(FlowlibError, ImportError):
+    """A feature needs an optional dependency that is not installed. The message names the
+    extra that brings it (``pip install 'flowlib[postgres]'``); ``except ImportError``
+    still catches it."""
+
+
+class RayNotInstalledError(MissingExtraError):
     """``flowlib.distributed`` was imported but Ray is not installed."""
 
 
@@ -427,6 +434,7 @@ class RayWorkersError(RayClusterError):
 
 
 __all__ += [
+    "MissingExtraError",
     "RayClusterError",
     "RayConnectionError",
     "RayNotInstalledError",
@@ -451,3 +459,30 @@ class CheckpointConflictError(CheckpointError):
 
 
 __all__ += ["CheckpointConflictError"]
+
+
+class RunLeaseError(CheckpointConflictError):
+    """Another executor holds the run's lease (or this one lost it after it expired),
+    so this one may not execute the run or write its checkpoints. Nothing was written.
+
+    Attributes:
+        run_id: The run.
+        holder: The owner holding the lease (None: nobody holds it any more).
+        expires_at: Unix time the holder's lease expires (None: nobody holds it).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str = "",
+        holder: str | None = None,
+        expires_at: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.holder = holder
+        self.expires_at = expires_at
+
+
+__all__ += ["RunLeaseError"]
