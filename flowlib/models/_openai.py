@@ -213,8 +213,7 @@ def _stalled(model: str) -> ModelResponseError:
 
 def _broken(model: str, exc: BaseException) -> ModelResponseError:
     return ModelResponseError(
-        f"The connection to the server of `{model}` broke mid-stream "
-        f"({type(exc).__name__}: {exc})."
+        f"The connection to the server of `{model}` broke mid-stream ({type(exc).__name__}: {exc})."
     )
 
 
