@@ -429,12 +429,15 @@ async def _get_lease(conn: AsyncConnection[Any], run_id: str) -> Lease | None:
 
 async def _schema_version(conn: AsyncConnection[Any], dsn: str) -> int | None:
     """The store's schema version (None: no flowlib tables yet)."""
+    # A query of the catalog, not to_regclass(): it sees tables another process created
+    # while this one waited for the schema lock (to_regclass may use an older catalog
+    # snapshot, and CREATE TABLE then fails on the table that exists).
     cur = await conn.execute(
-        "SELECT to_regclass('flowlib_meta') IS NOT NULL, to_regclass('flowlib_runs') IS NOT NULL"
+        "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() "
+        "AND tablename IN ('flowlib_meta', 'flowlib_runs')"
     )
-    row = await cur.fetchone()
-    assert row is not None
-    has_meta, has_runs = row
+    tables = {row[0] for row in await cur.fetchall()}
+    has_meta, has_runs = "flowlib_meta" in tables, "flowlib_runs" in tables
     if has_meta:
         cur = await conn.execute("SELECT value FROM flowlib_meta WHERE key = 'schema_version'")
         found_row = await cur.fetchone()

@@ -436,7 +436,18 @@ class _transaction:
         self._conn.execute(self._begin)
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except BaseException:
+                # A failed COMMIT (disk full, I/O error) may leave the transaction open;
+                # roll it back so the connection stays usable and nothing is half-kept.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
 
 _RUN_TABLES = (
