@@ -23,6 +23,7 @@ from ._openai import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
+    ClientClosedError,
     ModelResponseError,
     OpenAIChatCompletionClient,
 )
@@ -66,6 +67,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
+    "ClientClosedError",
     "ModelResponseError",
     "OLLAMA_DEFAULT_TIMEOUT",
     "OllamaChatCompletionClient",
