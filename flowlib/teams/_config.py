@@ -61,6 +61,7 @@ class TeamConfig(BaseModel):
     participants: list[ComponentModel]
     termination_condition: ComponentModel | None = None
     max_turns: int | None = None
+    turn_timeout: float | None = None
 
 
 class GroupChatConfig(TeamConfig):
@@ -124,6 +125,7 @@ def team_fields(
             None if termination is None else dump_field(termination, "termination_condition")
         ),
         "max_turns": team.max_turns,
+        "turn_timeout": team.turn_timeout,
     }
 
 
@@ -147,6 +149,7 @@ def group_chat_from_config(
         termination_condition=load_termination(config),
         max_turns=config.max_turns,
         emit_team_events=config.emit_team_events,
+        turn_timeout=config.turn_timeout,
     )
 
 

@@ -133,6 +133,13 @@ class Checkpointer:
         if self._sync:
             await self._write("turn", node=name, status="running")
 
+    async def progressed(self, node: int) -> None:
+        """An instance of map target ``node`` finished (its output is in the executor's
+        bookkeeping): checkpoint it (sync), so a resumed run does not run it again. Not a
+        turn: the run's turn count does not change."""
+        if self._sync:
+            await self._write("turn", node=self._names[node], status="running")
+
     async def stopped(self, outcome: RunOutcome, reason: str | None) -> None:
         """The run stopped: write a ``stop`` record with the final bookkeeping."""
         if self._stored.last_checkpoint == 0:  # nothing stored yet: the record is whole
