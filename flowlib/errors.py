@@ -22,6 +22,7 @@
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     │   ├── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
     │   └── CheckpointConflictError             not the run's next checkpoint (another writer)
+    │       └── RunLeaseError                   another executor holds the run's lease
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
     ├── NodeTimeoutError (also TimeoutError)    a node's turn passed its deadline (a cause)
@@ -462,3 +463,30 @@ class MapEdgeConflictError(GraphError):
 
 
 __all__ += ["MapEdgeConflictError"]
+
+
+class RunLeaseError(CheckpointConflictError):
+    """Another executor holds the run's lease (or this one lost it after it expired),
+    so this one may not execute the run or write its checkpoints. Nothing was written.
+
+    Attributes:
+        run_id: The run.
+        holder: The owner holding the lease (None: nobody holds it any more).
+        expires_at: Unix time the holder's lease expires (None: nobody holds it).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str = "",
+        holder: str | None = None,
+        expires_at: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.holder = holder
+        self.expires_at = expires_at
+
+
+__all__ += ["RunLeaseError"]

@@ -18,6 +18,7 @@ from ._client import (
 )
 from ._image import Image, ImageDetail
 from ._openai import (
+    DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
@@ -49,6 +50,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
     "CreateResult",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "DiskCacheStore",

@@ -28,15 +28,14 @@ from ..checkpoint import (
     RunRecord,
     StateChange,
     appended,
-    base_record,
     diff_state,
     fold,
     json_state,
     patch_of,
 )
+from ..checkpoint._fork import fork_run
 from ..errors import (
     ArgumentTypeError,
-    CheckpointArgumentError,
     ContractError,
     DuplicateNodeError,
     InvalidArgumentError,
@@ -513,24 +512,13 @@ class BaseGroupChat(Team, ABC):
         """Load (or create) the stored run ``run_id``; a completed run asked for no new
         task gives its stored result instead."""
         if fork is not None:
-            source_id, checkpoint_id = fork
-            if await store.get_run(run_id) is not None:
-                raise CheckpointArgumentError(
-                    f"Run `{run_id}` already exists; fork into a new `run_id`, or resume "
-                    f"`{run_id}` without `fork_from`."
-                )
-            source = await store.get_run(source_id)
-            if source is None:
-                raise CheckpointArgumentError(
-                    f"fork_from names run `{source_id}`, which this store does not have "
-                    "(see `store.list_runs()`)."
-                )
-            self._check_stored_graph(source)
-            folded = fold(await store.records(source_id, upto=checkpoint_id))
-            await self._install(folded)
-            await store.create_run(self._run_record(run_id, (source_id, checkpoint_id)))
-            await store.append(
-                base_record(folded, run_id=run_id, checkpoint_id=1), status="stopped"
+            # The fork's run and first record are stored in one transaction; a retried
+            # fork uses the fork an interrupted call left whole (see `fork_run`).
+            folded = await fork_run(
+                store,
+                self._run_record(run_id, fork),
+                check=self._check_stored_graph,
+                install=self._install,
             )
             stored = StoredRun(
                 run_id,
