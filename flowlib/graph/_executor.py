@@ -93,9 +93,10 @@ class RunRecorder(Protocol):
         """The run stopped (after the interrupted turns were put back in the ready set)."""
         ...
 
-    # Optional: ``async def progressed(self, node: int) -> None``, told when an instance
-    # of map target ``node`` finished (its output is in the bookkeeping, the turn is
-    # still running); a checkpointer writes a checkpoint so the instance never re-runs.
+    # Optional: ``async def progressed(self, node: int, instance: str) -> None``, told
+    # when instance ``instance`` (``target[i]``) of map target ``node`` finished (its
+    # output is in the bookkeeping, the turn is still running); a checkpointer writes a
+    # checkpoint so the instance never runs again.
 
 
 @dataclass(slots=True)
@@ -113,10 +114,11 @@ class _Wake:
 
 @dataclass(slots=True)
 class _Progress:
-    """Queue marker: an instance of map target ``node`` finished (its output is in the
-    scheduler's state): a checkpoint can keep it."""
+    """Queue marker: instance ``instance`` of map target ``node`` finished (its output is
+    in the scheduler's state): a checkpoint can keep it."""
 
     node: int
+    instance: str
 
 
 class GraphExecutor:
@@ -373,8 +375,9 @@ class GraphExecutor:
         step = sched.turn_step[node]
 
         def finished(index: int) -> None:
-            self.trace.note_instance(step, instance_name(name, index))
-            queue.put_nowait(_Progress(node))
+            label = instance_name(name, index)
+            self.trace.note_instance(step, label)
+            queue.put_nowait(_Progress(node, label))
 
         return await run_map(
             name,
@@ -570,7 +573,7 @@ class GraphExecutor:
                 elif type(entry) is _Progress:
                     progressed = getattr(recorder, "progressed", None)
                     if progressed is not None:
-                        await progressed(entry.node)
+                        await progressed(entry.node, entry.instance)
                 else:
                     if not isinstance(entry, ModelClientStreamingChunkEvent):
                         kept.append(entry)
