@@ -154,9 +154,10 @@ async def test_round_robin_turn_timeout_cancels_the_turn_and_run_resumes_it() ->
     assert raised.value.partial_result.messages[-1].source == "a"
     hold["slow"] = False
     result = await team.run()
-    # max_turns counts per run: the re-run turn of `b`, then `a`, then `b`.
-    assert [m.source for m in result.messages] == ["b", "a", "b"]
-    assert b.turns == 2
+    # A failed run's budget continues on resume (docs/state.md): `a`, the timed-out
+    # turn of `b`, then its re-run and `a` make the three turns.
+    assert [m.source for m in result.messages] == ["b", "a"]
+    assert b.turns == 1
 
 
 async def test_turn_timeout_round_trips_through_the_config() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from flowlib.agents import AssistantAgent
-from flowlib.component import load_component
+from flowlib.component import ComponentLoadError, load_component
 from flowlib.errors import ConditionSerializationError
 from flowlib.graph import CachePolicy, RetryPolicy
 from flowlib.messages import BaseChatMessage
@@ -83,5 +83,5 @@ async def test_a_cache_store_outside_the_allowed_paths_is_refused(tmp_path: Path
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = team.dump_component().model_dump(mode="json")
-    with pytest.raises(Exception, match="cache.db|allow_paths"):
+    with pytest.raises(ComponentLoadError, match=r"cache\.db|allow_paths"):
         load_component(config, conditions={"split": split, "last_word": last_word})
