@@ -2,10 +2,10 @@
 
 Run as ``python mcp_test_server.py stdio`` (on stdin/stdout) or
 ``python mcp_test_server.py streamable-http PORT`` / ``... sse PORT`` (on 127.0.0.1).
-Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps), ``die`` (kills
-the server process in the middle of the call) and ``distance`` (takes two pydantic
-``Point`` arguments, so its input schema has ``$defs``); a prompt ``greet``, a resource
-``config://units`` and a resource template ``weather://{city}``.
+Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps), ``big`` (a text of
+n MB), ``die`` (kills the server process in the middle of the call) and ``distance``
+(takes two pydantic ``Point`` arguments, so its input schema has ``$defs``); a prompt
+``greet``, a resource ``config://units`` and a resource template ``weather://{city}``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,11 @@ def build(port: int) -> FastMCP:
         """Sleep, then answer."""
         await asyncio.sleep(seconds)
         return "slept"
+
+    @server.tool()
+    def big(megabytes: float) -> str:
+        """A text of the given size (hostile-input tests)."""
+        return "x" * int(megabytes * 1024 * 1024)
 
     @server.tool()
     def die() -> str:
