@@ -402,11 +402,17 @@ def _rebuild_run_failed(
     )
 
 
-class RayNotInstalledError(FlowlibError, ImportError):
+class MissingExtraError(FlowlibError, ImportError):
+    """A feature needs an optional dependency that is not installed. The message names the
+    extra that brings it (``pip install 'flowlib[postgres]'``); ``except ImportError``
+    still catches it."""
+
+
+class RayNotInstalledError(MissingExtraError):
     """``flowlib.distributed`` was imported but Ray is not installed."""
 
 
-__all__ += ["RayNotInstalledError", "RunFailedError"]
+__all__ += ["MissingExtraError", "RayNotInstalledError", "RunFailedError"]
 
 
 class RoutingError(ContractError, ValueError):
