@@ -144,6 +144,10 @@ ALLOWED: dict[tuple[str, str], str] = {
         "flowlib.models._openai",
         "_custom_headers _azure_ad_token_provider _azure_endpoint _api_version _azure_deployment",
     ): "the openai SDK has no public accessor for the caller's headers and Azure settings",
+    ("flowlib.models._providers", "_custom_headers"): (
+        "a client of another provider's endpoint drops the headers the openai SDK took from "
+        "OPENAI_CUSTOM_HEADERS (it has no public accessor or option)"
+    ),
     ("flowlib.models._openai", "_client"): (
         "a client loaded from a config for another endpoint drops the organization and project "
         "the SDK took from the environment (it has no option not to take them)"
