@@ -38,6 +38,8 @@
     ├── TerminatedException (also RuntimeError) a fired termination condition was reused
     ├── ModelResponseError (also RuntimeError)  a model server's answer is not usable
     ├── McpServerError (also RuntimeError)      an MCP server failed
+    ├── ClientNotProvidedError (ImportError)   a model client of AutoGen's flowlib has not
+    │                                           (says which flowlib client to use instead)
     ├── RenderError (also RuntimeError)         drawing failed
     │   └── GraphvizNotFoundError               `dot` is not installed (says how to install)
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
@@ -524,3 +526,14 @@ class RunLeaseError(CheckpointConflictError):
 
 
 __all__ += ["RunLeaseError"]
+
+
+class ClientNotProvidedError(FlowlibError, ImportError):
+    """A model client AutoGen's documents name that flowlib does not provide
+    (``AzureAIChatCompletionClient``, ``SKChatCompletionAdapter``,
+    ``AnthropicChatCompletionClient``, ...), imported from ``flowlib.models``. The
+    message says what to use instead; ``name`` is the client's name.
+    ``except ImportError`` still catches it."""
+
+
+__all__ += ["ClientNotProvidedError"]

@@ -364,7 +364,8 @@ class GraphExecutor:
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | TurnOutput, None]:
         # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
-        return trace_node_turn(self, node, self._nodes[node].turn(messages, token))
+        runner = self._nodes[node]
+        return trace_node_turn(self, node, runner.turn(messages, token), runner.participant)
 
     async def _drive(
         self,
