@@ -638,7 +638,6 @@ async def test_a_run_and_its_first_record_are_stored_together(backend: Backend) 
     assert await store.get_run("new") is None
 
 
-
 # --- load: snapshots ---------------------------------------------------------------------
 
 
@@ -707,3 +706,52 @@ async def test_load_reads_only_what_follows_the_snapshot(backend: Backend) -> No
         with psycopg.connect(backend.where) as conn:
             conn.execute(query)
     assert await store.load("r1") == whole
+
+
+# --- listing -----------------------------------------------------------------------------
+
+
+async def test_list_runs_filters_and_pages(backend: Backend) -> None:
+    store = backend.open()
+    for i in range(7):
+        run = _run(f"r{i}", created_at=float(10 + i % 3))  # ties on created_at: by run_id
+        run = run.model_copy(update={"team_type": "GraphFlow" if i % 2 else "RoundRobinGroupChat"})
+        await store.create_run(run)
+    await store.append(_record("r1", 1).model_copy(update={"created_at": 40.0}), status="complete")
+    await store.append(_record("r4", 1).model_copy(update={"created_at": 50.0}), status="failed")
+    everything = [r.run_id for r in await store.list_runs()]
+    assert everything == ["r2", "r5", "r1", "r4", "r0", "r3", "r6"]
+
+    async def ids(**filters: Any) -> list[str]:
+        return [r.run_id for r in await store.list_runs(**filters)]
+
+    assert await ids(status="complete") == ["r1"]
+    assert await ids(status=["complete", "failed"]) == ["r1", "r4"]
+    assert await ids(status="running") == ["r2", "r5", "r0", "r3", "r6"]
+    assert await ids(updated_since=12.0) == ["r2", "r5", "r1", "r4"]
+    assert await ids(flow="GraphFlow") == ["r5", "r1", "r3"]
+    assert await ids(flow="sig") == everything  # the graph signature
+    assert await ids(limit=2) == ["r2", "r5"]
+    assert await ids(status="running", limit=2, flow="RoundRobinGroupChat") == ["r2", "r0"]
+
+    pages, cursor = [], None
+    while True:
+        page = await store.list_runs(limit=3, cursor=cursor)
+        if not page:
+            break
+        pages.append([r.run_id for r in page])
+        cursor = page[-1].cursor
+    assert pages == [everything[:3], everything[3:6], everything[6:]]
+    assert await ids(cursor=(await store.get_run("r4")).cursor, status="running") == [
+        "r0",
+        "r3",
+        "r6",
+    ]  # type: ignore[union-attr]
+
+    for bad in ({"status": "done"}, {"status": []}, {"limit": 0}, {"limit": 1.5}):
+        with pytest.raises(CheckpointArgumentError, match=next(iter(bad))):
+            await store.list_runs(**bad)  # type: ignore[arg-type]
+    with pytest.raises(CheckpointArgumentError, match="cursor"):
+        await store.list_runs(cursor="not a cursor")
+    with pytest.raises(CheckpointArgumentError, match="updated_since"):
+        await store.list_runs(updated_since="yesterday")  # type: ignore[arg-type]
