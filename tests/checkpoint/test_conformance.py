@@ -570,20 +570,25 @@ async def test_an_owner_may_renew_its_expired_lease_until_taken_over(backend: Ba
 
 
 async def test_concurrent_acquirers_one_wins(backend: Backend) -> None:
-    """Several executors (separate stores, so separate connections) race for a lease,
-    then for the expired lease: one wins each time."""
+    """Several executors (separate stores, so separate connections) race for a free
+    lease, then for an expired one: one wins each time. (The leases raced for last a
+    minute, so a slow machine cannot expire a winner's lease during the race.)"""
     stores = [backend.open() for _ in range(4)]
     await stores[0].create_run(_run())
-    for round_ in range(3):
+    for round_, run_id in enumerate(["r1", "r1", "fresh"]):
+        if round_ == 1:  # the winner's process died: its lease expires
+            held = await stores[0].get_lease(run_id)
+            assert held is not None
+            await stores[0].release_lease(run_id, held.owner)
+            await _until_expired(await stores[0].acquire_lease(run_id, "dead", ttl=0.05))
         outcomes = await asyncio.gather(
-            *(s.acquire_lease("r1", f"w{round_}-{i}", ttl=0.2) for i, s in enumerate(stores)),
+            *(s.acquire_lease(run_id, f"w{round_}-{i}", ttl=60) for i, s in enumerate(stores)),
             return_exceptions=True,
         )
         won = [o for o in outcomes if isinstance(o, Lease)]
         assert len(won) == 1, outcomes
         assert all(isinstance(o, (Lease, RunLeaseError)) for o in outcomes)
-        assert await stores[0].get_lease("r1") == won[0]
-        await _until_expired(won[0])
+        assert await stores[0].get_lease(run_id) == won[0]
 
 
 async def test_a_deleted_run_loses_its_lease(backend: Backend) -> None:
