@@ -46,6 +46,7 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
+from ..tools._keys import keyed_turn, turn_scope
 from ._node import Node, NodeContext, TurnOutput, as_node
 from ._plan import ExecutionPlan
 from ._scheduler import LoadedState, Scheduler
@@ -140,6 +141,7 @@ class GraphExecutor:
         self._dead_end_reason = dead_end_reason
         self._termination = termination_condition
         self._max_turns = max_turns
+        self._run_id: str | None = None  # of the current run (idempotency keys)
         self._factory = message_factory
         self._is_running = False
         self.trace = RunTrace(
@@ -234,7 +236,10 @@ class GraphExecutor:
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | TurnOutput, None]:
         # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
-        return trace_node_turn(self, node, self._nodes[node].turn(messages, token))
+        # The turn runs in its idempotency-key scope (flowlib/tools/_keys.py).
+        scope = turn_scope(self._run_id, self._plan.names[node], self._sched.node_turns[node])
+        stream = keyed_turn(self._nodes[node].turn(messages, token), scope)
+        return trace_node_turn(self, node, stream)
 
     async def _drive(
         self,
@@ -292,6 +297,7 @@ class GraphExecutor:
                 "with ExternalTermination or a cancellation token) before starting another."
             )
         self._is_running = True
+        self._run_id = run_id
         sched = self._sched
         token = cancellation_token or CancellationToken()
         consumer = asyncio.current_task()

@@ -87,6 +87,9 @@ class Scheduler:
         # The thread length an interrupted turn had seen: its re-run sees no more.
         self.limit = [-1] * count
         self.turn_end = [0] * count
+        # Recorded turns per node in the run: numbers each turn for its idempotency key
+        # (an interrupted turn is not counted, so its re-run has the same number).
+        self.node_turns = [0] * count
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
@@ -204,6 +207,7 @@ class Scheduler:
             passed = fire_edges(out_edges, final, selected, self._is_absorbed, self._check)
         # Nothing below raises: the turn is recorded whole, exactly once.
         self.running[node] = False
+        self.node_turns[node] += 1
         if output is not None and output.published:
             for message in output.published:
                 self.thread.append(message)
@@ -295,6 +299,7 @@ class Scheduler:
             "absorbed": [self.edge_key(e) for e in absorbed],
             "current_turn": self.current_turn,
             "fresh": self.fresh and not running,
+            "node_turns": {names[i]: n for i, n in enumerate(self.node_turns) if n},
         }
 
     def save_state(self) -> GraphManagerState:
@@ -385,6 +390,14 @@ class Scheduler:
         pending = [node_of(name, "pending") for name in state.pending]
         fired = [edge_of(key) for key in state.fired]
         absorbed = [edge_of(key) for key in state.absorbed]
+        node_turns = [0] * len(self.plan.names)
+        for name, count in state.node_turns.items():
+            if type(count) is not int or count < 0:
+                raise StateError(
+                    f"Saved state gives node `{name}` {count!r} recorded turns; it must be an "
+                    "integer >= 0 (the state is corrupt)."
+                )
+            node_turns[node_of(name, "node_turns")] = count
         return LoadedState(
             thread,
             origins,
@@ -396,6 +409,7 @@ class Scheduler:
             absorbed,
             state.current_turn,
             state.fresh,
+            node_turns,
         )
 
     def apply_state(self, loaded: LoadedState) -> None:
@@ -416,6 +430,7 @@ class Scheduler:
         self.tracker.load(loaded.fired, loaded.absorbed)
         self.current_turn = loaded.current_turn
         self.fresh = loaded.fresh
+        self.node_turns = list(loaded.node_turns)
 
 
 @dataclass(slots=True)
@@ -432,3 +447,4 @@ class LoadedState:
     absorbed: list[int]
     current_turn: int
     fresh: bool
+    node_turns: list[int]

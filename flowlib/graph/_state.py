@@ -32,6 +32,8 @@ class GraphManagerState(BaseModel):
         absorbed: Edges of ``any`` groups whose next firing is void (see the executor).
         current_turn: Turns run in the run that produced the state.
         fresh: Whether the next run starts again from the entry nodes.
+        node_turns: Per node, its recorded turns in the run (numbers its turns'
+            idempotency keys, see [`call_key`][flowlib.tools.call_key]); absent: none.
     """
 
     type: Literal["GraphManagerState"] = "GraphManagerState"
@@ -46,3 +48,4 @@ class GraphManagerState(BaseModel):
     absorbed: list[tuple[str, str, str]] = Field(default_factory=list)
     current_turn: int = 0
     fresh: bool = True
+    node_turns: dict[str, int] = Field(default_factory=dict)

@@ -23,6 +23,7 @@ from ..._cancellation import CancellationToken
 from ...component._registry import register_builtin
 from ...errors import InvalidTypeError, InvalidValueError, McpServerError
 from ...models._image import Image
+from .._keys import mcp_meta
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
 from ._params import (
@@ -48,6 +49,30 @@ class ToolOverride(BaseModel):
 
     name: str | None = None
     description: str | None = None
+
+
+_META_SUPPORTED: dict[type, bool] = {}
+
+
+def call_with_key(
+    session: Any, name: str, args: dict[str, Any], meta: dict[str, str] | None
+) -> Awaitable[Any]:
+    """``session.call_tool(name, args)`` with the call's idempotency key in the request's
+    ``_meta`` (``flowlib/call_key``, see [`call_key`][flowlib.tools.call_key]); an mcp
+    SDK older than ``call_tool(meta=...)`` sends none."""
+    kind = type(session)
+    supported = _META_SUPPORTED.get(kind)
+    if supported is None:
+        import inspect
+
+        try:
+            supported = "meta" in inspect.signature(session.call_tool).parameters
+        except (TypeError, ValueError):
+            supported = False
+        _META_SUPPORTED[kind] = supported
+    if meta is not None and supported:
+        return session.call_tool(name, args, meta=meta)  # type: ignore[no-any-return]
+    return session.call_tool(name, args)  # type: ignore[no-any-return]
 
 
 class McpWorkbenchConfig(BaseModel):
@@ -330,9 +355,10 @@ class McpWorkbench(Workbench):
         """
         server_name = self._original_name.get(name, name)
         args = dict(arguments or {})
+        meta = mcp_meta()  # read here: the request may run in the session's own task
         result = await self._request(
             f"the call of tool `{name}`",
-            lambda session: session.call_tool(server_name, args),
+            lambda session: call_with_key(session, server_name, args, meta),
             cancellation_token,
         )
         return _tool_result(name, result)
