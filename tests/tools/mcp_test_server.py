@@ -2,9 +2,8 @@
 
 Run as ``python mcp_test_server.py stdio`` (on stdin/stdout) or
 ``python mcp_test_server.py streamable-http PORT`` / ``... sse PORT`` (on 127.0.0.1).
-Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps), ``die`` (kills
-the server process in the middle of the call) and ``key`` (returns the idempotency key
-the request's ``_meta`` carried).
+Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps) and ``die`` (kills
+the server process in the middle of the call).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import FastMCP
 
 
 def build(port: int) -> FastMCP:
@@ -44,13 +43,6 @@ def build(port: int) -> FastMCP:
     def die() -> str:
         """Kill the server process in the middle of the call."""
         os._exit(3)
-
-    @server.tool()
-    def key(ctx: Context) -> str:  # type: ignore[type-arg]
-        """The idempotency key the client sent in the request's _meta (or 'none')."""
-        meta = ctx.request_context.meta
-        extra = (meta.model_extra or {}) if meta is not None else {}
-        return str(extra.get("flowlib/call_key", "none"))
 
     @server.prompt()
     def greet(name: str) -> str:

@@ -18,7 +18,7 @@ from flowlib.teams import DiGraphBuilder, GraphFlow
 from flowlib.tools import NoCallKeyError, call_key
 from flowlib.tools.mcp import McpWorkbench, StdioServerParams
 
-SERVER = str(Path(__file__).parent / "mcp_test_server.py")
+SERVER = str(Path(__file__).parent / "mcp_key_server.py")
 
 
 def _calls(*calls: tuple[str, str]) -> CreateResult:
