@@ -13,23 +13,23 @@ Offline by default: every agent plays a scripted model (``ReplayChatCompletionCl
 With ``OPENAI_API_KEY`` set (or ``OPENAI_BASE_URL`` for a local OpenAI-compatible server
 such as Ollama or vLLM), the same team runs on a real model; ``FLOWLIB_MODEL`` picks the
 model (default ``gpt-4o-mini``).
+
+The agents stream their model's tokens (``model_client_stream=True``) and the run is
+printed by [`Console`][flowlib.ui.Console]. ``researcher`` and ``critic`` run at the same
+time, so their tokens arrive interleaved; the demo shows one speaker at a time (the one
+that started speaking first, holding the other's tokens back until it has finished), and
+"Path taken" lists the speakers in the order they were printed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from .agents import AssistantAgent
 from .base import TaskResult
 from .conditions import MaxMessageTermination
-from .errors import ContractError
-from .messages import (
-    BaseChatMessage,
-    ModelClientStreamingChunkEvent,
-    ToolCallExecutionEvent,
-    ToolCallRequestEvent,
-)
+from .messages import BaseAgentEvent, BaseChatMessage
 from .models import (
     ChatCompletionClient,
     CreateResult,
@@ -39,8 +39,9 @@ from .models import (
     RequestUsage,
 )
 from .teams import DiGraphBuilder, GraphFlow
+from .ui import Console
 
-__all__ = ["build_demo_flow", "demo_model_clients", "run_demo"]
+__all__ = ["build_demo_flow", "demo_model_clients", "one_speaker_at_a_time", "run_demo"]
 
 DEFAULT_TASK = "Write a three-sentence note on why agent teams are easier to debug as graphs."
 
@@ -135,6 +136,7 @@ def build_demo_flow(clients: Mapping[str, ChatCompletionClient]) -> GraphFlow:
             system_message=_SYSTEM[name],
             tools=[word_count] if name == "writer" else None,
             reflect_on_tool_use=True if name == "writer" else None,
+            model_client_stream=True,
         )
         for name in _SCRIPT
     }
@@ -155,30 +157,76 @@ def build_demo_flow(clients: Mapping[str, ChatCompletionClient]) -> GraphFlow:
     )
 
 
+StreamItem = BaseAgentEvent | BaseChatMessage | TaskResult
+
+
+async def one_speaker_at_a_time(
+    stream: AsyncIterator[StreamItem], path: list[str]
+) -> AsyncIterator[StreamItem]:
+    """Reorder a team's stream so that one speaker's items come out together.
+
+    Agents that run concurrently stream their tokens interleaved. The first source to
+    produce an item has the floor: its items pass through; every other source's items
+    are held back, in order, until the speaker's chat message (the end of its turn)
+    has passed, and then the source that was heard from first after it takes the floor
+    with all it said meanwhile. Each chat message's source is appended to ``path`` as it
+    is yielded, so ``path`` is the order in which the messages were printed.
+
+    Args:
+        stream: A team's ``run_stream(...)``.
+        path: Filled with the source of every chat message yielded (the task excepted).
+    """
+    held: dict[str, list[StreamItem]] = {}  # waiting sources, in the order first heard
+    speaker: str | None = None
+
+    def emit(item: StreamItem) -> StreamItem:
+        if isinstance(item, BaseChatMessage) and item.source != "user":
+            path.append(item.source)
+        return item
+
+    def ends_turn(item: StreamItem) -> bool:
+        return isinstance(item, BaseChatMessage)
+
+    async for item in stream:
+        if isinstance(item, TaskResult):
+            for items in held.values():
+                for waiting in items:
+                    yield emit(waiting)
+            held.clear()
+            yield item
+            continue
+        source = item.source
+        if speaker is None and source not in held:
+            speaker = source
+        if source != speaker:
+            held.setdefault(source, []).append(item)
+            continue
+        yield emit(item)
+        if not ends_turn(item):
+            continue
+        speaker = None
+        # Hand the floor on: each waiting source in turn, as long as its turn is over.
+        while held and speaker is None:
+            source, items = next(iter(held.items()))
+            del held[source]
+            for waiting in items:
+                yield emit(waiting)
+            if not ends_turn(items[-1]):
+                speaker = source
+
+
 async def run_demo(task: str = DEFAULT_TASK) -> TaskResult:
-    """Run the demo, printing its stream; return the result."""
+    """Run the demo, printing its stream through ``Console``; return the result."""
     clients, label = demo_model_clients()
-    print(f"flowlib demo on {label}\n")
+    print(f"flowlib demo on {label}\n", flush=True)
     flow = build_demo_flow(clients)
-    result: TaskResult | None = None
+    path: list[str] = []
     try:
-        async for item in flow.run_stream(task=task):
-            if isinstance(item, TaskResult):
-                result = item
-            elif isinstance(item, ModelClientStreamingChunkEvent):
-                print(item.content, end="", flush=True)
-            elif isinstance(item, (ToolCallRequestEvent, ToolCallExecutionEvent)):
-                print(f"---------- {item.source} ({type(item).__name__}) ----------")
-                print(item.to_text())
-            else:
-                print(f"---------- {item.source} ----------")
-                print(item.to_text())
+        result = await Console(one_speaker_at_a_time(flow.run_stream(task=task), path))
     finally:
         for client in {id(c): c for c in clients.values()}.values():
             await client.close()
-    if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
-        raise ContractError("The demo run ended without a result.")
     print("---------- Summary ----------")
     print(f"Stop reason: {result.stop_reason}")
-    print(f"Path taken: {' -> '.join(flow.trace.steps)}")
+    print(f"Path taken: {' -> '.join(path)}")
     return result

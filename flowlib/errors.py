@@ -21,6 +21,7 @@
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     │   ├── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
     │   └── CheckpointConflictError             not the run's next checkpoint (another writer)
+    │       └── RunLeaseError                   another executor holds the run's lease
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
     ├── TeamRunningError (RuntimeError, ValueError) run/reset/load_state while a run is going
@@ -44,6 +45,10 @@
     ├── ScriptExhaustedError (also RuntimeError) a scripted test agent ran out of replies
     ├── TraceCheckError (also AssertionError)   a run's trace breaks the execution rules
     ├── FlowUnsoundError (also AssertionError)  `assert_flow_sound` found a broken rule
+    ├── RunFailedError (also RuntimeError)      one run of a batch failed (returned, not raised)
+    ├── RayClusterError (also RuntimeError)     a Ray cluster cannot run the batch
+    │   ├── RayConnectionError (InvalidArgumentError) nothing answers at the address
+    │   └── RayWorkersError                     workers cannot be placed, or never become ready
     ├── CliError                                a command-line failure (exit code `code`)
     └── ConversationError (also RuntimeError)   conversation API misuse
         ├── HumanInputRequiredError             a tool asked a human and no handler is set
@@ -401,11 +406,41 @@ def _rebuild_run_failed(
     )
 
 
-class RayNotInstalledError(FlowlibError, ImportError):
+class MissingExtraError(FlowlibError, ImportError):
+    """A feature needs an optional dependency that is not installed. The message names the
+    extra that brings it (``pip install 'flowlib[postgres]'``); ``except ImportError``
+    still catches it."""
+
+
+class RayNotInstalledError(MissingExtraError):
     """``flowlib.distributed`` was imported but Ray is not installed."""
 
 
-__all__ += ["RayNotInstalledError", "RunFailedError"]
+class RayClusterError(FlowlibError, RuntimeError):
+    """The Ray cluster cannot run a batch: nothing answers at its address, it cannot place
+    the workers asked for, or a worker did not become ready in time. Raised by
+    [`RayRunner`][flowlib.distributed.RayRunner] within a bounded time instead of waiting
+    forever."""
+
+
+class RayConnectionError(RayClusterError, InvalidArgumentError):
+    """Nothing answers at a Ray address (``argument`` is ``"address"``).
+    ``except InvalidArgumentError`` still catches it."""
+
+
+class RayWorkersError(RayClusterError):
+    """The cluster cannot place the workers asked for (more workers, CPUs, GPUs or custom
+    resources than it has), or a worker did not become ready within ``ready_timeout``."""
+
+
+__all__ += [
+    "MissingExtraError",
+    "RayClusterError",
+    "RayConnectionError",
+    "RayNotInstalledError",
+    "RayWorkersError",
+    "RunFailedError",
+]
 
 
 class RoutingError(ContractError, ValueError):
@@ -424,3 +459,30 @@ class CheckpointConflictError(CheckpointError):
 
 
 __all__ += ["CheckpointConflictError"]
+
+
+class RunLeaseError(CheckpointConflictError):
+    """Another executor holds the run's lease (or this one lost it after it expired),
+    so this one may not execute the run or write its checkpoints. Nothing was written.
+
+    Attributes:
+        run_id: The run.
+        holder: The owner holding the lease (None: nobody holds it any more).
+        expires_at: Unix time the holder's lease expires (None: nobody holds it).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str = "",
+        holder: str | None = None,
+        expires_at: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.holder = holder
+        self.expires_at = expires_at
+
+
+__all__ += ["RunLeaseError"]

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import codecs
+import concurrent.futures
 import contextlib
 import contextvars
 import inspect
+import locale
+import os
+import sys
 import threading
 import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -76,7 +81,10 @@ class UserProxyAgent(BaseChatAgent):
         description: What the agent is; defaults to ``"A human user"``.
         input_func: A blocking ``(prompt) -> str`` (run in a worker thread, so the event
             loop keeps running) or an async ``(prompt, cancellation_token) -> str``.
-            ``None`` reads from the console with ``input``.
+            ``None`` (or the built-in ``input``) reads a line from the console: from the
+            standard input's file descriptor, waited for on the event loop, so a
+            cancelled prompt leaves no thread holding the standard input behind and the
+            process can exit at once (docs/choices.md, "Console input without input()").
 
     Examples:
         >>> import asyncio
@@ -124,6 +132,10 @@ class UserProxyAgent(BaseChatAgent):
         super().__init__(name, description)
         self.input_func: InputFuncType = input_func if input_func is not None else input
         self._is_async = _is_async_callable(self.input_func)
+        # The built-in `input` in a thread would hold the standard input's buffer lock
+        # while it waits; if the wait is cancelled, the interpreter cannot shut down
+        # cleanly (issue 27.3). The console is read by `_CONSOLE` instead.
+        self._is_console = self.input_func is builtins.input
 
     component_config_schema: ClassVar[type[BaseModel]] = UserProxyAgentConfig
 
@@ -195,11 +207,11 @@ class UserProxyAgent(BaseChatAgent):
         try:
             # The worker (task or thread) runs in a copy of the current context, which
             # holds the request id; resetting it here does not affect the copy.
-            if self._is_async:
+            if self._is_console:
+                waiter: asyncio.Future[str] = asyncio.ensure_future(_CONSOLE.input(prompt))
+            elif self._is_async:
                 func = cast(AsyncInputFunc, self.input_func)
-                waiter: asyncio.Future[str] = asyncio.ensure_future(
-                    _call_async(func, prompt, token)
-                )
+                waiter = asyncio.ensure_future(_call_async(func, prompt, token))
             else:
                 waiter = _run_in_thread(cast(SyncInputFunc, self.input_func), prompt)
         finally:
@@ -267,6 +279,116 @@ def _run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
 
     threading.Thread(target=work, name="flowlib-user-input", daemon=True).start()
     return future
+
+
+class _ConsoleReader:
+    """Reads the lines a person types (or a pipe sends) on the standard input.
+
+    The built-in ``input`` reads through ``sys.stdin``, whose buffer holds a lock for as
+    long as a read blocks. Called in a worker thread and abandoned by a cancelled
+    prompt, it keeps that lock: the interpreter then cannot close ``sys.stdin`` at exit
+    and dies with "could not acquire lock for <stdin> at interpreter shutdown". This
+    reader takes bytes from the file descriptor itself: the event loop tells it when
+    the descriptor is readable (no thread at all), or, where a loop cannot watch it
+    (Windows' proactor loop), a daemon thread blocks in ``os.read``, which holds no
+    Python lock. Bytes read past the end of a line are kept for the next prompt, so
+    no answer is lost and a cancelled prompt leaves the unread input where it was.
+
+    Lines are split on ``\\n`` and decoded with ``sys.stdin``'s encoding and error
+    handler; a trailing ``\\r`` is dropped. At the end of the input a partial last line
+    is returned, then ``EOFError`` is raised, as ``input`` does.
+    """
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+        self._eof = False
+        self._lock = asyncio.Lock()  # one prompt reads at a time (per event loop)
+        self._inflight: concurrent.futures.Future[bytes] | None = None
+
+    async def input(self, prompt: str) -> str:
+        """Write ``prompt`` and return the next line, without its line ending."""
+        stream = sys.stdin
+        if stream is None:
+            raise AgentError("There is no standard input to read the user's answer from.")
+        fd = stream.fileno()
+        if prompt:
+            out = sys.stdout
+            if out is not None:
+                out.write(prompt)
+                out.flush()
+        async with self._lock:
+            while True:
+                end = self._pending.find(b"\n")
+                if end >= 0:
+                    raw = bytes(self._pending[:end])
+                    del self._pending[: end + 1]
+                    return self._decode(raw, stream)
+                if self._eof:
+                    if not self._pending:
+                        raise EOFError("The standard input ended before an answer was given.")
+                    raw = bytes(self._pending)
+                    self._pending.clear()
+                    return self._decode(raw, stream)
+                chunk = await self._read(fd)
+                if chunk:
+                    self._pending += chunk
+                else:
+                    self._eof = True
+
+    @staticmethod
+    def _decode(raw: bytes, stream: Any) -> str:
+        encoding = getattr(stream, "encoding", None) or locale.getpreferredencoding(False)
+        errors = getattr(stream, "errors", None) or "strict"
+        decoder = codecs.getincrementaldecoder(encoding)(errors)
+        return decoder.decode(raw, final=True).removesuffix("\r")
+
+    async def _read(self, fd: int) -> bytes:
+        """The next bytes on ``fd`` (``b""`` at its end); cancelling leaves them unread."""
+        if self._inflight is not None:  # a thread's read from an earlier, cancelled prompt
+            return await self._thread_read(fd)
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        try:
+            loop.add_reader(fd, _settle, ready)
+        except PermissionError:
+            return os.read(fd, 65536)  # a regular file (or /dev/null): reads never block
+        except (NotImplementedError, ValueError, OSError):
+            return await self._thread_read(fd)  # a loop that cannot watch descriptors
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+        try:
+            return os.read(fd, 65536)
+        except BlockingIOError:  # someone else took the bytes meanwhile
+            return await self._read(fd)
+
+    async def _thread_read(self, fd: int) -> bytes:
+        if self._inflight is None:
+            inflight: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+
+            def work() -> None:
+                try:
+                    inflight.set_result(os.read(fd, 65536))
+                except BaseException as exc:
+                    inflight.set_exception(exc)
+
+            self._inflight = inflight
+            threading.Thread(target=work, name="flowlib-console-input", daemon=True).start()
+        inflight = self._inflight
+        # A cancelled wait leaves the read running; its bytes are for the next prompt.
+        chunk = await asyncio.shield(asyncio.wrap_future(inflight))
+        self._inflight = None
+        return chunk
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_CONSOLE = _ConsoleReader()
+"""The one reader of the process's standard input."""
 
 
 register_builtin(

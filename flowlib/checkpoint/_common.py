@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
-from ..errors import CheckpointArgumentError, CheckpointConflictError, CheckpointError
-from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+import math
+import time
+
+from ..errors import (
+    CheckpointArgumentError,
+    CheckpointConflictError,
+    CheckpointError,
+    RunLeaseError,
+)
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = [
+    "SNAPSHOT_EVERY",
+    "check_first",
     "check_keep_last",
+    "check_lease_args",
     "check_next",
+    "check_owner",
+    "check_snapshot_every",
     "check_upto",
     "closed_error",
     "conflict_error",
+    "first_run",
     "info_of",
+    "lease_lost",
+    "lease_refused",
     "unknown_run",
     "updated_run",
 ]
@@ -89,3 +105,96 @@ def check_upto(run_id: str, first: int, last: int, upto: int) -> None:
         raise CheckpointError(
             f"Run `{run_id}`: checkpoint {upto} was pruned; the oldest left is {first}."
         )
+
+
+def check_first(run: RunRecord, first: CheckpointRecord | None) -> None:
+    """Refuse a ``first`` record that is not checkpoint 1 of ``run``."""
+    if first is not None and (first.run_id != run.run_id or first.checkpoint_id != 1):
+        raise CheckpointArgumentError(
+            f"`first` must be checkpoint 1 of run `{run.run_id}`, got checkpoint "
+            f"{first.checkpoint_id} of run `{first.run_id}`."
+        )
+
+
+def first_run(run: RunRecord, first: CheckpointRecord | None) -> RunRecord:
+    """The run as stored by ``create_run(run, first=first)`` (without lease fields)."""
+    run = run.model_copy(update={"lease_owner": None, "lease_expires_at": None})
+    if first is None:
+        return run
+    return updated_run(run.model_copy(update={"last_checkpoint": 0}), first, run.status)
+
+
+def check_owner(owner: object) -> str:
+    if not isinstance(owner, str) or not owner:
+        raise CheckpointArgumentError(
+            f"A lease owner must be a non-empty string naming the executor, got {owner!r}."
+        )
+    return owner
+
+
+def check_lease_args(run_id: object, owner: object, ttl: object) -> float:
+    """Check a lease call's arguments; returns the lease's expiry (now + ``ttl``)."""
+    if not isinstance(run_id, str) or not run_id:
+        raise CheckpointArgumentError(f"`run_id` must be a non-empty string, got {run_id!r}.")
+    check_owner(owner)
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, (int, float))
+        or not math.isfinite(ttl)
+        or ttl <= 0
+    ):
+        raise CheckpointArgumentError(
+            f"A lease's `ttl` must be a number of seconds > 0, got {ttl!r}."
+        )
+    return time.time() + float(ttl)
+
+
+def _when(expires_at: float) -> str:
+    left = expires_at - time.time()
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires_at))
+    if left > 0:
+        return f"until {stamp} ({left:.1f} s from now)"
+    return f"until {stamp} ({-left:.1f} s ago)"
+
+
+def lease_refused(run_id: str, owner: str, held: Lease) -> RunLeaseError:
+    """``owner`` asked for the lease ``held`` holds, and it has not expired."""
+    return RunLeaseError(
+        f"Run `{run_id}` is being executed by `{held.owner}` (its lease runs "
+        f"{_when(held.expires_at)}); `{owner}` may not execute it. Wait for that executor "
+        "to stop, or for its lease to expire (a dead process) and take the run over then.",
+        run_id=run_id,
+        holder=held.owner,
+        expires_at=held.expires_at,
+    )
+
+
+def lease_lost(run_id: str, owner: str, held: Lease | None, *, now: float) -> RunLeaseError:
+    """``owner`` renewed or wrote under a lease it no longer holds (``held``: the
+    lease as it is now)."""
+    if held is None:
+        why = "nobody holds its lease (it was released or never taken)"
+    elif held.owner != owner:
+        why = f"its lease is held by `{held.owner}` {_when(held.expires_at)}"
+    else:
+        why = f"`{owner}`'s lease expired {now - held.expires_at:.1f} s ago"
+    return RunLeaseError(
+        f"Run `{run_id}`: `{owner}` no longer holds the run's lease: {why}. Stop executing "
+        "it; the executor that holds the lease now owns the run.",
+        run_id=run_id,
+        holder=None if held is None else held.owner,
+        expires_at=None if held is None else held.expires_at,
+    )
+
+
+SNAPSHOT_EVERY = 200
+"""Records between two automatic snapshots of a run's state (see ``load``)."""
+
+
+def check_snapshot_every(every: object) -> int:
+    if type(every) is not int or every < 0:
+        raise CheckpointArgumentError(
+            f"`snapshot_every` must be an int >= 0 (records between two snapshots of a "
+            f"run's state; 0: none), got {every!r}."
+        )
+    return every

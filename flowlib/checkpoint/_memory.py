@@ -3,24 +3,31 @@ within one process."""
 
 from __future__ import annotations
 
+import time
 from typing import TypeVar
 
 from ..errors import CheckpointError
 from ._common import (
+    check_first,
     check_keep_last,
+    check_lease_args,
     check_next,
+    check_owner,
     check_upto,
     closed_error,
+    first_run,
     info_of,
+    lease_lost,
+    lease_refused,
     unknown_run,
     updated_run,
 )
-from ._fold import base_record, fold
-from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+from ._fold import FoldedRun, base_record, fold
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = ["InMemoryCheckpointStore"]
 
-_Model = TypeVar("_Model", CheckpointRecord, RunRecord)
+_Model = TypeVar("_Model", CheckpointRecord, RunRecord, FoldedRun)
 
 
 def _copy(model: _Model) -> _Model:
@@ -44,6 +51,7 @@ class InMemoryCheckpointStore:
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}
         self._records: dict[str, list[CheckpointRecord]] = {}
+        self._leases: dict[str, Lease] = {}
         self._closed = False
 
     def _check_open(self) -> None:
@@ -57,28 +65,83 @@ class InMemoryCheckpointStore:
             raise unknown_run(run_id)
         return run
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+    def _with_lease(self, run: RunRecord) -> RunRecord:
+        lease = self._leases.get(run.run_id)
+        return run.model_copy(
+            update={
+                "lease_owner": None if lease is None else lease.owner,
+                "lease_expires_at": None if lease is None else lease.expires_at,
+            }
+        )
+
+    async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:
+        """Store a new run (with its first record, when given). Raises
+        ``CheckpointError`` if ``run.run_id`` exists."""
         self._check_open()
+        check_first(run, first)
         if run.run_id in self._runs:
             raise CheckpointError(
                 f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
             )
-        self._runs[run.run_id] = _copy(run)
-        self._records[run.run_id] = []
+        self._runs[run.run_id] = _copy(first_run(run, first))
+        self._records[run.run_id] = [] if first is None else [_copy(first)]
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
         self._check_open()
         run = self._runs.get(run_id)
-        return None if run is None else _copy(run)
+        return None if run is None else self._with_lease(_copy(run))
 
-    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+    async def append(
+        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
+    ) -> None:
         """Add ``record`` as the run's next checkpoint and update the run."""
         run = self._run(record.run_id)
+        if lease_owner is not None:
+            check_owner(lease_owner)
+            held = self._leases.get(record.run_id)
+            now = time.time()
+            if held is None or held.owner != lease_owner or held.expires_at <= now:
+                raise lease_lost(record.run_id, lease_owner, held, now=now)
         check_next(run, record)
         self._records[record.run_id].append(_copy(record))
         self._runs[record.run_id] = updated_run(run, record, status)
+
+    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Take the run's lease (see the protocol)."""
+        self._check_open()
+        expires_at = check_lease_args(run_id, owner, ttl)
+        held = self._leases.get(run_id)
+        if held is not None and held.owner != owner and held.expires_at > time.time():
+            raise lease_refused(run_id, owner, held)
+        lease = Lease(run_id=run_id, owner=owner, expires_at=expires_at)
+        self._leases[run_id] = lease
+        return lease.model_copy()
+
+    async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Extend ``owner``'s lease (see the protocol)."""
+        self._check_open()
+        expires_at = check_lease_args(run_id, owner, ttl)
+        held = self._leases.get(run_id)
+        if held is None or held.owner != owner:
+            raise lease_lost(run_id, owner, held, now=time.time())
+        lease = Lease(run_id=run_id, owner=owner, expires_at=expires_at)
+        self._leases[run_id] = lease
+        return lease.model_copy()
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        """Give the lease up (a no-op unless ``owner`` holds it)."""
+        self._check_open()
+        check_owner(owner)
+        held = self._leases.get(run_id)
+        if held is not None and held.owner == owner:
+            del self._leases[run_id]
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (expired or not), or None."""
+        self._check_open()
+        held = self._leases.get(run_id)
+        return None if held is None else held.model_copy()
 
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
@@ -90,11 +153,22 @@ class InMemoryCheckpointStore:
             records = [r for r in records if r.checkpoint_id <= upto]
         return [_copy(r) for r in records]
 
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last)."""
+        self._run(run_id)
+        records = self._records[run_id]
+        if upto is not None:
+            first = records[0].checkpoint_id if records else 0
+            check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
+            records = [r for r in records if r.checkpoint_id <= upto]
+        # Folding shares parts with the stored records; the copy keeps them apart.
+        return _copy(fold(records, run_id=run_id))
+
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
         self._check_open()
         runs = sorted(self._runs.values(), key=lambda r: r.created_at, reverse=True)
-        return [_copy(r) for r in runs]
+        return [self._with_lease(_copy(r)) for r in runs]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""
@@ -119,9 +193,11 @@ class InMemoryCheckpointStore:
         self._check_open()
         self._runs.pop(run_id, None)
         self._records.pop(run_id, None)
+        self._leases.pop(run_id, None)
 
     async def close(self) -> None:
         """Drop everything; the store cannot be used afterwards."""
         self._closed = True
         self._runs.clear()
         self._records.clear()
+        self._leases.clear()

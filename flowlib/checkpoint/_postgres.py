@@ -3,27 +3,50 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckpointArgumentError, CheckpointError
-from ._common import check_keep_last, check_upto, closed_error, conflict_error, unknown_run
-from ._fold import base_record, fold
+from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
+from ._common import (
+    SNAPSHOT_EVERY,
+    check_first,
+    check_keep_last,
+    check_lease_args,
+    check_owner,
+    check_snapshot_every,
+    check_upto,
+    closed_error,
+    conflict_error,
+    first_run,
+    lease_lost,
+    lease_refused,
+    unknown_run,
+)
+from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
     RECORD_COLUMNS,
     RUN_COLUMNS,
+    RUN_SELECT,
+    SCHEMA_VERSION,
+    Dialect,
     dump,
     info_from_row,
+    lease_from_row,
     message_rows,
+    newer_schema,
     record_row,
     records_from_rows,
     run_from_row,
     run_row,
-    schema,
+    snapshot_body,
+    snapshot_from_body,
+    upgrade,
 )
-from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -31,18 +54,29 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresCheckpointStore"]
 
+_log = logging.getLogger("flowlib.checkpoint")
+
 _INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
 _INSERT_MESSAGE = "INSERT INTO flowlib_messages VALUES (%s, %s, %s, %s, %s)"
+_DIALECT = Dialect(text="TEXT", real="DOUBLE PRECISION", bigint="BIGINT", without_rowid="")
 # One statement, so one round trip and one implicit transaction: advance the run only if
-# its last checkpoint is `id - 1`, and insert the record and its messages only if it was
-# advanced. Under concurrency PostgreSQL re-checks `last_checkpoint` on the row version a
-# competing writer just committed, so exactly one writer advances each id.
+# its last checkpoint is `id - 1` (and, given a lease owner, only while that owner holds
+# an unexpired lease), and insert the record and its messages only if it was advanced.
+# Under concurrency PostgreSQL re-checks `last_checkpoint` on the row version a competing
+# writer just committed, so exactly one writer advances each id; the lease row is locked
+# (FOR SHARE) so a take-over waits for the append, or the append sees the take-over.
 _APPEND = """
-WITH advanced AS (
+WITH held AS (
+    SELECT 1 FROM flowlib_leases
+    WHERE %(owner)s::text IS NOT NULL AND run_id = %(run_id)s AND owner = %(owner)s::text
+        AND expires_at > %(now)s
+    FOR SHARE
+), advanced AS (
     UPDATE flowlib_runs
     SET status = %(status)s, turns = %(turn)s, stop_reason = %(stop_reason)s,
         last_checkpoint = %(checkpoint_id)s, updated_at = %(created_at)s
     WHERE run_id = %(run_id)s AND last_checkpoint = %(checkpoint_id)s - 1
+        AND (%(owner)s::text IS NULL OR EXISTS (SELECT 1 FROM held))
     RETURNING run_id
 ), record AS (
     INSERT INTO flowlib_records (RECORD_COLUMNS)
@@ -59,6 +93,21 @@ WITH advanced AS (
 SELECT count(*) FROM advanced
 """.replace("RECORD_COLUMNS", RECORD_COLUMNS)
 _SCHEMA_LOCK = 0x666C6F776C6962  # pg_advisory_xact_lock key: two processes creating tables
+# One conditional write: insert the lease, or take it over if it is the owner's own or
+# expired; a row comes back only if it was granted.
+_ACQUIRE = """
+INSERT INTO flowlib_leases AS held (run_id, owner, expires_at) VALUES (%s, %s, %s)
+ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+WHERE held.owner = excluded.owner OR held.expires_at <= %s
+RETURNING owner
+"""
+_RUN_TABLES = (
+    "flowlib_messages",
+    "flowlib_records",
+    "flowlib_snapshots",
+    "flowlib_leases",
+    "flowlib_runs",
+)
 
 
 class PostgresCheckpointStore:
@@ -76,6 +125,15 @@ class PostgresCheckpointStore:
         min_size: Connections the pool keeps open.
         max_size: Most connections the pool opens (concurrent calls beyond wait).
         connect_timeout: Seconds to wait for the first connection.
+        snapshot_every: Every this many checkpoints of a run, the store also keeps a
+            snapshot of the run's whole state (the newest one only), so ``load`` reads
+            the snapshot and the records after it, whatever the run's length; 0: none.
+        create: Whether a database without flowlib's tables gets them; False (what
+            read-only commands use): the first call raises ``CheckpointError`` saying
+            there is no store there, and nothing is created.
+
+    Tables written by an older flowlib are upgraded to this version's when the store is
+    first used; tables of a newer flowlib are refused (``CheckpointError``).
     """
 
     def __init__(
@@ -85,6 +143,8 @@ class PostgresCheckpointStore:
         min_size: int = 1,
         max_size: int = 10,
         connect_timeout: float = 30.0,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        create: bool = True,
     ) -> None:
         if not isinstance(dsn, str) or not dsn:
             raise CheckpointArgumentError(
@@ -104,7 +164,7 @@ class PostgresCheckpointStore:
             import psycopg  # noqa: F401
             import psycopg_pool  # noqa: F401
         except ImportError as exc:
-            raise CheckpointError(
+            raise MissingExtraError(
                 "PostgresCheckpointStore needs psycopg 3 and psycopg-pool: "
                 "pip install 'flowlib[postgres]'."
             ) from exc
@@ -112,6 +172,8 @@ class PostgresCheckpointStore:
         self._min_size = min_size
         self._max_size = max_size
         self._timeout = connect_timeout
+        self._create = create
+        self._every = check_snapshot_every(snapshot_every)
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Lock | None = None
         self._closed = False
@@ -142,16 +204,29 @@ class PostgresCheckpointStore:
                 try:
                     await pool.open(wait=True, timeout=self._timeout)
                     async with pool.connection() as conn, conn.transaction():
-                        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                        for statement in schema(
-                            text="TEXT", real="DOUBLE PRECISION", bigint="BIGINT", without_rowid=""
-                        ):
-                            await conn.execute(statement)
+                        await self._prepare(conn)
                 except BaseException:
                     await pool.close()
                     raise
                 self._pool = pool
         return self._pool
+
+    async def _prepare(self, conn: AsyncConnection[Any]) -> None:
+        """Create or upgrade the tables (under a lock: several processes may open a new
+        database at once)."""
+        version = await _schema_version(conn, self.dsn)
+        if version == SCHEMA_VERSION:
+            return
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        version = await _schema_version(conn, self.dsn)
+        if version is None and not self._create:
+            raise CheckpointError(
+                f"No checkpoint store in PostgreSQL `{_redact(self.dsn)}`: the database "
+                "(in its search_path) has no flowlib tables. Check the DSN; nothing was "
+                "created."
+            )
+        for statement in upgrade(version, _DIALECT):
+            await conn.execute(statement)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -180,26 +255,37 @@ class PostgresCheckpointStore:
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+    async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:
+        """Store a new run (with its first record in the same transaction, when given).
+        Raises ``CheckpointError`` if ``run.run_id`` exists."""
+        check_first(run, first)
         async with self._transaction() as conn:
             cur = await conn.execute(
                 f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 13)}) "
                 "ON CONFLICT (run_id) DO NOTHING",
-                run_row(run),
+                run_row(first_run(run, first)),
             )
             if cur.rowcount != 1:
                 raise CheckpointError(
                     f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
                 )
+            if first is not None:
+                await conn.execute(_INSERT_RECORD, record_row(first))
+                async with conn.cursor() as cursor:
+                    await cursor.executemany(_INSERT_MESSAGE, message_rows(first))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
         async with self._transaction() as conn:
             return await _get_run(conn, run_id)
 
-    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
-        """Add ``record`` as the run's next checkpoint and update the run, atomically."""
+    async def append(
+        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
+    ) -> None:
+        """Add ``record`` as the run's next checkpoint and update the run, atomically
+        (with ``lease_owner``: only while that owner holds an unexpired lease)."""
+        if lease_owner is not None:
+            check_owner(lease_owner)
         row = record_row(record)
         params = {
             "run_id": record.run_id,
@@ -215,6 +301,8 @@ class PostgresCheckpointStore:
             "status": status,
             "nodes": list(record.message_nodes),
             "bodies": [dump(message) for message in record.messages],
+            "owner": lease_owner,
+            "now": time.time(),
         }
         async with self._connection() as conn:
             cur = await conn.execute(_APPEND, params)
@@ -223,7 +311,75 @@ class PostgresCheckpointStore:
                 run = await _get_run(conn, record.run_id)
                 if run is None:
                     raise unknown_run(record.run_id)
+                if lease_owner is not None:
+                    held = await _get_lease(conn, record.run_id)
+                    now = time.time()
+                    if held is None or held.owner != lease_owner or held.expires_at <= now:
+                        raise lease_lost(record.run_id, lease_owner, held, now=now)
                 raise conflict_error(run, record)
+        if self._every and record.checkpoint_id % self._every == 0:
+            await self._snapshot(record.run_id, record.checkpoint_id)
+
+    async def _snapshot(self, run_id: str, checkpoint_id: int) -> None:
+        """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
+        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        try:
+            async with self._transaction() as conn:
+                folded = await _load(conn, run_id, checkpoint_id)
+                await conn.execute(
+                    "INSERT INTO flowlib_snapshots (run_id, checkpoint_id, body) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (run_id, checkpoint_id) DO NOTHING",
+                    (run_id, checkpoint_id, snapshot_body(folded)),
+                )
+                await conn.execute(
+                    "DELETE FROM flowlib_snapshots WHERE run_id = %s AND checkpoint_id < %s",
+                    (run_id, checkpoint_id),
+                )
+        except CheckpointError as exc:
+            _log.warning("Run `%s`: no snapshot at checkpoint %s: %s", run_id, checkpoint_id, exc)
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last): the newest
+        snapshot at or before it, and the records after the snapshot, folded."""
+        async with self._transaction(read_only=True) as conn:
+            return await _load(conn, run_id, upto)
+
+    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Take the run's lease (see the protocol): one conditional write."""
+        expires_at = check_lease_args(run_id, owner, ttl)
+        async with self._connection() as conn:
+            cur = await conn.execute(_ACQUIRE, (run_id, owner, expires_at, time.time()))
+            if await cur.fetchone() is None:
+                held = await _get_lease(conn, run_id)
+                if held is None:  # released between the two statements: ask again
+                    return await self.acquire_lease(run_id, owner, ttl=ttl)
+                raise lease_refused(run_id, owner, held)
+        return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
+
+    async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Extend ``owner``'s lease (see the protocol): one conditional write."""
+        expires_at = check_lease_args(run_id, owner, ttl)
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                "UPDATE flowlib_leases SET expires_at = %s WHERE run_id = %s AND owner = %s",
+                (expires_at, run_id, owner),
+            )
+            if cur.rowcount != 1:
+                raise lease_lost(run_id, owner, await _get_lease(conn, run_id), now=time.time())
+        return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        """Give the lease up (a no-op unless ``owner`` holds it)."""
+        check_owner(owner)
+        async with self._connection() as conn:
+            await conn.execute(
+                "DELETE FROM flowlib_leases WHERE run_id = %s AND owner = %s", (run_id, owner)
+            )
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (expired or not), or None."""
+        async with self._connection() as conn:
+            return await _get_lease(conn, run_id)
 
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
@@ -233,9 +389,7 @@ class PostgresCheckpointStore:
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""
         async with self._transaction() as conn:
-            cur = await conn.execute(
-                f"SELECT {RUN_COLUMNS} FROM flowlib_runs ORDER BY created_at DESC, run_id"
-            )
+            cur = await conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id")
             return [run_from_row(row) for row in await cur.fetchall()]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
@@ -270,7 +424,7 @@ class PostgresCheckpointStore:
             cut_id = ids[cut - 1]
             old = await _read_records(conn, run_id, cut_id, run=run)
             base = base_record(fold(old), created_at=old[-1].created_at)
-            for table in ("flowlib_messages", "flowlib_records"):
+            for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE run_id = %s AND checkpoint_id <= %s",
                     (run_id, cut_id),
@@ -283,7 +437,7 @@ class PostgresCheckpointStore:
     async def delete(self, run_id: str) -> None:
         """Remove the run and its records (no error if unknown)."""
         async with self._transaction() as conn:
-            for table in ("flowlib_messages", "flowlib_records", "flowlib_runs"):
+            for table in _RUN_TABLES:
                 await conn.execute(f"DELETE FROM {table} WHERE run_id = %s", (run_id,))
 
     async def close(self) -> None:
@@ -298,39 +452,94 @@ async def _get_run(
     conn: AsyncConnection[Any], run_id: str, *, lock: bool = False
 ) -> RunRecord | None:
     cur = await conn.execute(
-        f"SELECT {RUN_COLUMNS} FROM flowlib_runs WHERE run_id = %s{' FOR UPDATE' if lock else ''}",
-        (run_id,),
+        f"{RUN_SELECT} WHERE r.run_id = %s{' FOR UPDATE OF r' if lock else ''}", (run_id,)
     )
     row = await cur.fetchone()
     return None if row is None else run_from_row(row)
 
 
+async def _get_lease(conn: AsyncConnection[Any], run_id: str) -> Lease | None:
+    cur = await conn.execute(
+        "SELECT owner, expires_at FROM flowlib_leases WHERE run_id = %s", (run_id,)
+    )
+    return lease_from_row(run_id, await cur.fetchone())
+
+
+async def _schema_version(conn: AsyncConnection[Any], dsn: str) -> int | None:
+    """The store's schema version (None: no flowlib tables yet)."""
+    # A query of the catalog, not to_regclass(): it sees tables another process created
+    # while this one waited for the schema lock (to_regclass may use an older catalog
+    # snapshot, and CREATE TABLE then fails on the table that exists).
+    cur = await conn.execute(
+        "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() "
+        "AND tablename IN ('flowlib_meta', 'flowlib_runs')"
+    )
+    tables = {row[0] for row in await cur.fetchall()}
+    has_meta, has_runs = "flowlib_meta" in tables, "flowlib_runs" in tables
+    if has_meta:
+        cur = await conn.execute("SELECT value FROM flowlib_meta WHERE key = 'schema_version'")
+        found_row = await cur.fetchone()
+        found = None if found_row is None else found_row[0]
+        if not isinstance(found, str) or not found.isdigit() or int(found) > SCHEMA_VERSION:
+            raise newer_schema(f"`{_redact(dsn)}`", found)
+        return int(found)
+    return 1 if has_runs else None
+
+
 async def _read_records(
-    conn: AsyncConnection[Any], run_id: str, upto: int | None, *, run: RunRecord | None = None
+    conn: AsyncConnection[Any],
+    run_id: str,
+    upto: int | None,
+    *,
+    run: RunRecord | None = None,
+    after: int = 0,
 ) -> list[CheckpointRecord]:
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
     run = run or await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
-    if upto is None:
-        upto = run.last_checkpoint
-    else:
-        cur = await conn.execute(
-            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run_id,)
-        )
-        first = await cur.fetchone()
-        check_upto(run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    upto = await _upto(conn, run, upto)
     cur = await conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM flowlib_records "
-        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
-        (run_id, upto),
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = %s "
+        "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
+        (run_id, after, upto),
     )
     rows = await cur.fetchall()
     cur = await conn.execute(
-        "SELECT checkpoint_id, node, body FROM flowlib_messages "
-        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
-        (run_id, upto),
+        "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = %s "
+        "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
+        (run_id, after, upto),
     )
     return records_from_rows(rows, await cur.fetchall())
+
+
+async def _upto(conn: AsyncConnection[Any], run: RunRecord, upto: int | None) -> int:
+    """``upto``, checked against the run's checkpoints (default: the last)."""
+    if upto is None:
+        return run.last_checkpoint
+    cur = await conn.execute(
+        "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run.run_id,)
+    )
+    first = await cur.fetchone()
+    check_upto(run.run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    return upto
+
+
+async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> FoldedRun:
+    run = await _get_run(conn, run_id)
+    if run is None:
+        raise unknown_run(run_id)
+    upto = await _upto(conn, run, upto)
+    cur = await conn.execute(
+        "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = %s "
+        "AND checkpoint_id <= %s ORDER BY checkpoint_id DESC LIMIT 1",
+        (run_id, upto),
+    )
+    row = await cur.fetchone()
+    start = None if row is None else snapshot_from_body(row[1])
+    after = 0 if start is None else start.last_checkpoint
+    records = await _read_records(conn, run_id, upto, run=run, after=after)
+    return fold(records, run_id=run_id, start=start)
 
 
 def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:

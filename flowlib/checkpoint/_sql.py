@@ -11,25 +11,35 @@ depend on how long the run already is.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import from_json, to_json
 
-from ._types import CheckpointInfo, CheckpointRecord, RunRecord
+from ..errors import CheckpointError
+from ._fold import FoldedRun
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord
 
 __all__ = [
     "INFO_COLUMNS",
     "RECORD_COLUMNS",
     "RUN_COLUMNS",
+    "RUN_SELECT",
+    "SCHEMA_VERSION",
+    "Dialect",
     "dump",
     "info_from_row",
+    "lease_from_row",
     "load",
     "message_rows",
+    "newer_schema",
     "record_row",
     "records_from_rows",
     "run_from_row",
     "run_row",
-    "schema",
+    "snapshot_body",
+    "snapshot_from_body",
+    "upgrade",
 ]
 
 RUN_COLUMNS = (
@@ -41,10 +51,38 @@ RECORD_COLUMNS = (
     "bookkeeping, participants"
 )
 INFO_COLUMNS = "checkpoint_id, kind, turn, node, stop_reason, created_at, message_count"
+RUN_SELECT = (
+    "SELECT "
+    + ", ".join(f"r.{column.strip()}" for column in RUN_COLUMNS.split(","))
+    + ", l.owner, l.expires_at FROM flowlib_runs r "
+    "LEFT JOIN flowlib_leases l ON l.run_id = r.run_id"
+)
+"""A run with its lease: ``RUN_COLUMNS`` then the lease's owner and expiry."""
+
+SCHEMA_VERSION = 2
+"""The version of the tables this code writes, kept in ``flowlib_meta``.
+
+1. ``flowlib_runs``, ``flowlib_records``, ``flowlib_messages`` (before versions were
+   kept: a store with ``flowlib_runs`` and no ``flowlib_meta`` is version 1).
+2. Adds ``flowlib_meta``, ``flowlib_leases``, ``flowlib_snapshots``, a ``checksum``
+   column on ``flowlib_runs`` and ``flowlib_records``, and an index on
+   ``flowlib_runs.updated_at``.
+"""
 
 
-def schema(*, text: str, real: str, bigint: str, without_rowid: str) -> list[str]:
-    """The ``CREATE`` statements, in the SQL dialect's type names."""
+@dataclass(frozen=True)
+class Dialect:
+    """A SQL dialect's type names."""
+
+    text: str
+    real: str
+    bigint: str
+    without_rowid: str
+
+
+def _v1(d: Dialect) -> list[str]:
+    """The version 1 tables (as flowlib created them before schema versions)."""
+    text, real, bigint, without_rowid = d.text, d.real, d.bigint, d.without_rowid
     return [
         f"""CREATE TABLE IF NOT EXISTS flowlib_runs (
             run_id {text} PRIMARY KEY,
@@ -83,6 +121,62 @@ def schema(*, text: str, real: str, bigint: str, without_rowid: str) -> list[str
     ]
 
 
+def _v2(d: Dialect) -> list[str]:
+    """Version 1 to 2."""
+    return [
+        f"""CREATE TABLE flowlib_meta (
+            key {d.text} PRIMARY KEY,
+            value {d.text} NOT NULL)""",
+        "INSERT INTO flowlib_meta (key, value) VALUES ('schema_version', '1')",
+        f"""CREATE TABLE flowlib_leases (
+            run_id {d.text} PRIMARY KEY,
+            owner {d.text} NOT NULL,
+            expires_at {d.real} NOT NULL)""",
+        f"""CREATE TABLE flowlib_snapshots (
+            run_id {d.text} NOT NULL,
+            checkpoint_id {d.bigint} NOT NULL,
+            body {d.text} NOT NULL,
+            PRIMARY KEY (run_id, checkpoint_id)){d.without_rowid}""",
+        f"ALTER TABLE flowlib_runs ADD COLUMN checksum {d.text}",
+        f"ALTER TABLE flowlib_records ADD COLUMN checksum {d.text}",
+        "CREATE INDEX flowlib_runs_updated ON flowlib_runs (updated_at)",
+    ]
+
+
+_STEPS = {1: _v1, 2: _v2}
+"""For each version, the statements that make it from the version before (1: from
+nothing)."""
+
+
+def upgrade(found: int | None, d: Dialect) -> list[str]:
+    """The statements that bring a store at version ``found`` (None: no tables yet) to
+    ``SCHEMA_VERSION``, ending with the version update; empty if it is there already."""
+    start = 0 if found is None else found
+    if start >= SCHEMA_VERSION:
+        return []
+    statements = [s for version in range(start + 1, SCHEMA_VERSION + 1) for s in _STEPS[version](d)]
+    statements.append(
+        f"UPDATE flowlib_meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'"
+    )
+    return statements
+
+
+def newer_schema(where: str, found: object) -> CheckpointError:
+    """The refusal of a store whose tables a newer flowlib wrote (or that are not
+    flowlib's)."""
+    if isinstance(found, str) and found.isdigit():
+        return CheckpointError(
+            f"Store {where} has schema version {found}, written by a newer flowlib; this "
+            f"flowlib reads up to version {SCHEMA_VERSION}. Upgrade flowlib to open it "
+            "(stores are upgraded, never downgraded)."
+        )
+    return CheckpointError(
+        f"Store {where}: table `flowlib_meta` holds the schema version {found!r}, which is "
+        "not a version number; the table was edited or is not flowlib's. Restore it from "
+        f"a backup, or set it to '{SCHEMA_VERSION}' if the tables are flowlib's own."
+    )
+
+
 def dump(value: Any) -> str:
     return to_json(value).decode()
 
@@ -110,6 +204,7 @@ def run_row(run: RunRecord) -> tuple[Any, ...]:
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:
+    """A run from a ``RUN_SELECT`` row."""
     forked = row[11]
     return RunRecord(
         run_id=row[0],
@@ -125,7 +220,14 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
         stop_reason=row[10],
         forked_from=None if forked is None else tuple(load(forked)),
         metadata=load(row[12]),
+        lease_owner=row[13],
+        lease_expires_at=row[14],
     )
+
+
+def lease_from_row(run_id: str, row: Sequence[Any] | None) -> Lease | None:
+    """A lease from an ``(owner, expires_at)`` row."""
+    return None if row is None else Lease(run_id=run_id, owner=row[0], expires_at=row[1])
 
 
 def record_row(record: CheckpointRecord) -> tuple[Any, ...]:
@@ -193,3 +295,12 @@ def info_from_row(row: Sequence[Any]) -> CheckpointInfo:
         created_at=row[5],
         message_count=row[6],
     )
+
+
+def snapshot_body(folded: FoldedRun) -> str:
+    """A run's folded state as stored in ``flowlib_snapshots.body``."""
+    return folded.model_dump_json()
+
+
+def snapshot_from_body(body: str) -> FoldedRun:
+    return FoldedRun.model_validate_json(body)

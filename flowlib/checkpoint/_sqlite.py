@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import time
@@ -12,32 +13,57 @@ from typing import Literal, TypeVar
 
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._common import (
+    SNAPSHOT_EVERY,
+    check_first,
     check_keep_last,
+    check_lease_args,
     check_next,
+    check_owner,
+    check_snapshot_every,
     check_upto,
     closed_error,
+    first_run,
+    lease_lost,
+    lease_refused,
     unknown_run,
     updated_run,
 )
-from ._fold import base_record, fold
+from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
     RECORD_COLUMNS,
     RUN_COLUMNS,
+    RUN_SELECT,
+    SCHEMA_VERSION,
+    Dialect,
     info_from_row,
+    lease_from_row,
     message_rows,
+    newer_schema,
     record_row,
     records_from_rows,
     run_from_row,
     run_row,
-    schema,
+    snapshot_body,
+    snapshot_from_body,
+    upgrade,
 )
-from ._types import CheckpointInfo, CheckpointRecord, RunRecord, RunStatus
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = ["SQLiteCheckpointStore"]
 
+_log = logging.getLogger("flowlib.checkpoint")
+
 T = TypeVar("T")
 
+_DIALECT = Dialect(text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID")
+# One conditional write: insert the lease, or take it over if it is the owner's own or
+# expired; `changes()` says whether it was granted.
+_ACQUIRE = (
+    "INSERT INTO flowlib_leases (run_id, owner, expires_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at "
+    "WHERE flowlib_leases.owner = excluded.owner OR flowlib_leases.expires_at <= ?"
+)
 _UPDATE_RUN = (
     "UPDATE flowlib_runs SET status = ?, turns = ?, stop_reason = ?, last_checkpoint = ?, "
     "updated_at = ? WHERE run_id = ?"
@@ -59,6 +85,15 @@ class SQLiteCheckpointStore:
             checkpoint).
         busy_timeout: Seconds to wait for another process's write lock (also bounds
             the retries of the file's setup when several connections open it at once).
+        snapshot_every: Every this many checkpoints of a run, the store also keeps a
+            snapshot of the run's whole state (the newest one only), so ``load`` reads
+            the snapshot and the records after it, whatever the run's length; 0: none.
+        create: Whether a missing file (or one without flowlib's tables) is made into
+            an empty store; False (what read-only commands use): the first call raises
+            ``CheckpointError`` saying there is no store there, and nothing is created.
+
+    A file written by an older flowlib is upgraded to this version's tables when it is
+    first used; one written by a newer flowlib is refused (``CheckpointError``).
 
     Examples:
         >>> import asyncio
@@ -73,6 +108,8 @@ class SQLiteCheckpointStore:
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 30.0,
+        snapshot_every: int = SNAPSHOT_EVERY,
+        create: bool = True,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise CheckpointArgumentError(
@@ -85,6 +122,8 @@ class SQLiteCheckpointStore:
         self.path = os.fspath(path)
         self._synchronous = synchronous
         self._busy_ms = int(busy_timeout * 1000)
+        self._create = create
+        self._every = check_snapshot_every(snapshot_every)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="flowlib-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -103,6 +142,8 @@ class SQLiteCheckpointStore:
     def _run_on_thread(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
             if self._conn is None:
+                if not self._create and not self._exists():
+                    raise self._missing()
                 self._conn = self._connect()
             return fn(self._conn)
         except sqlite3.Error as exc:
@@ -110,6 +151,21 @@ class SQLiteCheckpointStore:
                 f"SQLite store `{self.path}` failed: {exc}. Check that the file's directory "
                 "exists and is writable."
             ) from exc
+
+    def _exists(self) -> bool:
+        return self.path in ("", ":memory:") or os.path.exists(self.path)
+
+    def _missing(self) -> CheckpointError:
+        return CheckpointError(
+            f"No checkpoint store at `{self.path}`: "
+            + (
+                "the file does not exist"
+                if not self._exists()
+                else "the file has no flowlib tables (it is not a flowlib store)"
+            )
+            + ". Check the path (a relative path is relative to the working directory); "
+            "nothing was created."
+        )
 
     def _connect(self) -> sqlite3.Connection:
         """Open the file and make it ready: the busy timeout first, then write-ahead
@@ -144,22 +200,35 @@ class SQLiteCheckpointStore:
         return conn
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
+        if not self._create and not (
+            _has_table(conn, "flowlib_meta") or _has_table(conn, "flowlib_runs")
+        ):
+            raise self._missing()
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
         if str(mode).lower() not in ("wal", "memory"):
             (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
             if str(mode).lower() != "wal" and self.path not in ("", ":memory:"):
                 raise sqlite3.OperationalError("database is locked (journal_mode not set)")
+        if _has_table(conn, "flowlib_meta"):
+            row = conn.execute(
+                "SELECT value FROM flowlib_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            if row is not None and row[0] == str(SCHEMA_VERSION):
+                return  # the usual case: no write lock needed
         with _transaction(conn):
-            for statement in schema(
-                text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID"
-            ):
+            version = _schema_version(conn, self.path)
+            if version is None and not self._create:
+                raise self._missing()
+            for statement in upgrade(version, _DIALECT):
                 conn.execute(statement)
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
-        row = run_row(run)
+    async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:
+        """Store a new run (with its first record in the same transaction, when given).
+        Raises ``CheckpointError`` if ``run.run_id`` exists."""
+        check_first(run, first)
+        row = run_row(first_run(run, first))
 
         def work(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
@@ -168,6 +237,8 @@ class SQLiteCheckpointStore:
                         f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
                     )
                 conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(13)})", row)
+                if first is not None:
+                    _insert_record(conn, first)
 
         await self._call(work)
 
@@ -175,21 +246,29 @@ class SQLiteCheckpointStore:
         """The run, or None."""
 
         def work(conn: sqlite3.Connection) -> RunRecord | None:
-            row = conn.execute(
-                f"SELECT {RUN_COLUMNS} FROM flowlib_runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
+            row = conn.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
             return None if row is None else run_from_row(row)
 
         return await self._call(work)
 
-    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
-        """Add ``record`` as the run's next checkpoint and update the run, atomically."""
+    async def append(
+        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
+    ) -> None:
+        """Add ``record`` as the run's next checkpoint and update the run, atomically
+        (with ``lease_owner``: only while that owner holds an unexpired lease)."""
         row = record_row(record)
         messages = message_rows(record)
+        if lease_owner is not None:
+            check_owner(lease_owner)
 
         def work(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
                 run = _run(conn, record.run_id)
+                if lease_owner is not None:
+                    held = _lease(conn, record.run_id)
+                    now = time.time()
+                    if held is None or held.owner != lease_owner or held.expires_at <= now:
+                        raise lease_lost(record.run_id, lease_owner, held, now=now)
                 check_next(run, record)
                 conn.execute(
                     f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})", row
@@ -210,8 +289,86 @@ class SQLiteCheckpointStore:
                         new.run_id,
                     ),
                 )
+            if self._every and record.checkpoint_id % self._every == 0:
+                self._snapshot(conn, record.run_id, record.checkpoint_id)
 
         await self._call(work)
+
+    def _snapshot(self, conn: sqlite3.Connection, run_id: str, checkpoint_id: int) -> None:
+        """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
+        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        try:
+            with _transaction(conn):
+                folded = _load(conn, run_id, checkpoint_id)
+                conn.execute(
+                    "INSERT OR REPLACE INTO flowlib_snapshots (run_id, checkpoint_id, body) "
+                    "VALUES (?, ?, ?)",
+                    (run_id, checkpoint_id, snapshot_body(folded)),
+                )
+                conn.execute(
+                    "DELETE FROM flowlib_snapshots WHERE run_id = ? AND checkpoint_id < ?",
+                    (run_id, checkpoint_id),
+                )
+        except (sqlite3.Error, CheckpointError) as exc:
+            _log.warning("Run `%s`: no snapshot at checkpoint %s: %s", run_id, checkpoint_id, exc)
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last): the newest
+        snapshot at or before it, and the records after the snapshot, folded."""
+
+        def work(conn: sqlite3.Connection) -> FoldedRun:
+            with _transaction(conn, "BEGIN"):
+                return _load(conn, run_id, upto)
+
+        return await self._call(work)
+
+    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Take the run's lease (see the protocol): one conditional write."""
+        expires_at = check_lease_args(run_id, owner, ttl)
+
+        def work(conn: sqlite3.Connection) -> Lease:
+            with _transaction(conn):
+                now = time.time()
+                granted = conn.execute(_ACQUIRE, (run_id, owner, expires_at, now)).rowcount
+                if granted != 1:
+                    held = _lease(conn, run_id)
+                    assert held is not None  # the conflict was on its row
+                    raise lease_refused(run_id, owner, held)
+            return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
+
+        return await self._call(work)
+
+    async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Extend ``owner``'s lease (see the protocol): one conditional write."""
+        expires_at = check_lease_args(run_id, owner, ttl)
+
+        def work(conn: sqlite3.Connection) -> Lease:
+            with _transaction(conn):
+                renewed = conn.execute(
+                    "UPDATE flowlib_leases SET expires_at = ? WHERE run_id = ? AND owner = ?",
+                    (expires_at, run_id, owner),
+                ).rowcount
+                if renewed != 1:
+                    raise lease_lost(run_id, owner, _lease(conn, run_id), now=time.time())
+            return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
+
+        return await self._call(work)
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        """Give the lease up (a no-op unless ``owner`` holds it)."""
+        check_owner(owner)
+
+        def work(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                conn.execute(
+                    "DELETE FROM flowlib_leases WHERE run_id = ? AND owner = ?", (run_id, owner)
+                )
+
+        await self._call(work)
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (expired or not), or None."""
+        return await self._call(lambda conn: _lease(conn, run_id))
 
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
@@ -226,9 +383,7 @@ class SQLiteCheckpointStore:
         """Every run, newest first."""
 
         def work(conn: sqlite3.Connection) -> list[RunRecord]:
-            rows = conn.execute(
-                f"SELECT {RUN_COLUMNS} FROM flowlib_runs ORDER BY created_at DESC, run_id"
-            ).fetchall()
+            rows = conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id").fetchall()
             return [run_from_row(row) for row in rows]
 
         return await self._call(work)
@@ -269,7 +424,7 @@ class SQLiteCheckpointStore:
                 ).fetchone()
                 old = _read_records(conn, run_id, cut_id, run=run)
                 base = base_record(fold(old), created_at=old[-1].created_at)
-                for table in ("flowlib_messages", "flowlib_records"):
+                for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
                     conn.execute(
                         f"DELETE FROM {table} WHERE run_id = ? AND checkpoint_id <= ?",
                         (run_id, cut_id),
@@ -290,7 +445,7 @@ class SQLiteCheckpointStore:
 
         def work(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
-                for table in ("flowlib_messages", "flowlib_records", "flowlib_runs"):
+                for table in _RUN_TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
         await self._call(work)
@@ -323,7 +478,61 @@ class _transaction:
         self._conn.execute(self._begin)
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except BaseException:
+                # A failed COMMIT (disk full, I/O error) may leave the transaction open;
+                # roll it back so the connection stays usable and nothing is half-kept.
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+
+_RUN_TABLES = (
+    "flowlib_messages",
+    "flowlib_records",
+    "flowlib_snapshots",
+    "flowlib_leases",
+    "flowlib_runs",
+)
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
+
+
+def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
+    """The store's schema version (None: no flowlib tables yet)."""
+    if _has_table(conn, "flowlib_meta"):
+        row = conn.execute("SELECT value FROM flowlib_meta WHERE key = 'schema_version'").fetchone()
+        found = None if row is None else row[0]
+        if not isinstance(found, str) or not found.isdigit() or int(found) > SCHEMA_VERSION:
+            raise newer_schema(f"`{path}`", found)
+        return int(found)
+    return 1 if _has_table(conn, "flowlib_runs") else None
+
+
+def _lease(conn: sqlite3.Connection, run_id: str) -> Lease | None:
+    row = conn.execute(
+        "SELECT owner, expires_at FROM flowlib_leases WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return lease_from_row(run_id, row)
+
+
+def _insert_record(conn: sqlite3.Connection, record: CheckpointRecord) -> None:
+    conn.execute(
+        f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})", record_row(record)
+    )
+    messages = message_rows(record)
+    if messages:
+        conn.executemany("INSERT INTO flowlib_messages VALUES (?, ?, ?, ?, ?)", messages)
 
 
 def _q(n: int) -> str:
@@ -344,33 +553,56 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def _run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
-    row = conn.execute(
-        f"SELECT {RUN_COLUMNS} FROM flowlib_runs WHERE run_id = ?", (run_id,)
-    ).fetchone()
+    row = conn.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise unknown_run(run_id)
     return run_from_row(row)
 
 
 def _read_records(
-    conn: sqlite3.Connection, run_id: str, upto: int | None, *, run: RunRecord | None = None
+    conn: sqlite3.Connection,
+    run_id: str,
+    upto: int | None,
+    *,
+    run: RunRecord | None = None,
+    after: int = 0,
 ) -> list[CheckpointRecord]:
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
     run = run or _run(conn, run_id)
-    if upto is None:
-        upto = run.last_checkpoint
-    else:
-        (first,) = conn.execute(
-            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        check_upto(run_id, first or 0, run.last_checkpoint, upto)
+    upto = _upto(conn, run, upto)
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id <= ? "
-        "ORDER BY checkpoint_id",
-        (run_id, upto),
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id > ? "
+        "AND checkpoint_id <= ? ORDER BY checkpoint_id",
+        (run_id, after, upto),
     ).fetchall()
     messages = conn.execute(
-        "SELECT checkpoint_id, node, body FROM flowlib_messages "
-        "WHERE run_id = ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
-        (run_id, upto),
+        "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = ? AND "
+        "checkpoint_id > ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
+        (run_id, after, upto),
     ).fetchall()
     return records_from_rows(rows, messages)
+
+
+def _upto(conn: sqlite3.Connection, run: RunRecord, upto: int | None) -> int:
+    """``upto``, checked against the run's checkpoints (default: the last)."""
+    if upto is None:
+        return run.last_checkpoint
+    (first,) = conn.execute(
+        "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run.run_id,)
+    ).fetchone()
+    check_upto(run.run_id, first or 0, run.last_checkpoint, upto)
+    return upto
+
+
+def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
+    run = _run(conn, run_id)
+    upto = _upto(conn, run, upto)
+    row = conn.execute(
+        "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = ? "
+        "AND checkpoint_id <= ? ORDER BY checkpoint_id DESC LIMIT 1",
+        (run_id, upto),
+    ).fetchone()
+    start = None if row is None else snapshot_from_body(row[1])
+    after = 0 if start is None else start.last_checkpoint
+    records = _read_records(conn, run_id, upto, run=run, after=after)
+    return fold(records, run_id=run_id, start=start)

@@ -10,14 +10,18 @@ checkpoint (``flowlib.checkpoint.fold``) gives the state to resume from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from ._fold import FoldedRun
 
 __all__ = [
     "CheckpointInfo",
     "CheckpointRecord",
     "CheckpointStore",
+    "Lease",
     "RunRecord",
     "RunStatus",
     "StepKind",
@@ -100,6 +104,8 @@ class RunRecord(BaseModel):
         stop_reason: The last stop's reason, if any.
         forked_from: ``(run_id, checkpoint_id)`` this run was forked from, if any.
         metadata: Free-form JSON the caller attached (e.g. the task text of a batch).
+        lease_owner: The executor holding the run's lease, if any (expired or not).
+        lease_expires_at: Unix time that lease expires, if any.
     """
 
     run_id: str
@@ -115,6 +121,24 @@ class RunRecord(BaseModel):
     stop_reason: str | None = None
     forked_from: tuple[str, int] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+
+
+class Lease(BaseModel):
+    """Who executes a run, until when: held in the store, renewed while the run executes.
+
+    Attributes:
+        run_id: The run.
+        owner: The executor holding it; unique per executor (e.g.
+            ``f"{hostname}:{pid}:{uuid4().hex[:8]}"``).
+        expires_at: Unix time (``time.time()`` of the process that wrote it) after
+            which another executor may take the run over.
+    """
+
+    run_id: str
+    owner: str
+    expires_at: float
 
 
 @runtime_checkable
@@ -126,23 +150,60 @@ class CheckpointStore(Protocol):
     record out of order, a closed store); a failed call changes nothing.
     """
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists."""
+    async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:
+        """Store a new run. Raises ``CheckpointError`` if ``run.run_id`` exists.
+
+        With ``first`` (checkpoint 1 of the run, e.g. a fork's ``base`` record), the run
+        and that record are stored in one transaction: both or neither. The run's
+        ``turns``, ``stop_reason``, ``last_checkpoint`` and ``updated_at`` then come from
+        ``first``; its status is ``run.status``."""
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
         ...
 
-    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+    async def append(
+        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
+    ) -> None:
         """Add ``record`` to its run and set the run's status, turns, stop reason and
         ``last_checkpoint``, atomically. ``record.checkpoint_id`` must be exactly
-        ``last_checkpoint + 1``; anything else raises ``CheckpointError`` (a second
-        writer on one run)."""
+        ``last_checkpoint + 1``; anything else raises ``CheckpointConflictError`` (a
+        second writer on one run). With ``lease_owner``, the append is refused with
+        ``RunLeaseError`` unless that owner holds an unexpired lease on the run (checked
+        in the same transaction)."""
+        ...
+
+    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Take the run's lease for ``ttl`` seconds, in one conditional write: granted
+        when nobody holds it, ``owner`` holds it already, or the holder's lease has
+        expired (a take-over). The run need not exist yet. Raises ``RunLeaseError``
+        naming the holder and its expiry otherwise."""
+        ...
+
+    async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        """Extend ``owner``'s lease to ``ttl`` seconds from now. Raises ``RunLeaseError``
+        if ``owner`` no longer holds it (it expired and another executor took it)."""
+        ...
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        """Give the lease up (a no-op unless ``owner`` holds it)."""
+        ...
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (expired or not), or None."""
         ...
 
     async def records(self, run_id: str, *, upto: int | None = None) -> Sequence[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
+        ...
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last), as
+        ``fold(await records(run_id, upto=upto))`` gives it; the SQL stores read the
+        newest snapshot at or before ``upto`` and only the records after it, so the time
+        does not grow with the run's length. Raises ``CheckpointError`` like
+        ``records``."""
         ...
 
     async def list_runs(self) -> Sequence[RunRecord]:

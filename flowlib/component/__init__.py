@@ -41,6 +41,7 @@ from ._fields import (
     load_field,
     load_fields,
     loading_at,
+    read_env,
     refuse_field,
     skip_field,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "load_field",
     "load_fields",
     "loading_at",
+    "read_env",
     "refuse_field",
     "register_component",
     "skip_field",

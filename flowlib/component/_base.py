@@ -85,6 +85,8 @@ def load_component(
     allow_paths: Iterable[str | os.PathLike[str]] | None = None,
     allow_commands: bool = False,
     approval_func: ApprovalFuncType | None = None,
+    allow_env: Iterable[str] | None = None,
+    allow_hosts: Iterable[str] | None = None,
 ) -> Any: ...
 
 
@@ -97,6 +99,8 @@ def load_component(
     allow_paths: Iterable[str | os.PathLike[str]] | None = None,
     allow_commands: bool = False,
     approval_func: ApprovalFuncType | None = None,
+    allow_env: Iterable[str] | None = None,
+    allow_hosts: Iterable[str] | None = None,
 ) -> T: ...
 
 
@@ -108,6 +112,8 @@ def load_component(
     allow_paths: Iterable[str | os.PathLike[str]] | None = None,
     allow_commands: bool = False,
     approval_func: ApprovalFuncType | None = None,
+    allow_env: Iterable[str] | None = None,
+    allow_hosts: Iterable[str] | None = None,
 ) -> T | Any:
     """Build a component from a [`ComponentModel`][flowlib.component.ComponentModel] or its JSON
     dict.
@@ -131,6 +137,13 @@ def load_component(
         allow_commands: Whether an ``McpWorkbench`` may start its server's command.
         approval_func: Asked before every code execution of each loaded
             ``CodeExecutorAgent``; without it, a config holding one is refused.
+        allow_env: Environment variables the config may read (a model client's
+            ``api_key_env``). Without them a config reads none, except the key of the
+            endpoint it belongs to (``OPENAI_API_KEY`` for OpenAI's own endpoint or
+            ``OPENAI_BASE_URL``'s, ``AZURE_OPENAI_API_KEY`` for ``AZURE_OPENAI_ENDPOINT``).
+        allow_hosts: Hosts (``"redis.internal"``, ``"127.0.0.1:8000"``) the config may
+            connect to besides its model endpoint: an ``McpWorkbench``'s SSE/HTTP
+            ``url``, a ``RedisStore``'s ``host``, a PostgreSQL ``dsn``.
 
     Returns:
         The new component.
@@ -146,7 +159,11 @@ def load_component(
     from ._policy import LoadPolicy
 
     policy = LoadPolicy.build(
-        allow_paths=allow_paths, allow_commands=allow_commands, approval_func=approval_func
+        allow_paths=allow_paths,
+        allow_commands=allow_commands,
+        approval_func=approval_func,
+        allow_env=allow_env,
+        allow_hosts=allow_hosts,
     )
     return load(model, expected, conditions=conditions, policy=policy)
 
@@ -166,6 +183,8 @@ class ComponentLoader:
         allow_paths: Iterable[str | os.PathLike[str]] | None = None,
         allow_commands: bool = False,
         approval_func: ApprovalFuncType | None = None,
+        allow_env: Iterable[str] | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> Self: ...
 
     @overload
@@ -179,6 +198,8 @@ class ComponentLoader:
         allow_paths: Iterable[str | os.PathLike[str]] | None = None,
         allow_commands: bool = False,
         approval_func: ApprovalFuncType | None = None,
+        allow_env: Iterable[str] | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> T: ...
 
     @classmethod
@@ -191,6 +212,8 @@ class ComponentLoader:
         allow_paths: Iterable[str | os.PathLike[str]] | None = None,
         allow_commands: bool = False,
         approval_func: ApprovalFuncType | None = None,
+        allow_env: Iterable[str] | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> Self | T:
         """Build a component from a config and check it is an instance of this class.
 
@@ -213,6 +236,8 @@ class ComponentLoader:
             allow_paths=allow_paths,
             allow_commands=allow_commands,
             approval_func=approval_func,
+            allow_env=allow_env,
+            allow_hosts=allow_hosts,
         )
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "load_field",
     "load_fields",
     "loading_at",
+    "read_env",
     "refuse_field",
     "skip_field",
 ]
@@ -146,3 +147,16 @@ def edge_conditions() -> Mapping[str, EdgeFunction]:
     """The callables passed to ``load_component(..., conditions=...)`` in this load."""
     loader = ACTIVE_LOADER.get()
     return {} if loader is None else loader.conditions
+
+
+def read_env(name: str, field_name: str, *, owned: bool = False) -> str:
+    """The value of the environment variable ``name`` that the config being loaded names
+    in ``field_name`` (from ``_from_config``), if the load allows it: it is listed in
+    ``load_component(..., allow_env=[...])``, or ``owned`` says it is the credential of
+    the very endpoint the config names (``OPENAI_API_KEY`` for OpenAI's own endpoint).
+
+    Raises:
+        ComponentLoadError: The variable is not allowed, or not set.
+    """
+    loader = _loader()
+    return loader.policy.read_env(name, field_name, loader, owned=owned)

@@ -396,11 +396,53 @@ class Loader:
     def root(self, data: ComponentModel | Mapping[str, Any], expected: type | None) -> Any:
         """Build the root component."""
         try:
+            # All or nothing (issue 21.8): check every component of the config (its
+            # provider, versions, schema and permissions) before building any of them,
+            # so a refused config has created no file and started nothing.
+            self._check_tree(data, "", 1)
             return self._load(data, "", expected)
         except RecursionError as exc:  # nesting inside one component's own fields
             raise ComponentLoadError(
                 "The config is nested too deeply to load; flatten it.", path=""
             ) from exc
+
+    def _check_tree(
+        self, data: ComponentModel | Mapping[str, Any], segment: str, depth: int
+    ) -> None:
+        """Check one component model and every one nested in its config, building none."""
+        self._segments.append(segment)
+        try:
+            if depth > MAX_DEPTH:
+                raise self.error(
+                    f"components nest more than {MAX_DEPTH} levels deep here; a config "
+                    "this deep is refused (it would exhaust the stack)."
+                )
+            model = self._model(data)
+            spec = spec_for_provider(model.provider)
+            if spec is None:
+                # A shape its parent interprets itself (AutoGen's StaticWorkbench in an
+                # AssistantAgent); a provider nobody knows is refused when it is built.
+                return
+            if model.provider == spec.provider:
+                self._check_versions(model, spec)
+            self.policy.check(spec.cls, model.config, self)
+            if spec.from_config is None and spec.loadable:
+                self.validate(spec.cls.component_config_schema, model.config)  # type: ignore[attr-defined]
+            for key, value in model.config.items():
+                self._check_nested(value, str(key), depth)
+        finally:
+            self._segments.pop()
+
+    def _check_nested(self, value: Any, segment: str, depth: int) -> None:
+        if isinstance(value, Mapping):
+            if isinstance(value.get("provider"), str) and isinstance(value.get("config"), Mapping):
+                self._check_tree(value, segment, depth + 1)
+                return
+            for key, item in value.items():
+                self._check_nested(item, f"{segment}.{key}", depth)
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                self._check_nested(item, f"{segment}[{index}]", depth)
 
     def component(
         self,

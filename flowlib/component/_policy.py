@@ -11,24 +11,33 @@ flowlib's registry only (no imports), and by default it also may not:
   ``allow_commands=True``;
 * run code unasked: a ``CodeExecutorAgent`` loads only with an ``approval_func=``, which
   it then asks before every execution;
-* send the user's API key elsewhere: see ``flowlib/models/_openai.py`` (a key from
-  the environment goes only to the endpoint it belongs to).
+* read environment variables: a config naming one (``api_key_env``) loads only when the
+  variable is listed in ``allow_env=``, or it is the key of the very endpoint the config
+  names (``OPENAI_API_KEY`` for OpenAI's own or ``OPENAI_BASE_URL``'s endpoint,
+  ``AZURE_OPENAI_API_KEY`` for ``AZURE_OPENAI_ENDPOINT``), see
+  ``flowlib/models/_openai_config.py``;
+* connect to network hosts other than its model endpoint: an MCP workbench's SSE or
+  HTTP ``url``, a ``RedisStore``'s ``host`` and any ``dsn`` (a PostgreSQL connection
+  string) load only when the host is listed in ``allow_hosts=``.
 
-The checks run before anything is built, so a refused config changes nothing.
+The checks run over the whole config before anything is built (``Loader.root``), so a
+refused config changes nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from ._errors import ComponentLoadError
 
-__all__ = ["MAX_DEPTH", "LoadPolicy"]
+__all__ = ["MAX_DEPTH", "LoadPolicy", "host_of"]
 
 
 class Loader(Protocol):
@@ -48,6 +57,35 @@ _PATH_FIELDS = {
     "LocalCommandLineCodeExecutor": "work_dir",
 }
 
+# An environment variable's name: what allow_env= entries must look like.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A host as allow_hosts= takes it: a name or an address, optionally ``:port``.
+_HOST = re.compile(r"(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?")
+
+
+def host_of(address: str) -> tuple[str, int | None]:
+    """The host (lower case) and port a URL, a libpq DSN or a bare host names.
+
+    ``postgresql://u@db.example:5432/x`` -> ``("db.example", 5432)``;
+    ``host=db port=5433 dbname=x`` -> ``("db", 5433)``; a DSN without a host (a local
+    Unix socket) -> ``("localhost", None)``. Unparsable text gives its own lower-cased
+    text, which no ``allow_hosts`` entry but itself matches.
+    """
+    text = address.strip()
+    if "://" in text:
+        try:
+            parts = urlsplit(text)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            return text.lower(), None
+        return (host or "localhost").lower(), port
+    if "=" in text:  # libpq key=value form
+        pairs = dict(re.findall(r"(\w+)\s*=\s*'?([^'\s]*)'?", text))
+        host = pairs.get("host") or pairs.get("hostaddr") or "localhost"
+        port_text = pairs.get("port", "")
+        return host.split(",")[0].lower(), int(port_text) if port_text.isdigit() else None
+    return text.lower(), None
+
 
 @dataclass(frozen=True)
 class LoadPolicy:
@@ -58,11 +96,16 @@ class LoadPolicy:
             change files.
         allow_commands: Whether an MCP workbench may start its server command.
         approval_func: Given to every loaded ``CodeExecutorAgent``.
+        allow_env: Names of the environment variables a loaded config may read.
+        allow_hosts: Hosts (``"db.internal"``, ``"127.0.0.1:6379"``; lower case) a
+            loaded config may connect to besides its model endpoint.
     """
 
     allow_paths: tuple[Path, ...] = ()
     allow_commands: bool = False
     approval_func: Any = None
+    allow_env: frozenset[str] = frozenset()
+    allow_hosts: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -71,6 +114,8 @@ class LoadPolicy:
         allow_paths: Iterable[str | os.PathLike[str]] | None,
         allow_commands: bool,
         approval_func: Any,
+        allow_env: Iterable[str] | None = None,
+        allow_hosts: Iterable[str] | None = None,
     ) -> LoadPolicy:
         """Check the ``load_component`` arguments and resolve the directories."""
         if isinstance(allow_paths, (str, os.PathLike)):
@@ -99,7 +144,57 @@ class LoadPolicy:
                 f"not {approval_func!r}.",
                 argument="approval_func",
             )
-        return cls(tuple(paths), allow_commands, approval_func)
+        return cls(
+            tuple(paths),
+            allow_commands,
+            approval_func,
+            _names(allow_env, "allow_env", _ENV_NAME, "an environment variable name"),
+            frozenset(
+                name.lower()
+                for name in _names(allow_hosts, "allow_hosts", _HOST, "a host or host:port")
+            ),
+        )
+
+    def read_env(self, name: str, field: str, loader: Loader, *, owned: bool = False) -> str:
+        """The value of the environment variable ``name`` a config asks for in ``field``.
+
+        Args:
+            name: The variable.
+            field: The config field naming it (for the error).
+            loader: The load in progress.
+            owned: The variable is the key of the very endpoint the config names (as
+                ``OPENAI_API_KEY`` is OpenAI's): allowed without ``allow_env``.
+
+        Raises:
+            ComponentLoadError: The variable is not allowed, or not set.
+        """
+        if not owned and name not in self.allow_env:
+            raise loader.error(
+                f"the config reads the environment variable `{name}`, which this load may "
+                f"not read (a config from elsewhere could send it to its own server). Pass "
+                f"`allow_env=[{name!r}]` to `load_component` if the config is trusted.",
+                field,
+            )
+        value = os.environ.get(name)
+        if not value:
+            raise loader.error(
+                f"`{field}` names the environment variable `{name}`, which is not set.", field
+            )
+        return value
+
+    def check_host(self, address: str, field: str, what: str, loader: Loader) -> None:
+        """Refuse a config that would connect ``what`` to the host of ``address``
+        unless that host (or ``host:port``) is in ``allow_hosts``."""
+        host, port = host_of(address)
+        if host in self.allow_hosts or (port is not None and f"{host}:{port}" in self.allow_hosts):
+            return
+        target = host if port is None else f"{host}:{port}"
+        raise loader.error(
+            f"this {what} would connect to `{target}`, a host this load may not reach (a "
+            f"config from elsewhere could make it talk to your internal services). Pass "
+            f"`allow_hosts=[{host!r}]` to `load_component` if the config is trusted.",
+            field,
+        )
 
     def check(self, cls: type, config: Mapping[str, Any], loader: Loader) -> None:
         """Refuse ``config`` (a ``ComponentLoadError``) if building ``cls`` from it would
@@ -110,6 +205,17 @@ class LoadPolicy:
             self._check_path(config.get(field), field, name, loader)
         elif name == "McpWorkbench":
             self._check_command(config, loader)
+            params = config.get("server_params")
+            if isinstance(params, Mapping) and isinstance(params.get("url"), str):
+                self.check_host(params["url"], "server_params.url", "MCP workbench", loader)
+        elif name == "RedisStore":
+            host = config.get("host", "localhost")
+            port = config.get("port", 6379)
+            if isinstance(host, str):
+                address = f"redis://{host}:{port}" if isinstance(port, int) else host
+                self.check_host(address, "host", "RedisStore", loader)
+        if isinstance(config.get("dsn"), str):
+            self.check_host(config["dsn"], "dsn", name, loader)
         elif name == "CodeExecutorAgent" and self.approval_func is None:
             raise loader.error(
                 "a CodeExecutorAgent loaded from a config would run the code it is sent "
@@ -150,3 +256,28 @@ class LoadPolicy:
                 "`allow_commands=True` to `load_component` if the config is trusted.",
                 "server_params",
             )
+
+
+def _names(
+    values: Iterable[str] | None, argument: str, pattern: re.Pattern[str], what: str
+) -> frozenset[str]:
+    if isinstance(values, str):
+        values = [values]
+    if values is not None and not isinstance(values, Iterable):
+        raise ArgumentTypeError(
+            f"{argument} must be a list of strings, not {values!r}.", argument=argument
+        )
+    names: set[str] = set()
+    for index, value in enumerate(values or ()):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(
+                f"{argument}[{index}] must be {what}, not {value!r}.",
+                argument=f"{argument}[{index}]",
+            )
+        if not pattern.fullmatch(value):
+            raise InvalidArgumentError(
+                f"{argument}[{index}] must be {what}, not {value!r}.",
+                argument=f"{argument}[{index}]",
+            )
+        names.add(value)
+    return frozenset(names)

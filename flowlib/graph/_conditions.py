@@ -78,23 +78,33 @@ class Contains(EdgeCondition):
 
 
 class Regex(EdgeCondition):
-    """Fires when ``pattern`` matches anywhere in the message's ``to_model_text()``."""
+    """Fires when ``pattern`` matches anywhere in the message's ``to_model_text()``.
+
+    The pattern runs on RE2 (``google-re2``), whose matching time is linear in the text
+    (issue 21.2): a pattern such as ``^(a+)+$`` that makes Python's ``re`` backtrack for
+    seconds on 25 ``a``s answers in microseconds. RE2 takes Python's syntax except the
+    features that need backtracking (backreferences such as ``\\1``, lookahead and
+    lookbehind): a pattern using them is an ``InvalidConditionError`` when the graph is
+    built; route on such a pattern with a callable condition in your own code. As in
+    RE2, ``$`` matches only at the very end of the text, not before a final newline.
+    """
 
     kind: Literal["regex"] = "regex"
     pattern: str
     ignore_case: bool = False
     # A private attribute, not a cached_property: an extra key in the instance dict
     # made pydantic dump the condition as a bare EdgeCondition, losing the pattern.
-    _regex: re.Pattern[str] | None = PrivateAttr(default=None)
+    _regex: Any = PrivateAttr(default=None)
 
-    def compiled(self) -> re.Pattern[str]:
-        """The compiled pattern (compiled once).
+    def compiled(self) -> Any:
+        """The compiled RE2 pattern (compiled once); it has ``search(text)``.
 
         Raises:
-            re.error: If the pattern does not compile (build checks it first).
+            re.error: If the pattern does not compile, or needs backtracking (build
+                checks it first).
         """
         if self._regex is None:
-            self._regex = re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+            self._regex = _compile_linear(self.pattern, self.ignore_case)
         return self._regex
 
     def check(self, message: BaseChatMessage) -> bool:
@@ -102,6 +112,30 @@ class Regex(EdgeCondition):
 
     def label(self) -> str:
         return f"/{self.pattern}/" + ("i" if self.ignore_case else "")
+
+
+def _compile_linear(pattern: str, ignore_case: bool) -> Any:
+    """``pattern`` compiled by RE2, or ``re.error`` saying why it cannot be."""
+    import re2  # type: ignore[import-untyped,unused-ignore]
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern to stderr
+    options.case_sensitive = not ignore_case
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as error:
+        detail = error.args[0] if error.args else error
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        try:
+            re.compile(pattern)
+        except re.error:
+            raise re.error(str(detail)) from None
+        raise re.error(
+            f"it needs backtracking ({detail}), which can take time exponential in the "
+            "message's length; backreferences, lookahead and lookbehind are not supported "
+            "(use a callable condition in code for them)"
+        ) from None
 
 
 class HandoffTo(EdgeCondition):

@@ -18,9 +18,11 @@ from ._client import (
 )
 from ._image import Image, ImageDetail
 from ._openai import (
+    DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
+    ClientClosedError,
     ModelResponseError,
     OpenAIChatCompletionClient,
 )
@@ -49,6 +51,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
     "CreateResult",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "DiskCacheStore",
@@ -63,6 +66,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
+    "ClientClosedError",
     "ModelResponseError",
     "OpenAIChatCompletionClient",
     "RedisStore",

@@ -35,12 +35,14 @@ from ._client import (
 from ._known_models import lookup_context_window, lookup_model_info
 from ._openai_config import (
     DEFAULT_BASE_URL,
+    DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     SECRET_HEADERS,
     AzureOpenAIClientConfig,
     OpenAIClientConfig,
     create_args_of,
+    deadline_of,
     env_key_belongs_to,
     key_of,
     model_info_of,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "AzureOpenAIChatCompletionClient",
@@ -88,6 +91,11 @@ _EXAMPLE_INFO = (
     "{'vision': False, 'function_calling': True, 'json_output': True, "
     "'family': 'unknown', 'structured_output': True}"
 )
+
+
+class ClientClosedError(FlowlibError, RuntimeError):
+    """A request was made on a model client after its ``close()``. Build a new client, or
+    close it only when the agents that use it are done."""
 
 
 class ModelResponseError(FlowlibError, RuntimeError):
@@ -148,6 +156,25 @@ async def _linked(awaitable: Awaitable[_T], token: CancellationToken | None) -> 
         token.remove_callback(task.cancel)
 
 
+async def _within(awaitable: Awaitable[_T], deadline: float | None, model: str, total: float) -> _T:
+    """Await ``awaitable`` until the event loop's clock reaches ``deadline``; past it,
+    cancel it and raise a ModelResponseError (the client's overall deadline of
+    ``total`` seconds, issue 21.4)."""
+    if deadline is None:
+        return await awaitable
+    remaining = deadline - asyncio.get_running_loop().time()
+    try:
+        return await asyncio.wait_for(awaitable, max(remaining, 0.0))
+    except asyncio.TimeoutError as exc:
+        if asyncio.get_running_loop().time() < deadline:
+            raise  # a timeout of the request itself, not the deadline
+        raise ModelResponseError(
+            f"`{model}` did not finish its answer within the client's deadline of "
+            f"{total:g} s (a server that keeps the connection alive without finishing, or "
+            "a very long answer). Raise `deadline=` if the model is just slow."
+        ) from exc
+
+
 _END: Any = object()
 
 
@@ -187,6 +214,10 @@ async def _next_or_end(iterator: Any, model: str) -> Any:
         raise ModelResponseError(
             f"The server streamed a chunk for `{model}` that is not valid JSON: {exc}"
         ) from exc
+    except UnicodeDecodeError as exc:
+        raise ModelResponseError(
+            f"The server streamed a chunk for `{model}` that is not valid UTF-8: {exc}"
+        ) from exc
     except openai.APITimeoutError as exc:
         raise _stalled(model) from exc
     except openai.APIConnectionError as exc:
@@ -213,8 +244,7 @@ def _stalled(model: str) -> ModelResponseError:
 
 def _broken(model: str, exc: BaseException) -> ModelResponseError:
     return ModelResponseError(
-        f"The connection to the server of `{model}` broke mid-stream "
-        f"({type(exc).__name__}: {exc})."
+        f"The connection to the server of `{model}` broke mid-stream ({type(exc).__name__}: {exc})."
     )
 
 
@@ -362,14 +392,17 @@ class _BaseOpenAIClient(ChatCompletionClient):
         create_args: Mapping[str, Any],
         context_window: int | None,
         include_name_in_message: bool,
+        deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
         self._client = client
+        self._deadline = _check_deadline(deadline)
         self._model = model
         self._model_info = model_info
         self._create_args = dict(create_args)
         self._context_window = context_window
         self._include_name = include_name_in_message
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._closed = False
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = _can_post_directly(client)
 
@@ -379,6 +412,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         config: dict[str, Any] = {"model": self._model, "model_info": dict(self._model_info)}
         config["timeout"] = "none" if self.timeout is None else self.timeout
         config["max_retries"] = self.max_retries
+        config["deadline"] = "none" if self._deadline is None else self._deadline
         headers: dict[str, str] = {}
         # The SDK keeps the caller's own headers private (its public default_headers adds
         # its own); reading them is allow-listed in tests/test_layers.py.
@@ -419,6 +453,12 @@ class _BaseOpenAIClient(ChatCompletionClient):
         return None if read is None else float(read)
 
     @property
+    def deadline(self) -> float | None:
+        """Seconds one ``create``/``create_stream`` call may take in all, retries and
+        streaming included (``None``: no overall bound)."""
+        return self._deadline
+
+    @property
     def max_retries(self) -> int:
         """How often the SDK retries a failed request."""
         return int(self._client.max_retries)
@@ -438,6 +478,11 @@ class _BaseOpenAIClient(ChatCompletionClient):
         json_output: bool | type[BaseModel] | None,
         extra_create_args: Mapping[str, Any] | None,
     ) -> _Request:
+        if self._closed:
+            raise ClientClosedError(
+                f"The model client for `{self._model}` is closed; build a new one to send "
+                "more requests."
+            )
         extra = dict(extra_create_args or {})
         _check_create_args(extra, "extra_create_args")
         kwargs = {**self._create_args, **extra}
@@ -537,7 +582,9 @@ class _BaseOpenAIClient(ChatCompletionClient):
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
-        completion = await _linked(self._call(request.kwargs), cancellation_token)
+        completion = await _within(
+            _linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
+        )
         choices = getattr(completion, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
             raise ModelResponseError(
@@ -593,7 +640,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
         request.kwargs["stream"] = True
         request.kwargs.setdefault("stream_options", {"include_usage": True})
-        stream = await _linked(self._call(request.kwargs), cancellation_token)
+        limit = self._deadline_args()
+        stream = await _within(_linked(self._call(request.kwargs), cancellation_token), *limit)
         text: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, list[str]] = {}
@@ -603,7 +651,9 @@ class _BaseOpenAIClient(ChatCompletionClient):
         saw_logprobs = False
         try:
             while True:
-                chunk = await _linked(_next_or_end(stream, self._model), cancellation_token)
+                chunk = await _within(
+                    _linked(_next_or_end(stream, self._model), cancellation_token), *limit
+                )
                 if chunk is _END:
                     break
                 if getattr(chunk, "usage", None) is not None:
@@ -658,6 +708,13 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._record_usage(result_usage)
         yield result
 
+    def _deadline_args(self) -> tuple[float | None, str, float]:
+        """The loop time this call must end by, for `_within()`."""
+        total = self._deadline
+        if total is None:
+            return None, self._model, 0.0
+        return asyncio.get_running_loop().time() + total, self._model, total
+
     async def _call(self, kwargs: dict[str, Any]) -> Any:
         try:
             if self._direct:
@@ -666,6 +723,10 @@ class _BaseOpenAIClient(ChatCompletionClient):
         except json.JSONDecodeError as exc:
             raise ModelResponseError(
                 f"The server answered `{self._model}` with a body that is not valid JSON: {exc}"
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise ModelResponseError(
+                f"The server answered `{self._model}` with a body that is not valid UTF-8: {exc}"
             ) from exc
 
     def _function_calls(self, raw: Sequence[tuple[Any, ...]]) -> list[FunctionCall]:
@@ -719,7 +780,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
     # -- bookkeeping --------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the SDK client and its connections."""
+        """Close the SDK client and its connections; later requests raise ClientClosedError."""
+        self._closed = True
         await self._client.close()
 
     async def __aenter__(self: _SelfClient) -> _SelfClient:
@@ -741,10 +803,13 @@ class _BaseOpenAIClient(ChatCompletionClient):
     def count_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
-        """Estimate the prompt tokens of ``messages`` and ``tools``.
+        """Count the prompt tokens of ``messages`` and ``tools``.
 
-        Uses ``tiktoken`` when it is installed; otherwise about four characters per token
-        plus a few tokens of framing per message (and 85 or 765 per image).
+        Texts are counted with the model's ``tiktoken`` encoding (``o200k_base`` for a
+        model tiktoken does not know), plus a few tokens of framing per message (and 85
+        or 765 per image). If the encoding cannot be loaded (tiktoken downloads it on
+        first use), texts are estimated at four characters per token and a warning is
+        logged once.
         """
         return count_tokens(messages, tools=tools, model=self._model)
 
@@ -777,6 +842,24 @@ def _is_model_class(value: object) -> TypeGuard[type[BaseModel]]:
 def _preview(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _check_deadline(deadline: float | None) -> float | None:
+    from ..errors import ArgumentTypeError, InvalidArgumentError
+
+    if deadline is None:
+        return None
+    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
+        raise ArgumentTypeError(
+            f"deadline must be a number of seconds or None, not {deadline!r}.",
+            argument="deadline",
+        )
+    if not deadline > 0:
+        raise InvalidArgumentError(
+            f"deadline must be > 0 seconds (or None for no overall bound), not {deadline!r}.",
+            argument="deadline",
+        )
+    return float(deadline)
 
 
 def _sdk_options(
@@ -821,6 +904,10 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         timeout: Seconds to wait for the connection and for each read of the answer,
             per try ([`DEFAULT_TIMEOUT`][flowlib.models.DEFAULT_TIMEOUT], 60 s); ``None``
             waits forever.
+        deadline: Seconds one ``create`` or ``create_stream`` call may take in all,
+            retries and every streamed chunk included
+            ([`DEFAULT_DEADLINE`][flowlib.models.DEFAULT_DEADLINE], 600 s); past it the
+            request is aborted with a ``ModelResponseError``. ``None``: no overall bound.
         max_retries: How often the SDK retries connection errors, timeouts, 408, 409,
             429 and 5xx ([`DEFAULT_MAX_RETRIES`][flowlib.models.DEFAULT_MAX_RETRIES], 2).
         organization: The OpenAI organization id.
@@ -869,6 +956,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         base_url: str | None = None,
         model_info: ModelInfo | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT_DEADLINE,
         max_retries: int = DEFAULT_MAX_RETRIES,
         organization: str | None = None,
         default_headers: Mapping[str, str] | None = None,
@@ -910,6 +998,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             create_args=create_args,
             context_window=context_window,
             include_name_in_message=include_name_in_message,
+            deadline=deadline,
         )
 
     # -- the component protocol ------------------------------------------------------------
@@ -932,8 +1021,8 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
 
     @classmethod
     def _from_config(cls, config: OpenAIClientConfig) -> Self:
-        api_key = key_of(config)
         foreign = not env_key_belongs_to(config.base_url)
+        api_key = key_of(config, owner=None if foreign else "OPENAI_API_KEY")
         if api_key is None and foreign:
             api_key = _PLACEHOLDER_KEY  # not the environment's key: it is not for this endpoint
         loaded = cls(
@@ -942,6 +1031,7 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
             base_url=config.base_url,
             model_info=model_info_of(config),
             timeout=timeout_of(config),
+            deadline=deadline_of(config),
             max_retries=config.max_retries,
             organization=config.organization,
             default_headers=config.default_headers,
@@ -952,8 +1042,15 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         if foreign:
             # Nor the environment's organization and project (OPENAI_ORG_ID,
             # OPENAI_PROJECT_ID), which the SDK would send to any endpoint.
-            loaded._client.organization = config.organization
-            loaded._client.project = None
+            # OPENAI_PROJECT_ID), which the SDK would send to any endpoint, nor the
+            # admin key and custom headers (OPENAI_ADMIN_KEY, OPENAI_CUSTOM_HEADERS).
+            sdk: Any = loaded._client
+            sdk.organization = config.organization
+            sdk.project = None
+            if hasattr(sdk, "admin_api_key"):
+                sdk.admin_api_key = None
+            if hasattr(sdk, "_custom_headers"):
+                sdk._custom_headers = dict(config.default_headers or {})
         return loaded
 
 
@@ -975,6 +1072,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             [`OpenAIChatCompletionClient`][flowlib.models.OpenAIChatCompletionClient].
         timeout: Seconds to wait for the connection and each read, per try (60 s);
             ``None`` waits forever.
+        deadline: Seconds one call may take in all (600 s); ``None``: no overall bound.
         max_retries: How often the SDK retries (2).
         default_headers: Headers sent with every request.
         client: A ready ``openai.AsyncAzureOpenAI`` to use instead (taken over).
@@ -1016,6 +1114,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         azure_ad_token_provider: Callable[[], str | Awaitable[str]] | None = None,
         model_info: ModelInfo | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        deadline: float | None = DEFAULT_DEADLINE,
         max_retries: int = DEFAULT_MAX_RETRIES,
         default_headers: Mapping[str, str] | None = None,
         client: AsyncAzureOpenAI | None = None,
@@ -1056,6 +1155,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             create_args=create_args,
             context_window=context_window,
             include_name_in_message=include_name_in_message,
+            deadline=deadline,
         )
 
     # -- the component protocol ------------------------------------------------------------
@@ -1097,18 +1197,16 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
                 "code); set AZURE_OPENAI_API_KEY or build the client in code.",
                 "azure_ad_token_provider",
             )
-        api_key = key_of(config)
         env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
-        if (
-            api_key is None
-            and config.azure_endpoint is not None
-            and not same_endpoint(config.azure_endpoint, env_endpoint)
-        ):
+        own = config.azure_endpoint is None or same_endpoint(config.azure_endpoint, env_endpoint)
+        api_key = key_of(config, owner="AZURE_OPENAI_API_KEY" if own else None)
+        if api_key is None and not own:
             raise load_error(
                 f"the config names the endpoint `{config.azure_endpoint}` but no key; the "
                 "AZURE_OPENAI_API_KEY in the environment is sent only to AZURE_OPENAI_ENDPOINT. "
                 "If that key belongs to this endpoint, add `api_key_env: AZURE_OPENAI_API_KEY` "
-                "to the config (or `api_key`).",
+                "to the config (or `api_key`) and pass "
+                "`allow_env=['AZURE_OPENAI_API_KEY']` to `load_component`.",
                 "azure_endpoint",
             )
         return cls(
@@ -1119,6 +1217,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
             api_key=api_key,
             model_info=model_info_of(config),
             timeout=timeout_of(config),
+            deadline=deadline_of(config),
             max_retries=config.max_retries,
             default_headers=config.default_headers,
             context_window=config.context_window,

@@ -6,7 +6,9 @@ config's author wrote by hand, or from the environment variable named by
 ``AZURE_OPENAI_API_KEY``) is used only for the endpoint it belongs to: OpenAI's own, or
 the one the same environment names (``OPENAI_BASE_URL``, ``AZURE_OPENAI_ENDPOINT``). A
 config naming another endpoint gets no key from the environment (issue 11.4): a config
-from elsewhere cannot send the user's key to its own server.
+from elsewhere cannot send the user's key to its own server. Nor can it name one:
+``api_key_env`` reads only a variable the load allows (``allow_env=``) or the key of the
+endpoint the config names (issue 21.1).
 """
 
 from __future__ import annotations
@@ -17,17 +19,19 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from ..component import load_error
+from ..component import read_env
 from ._client import ModelInfo
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
     "SECRET_HEADERS",
     "AzureOpenAIClientConfig",
     "OpenAIClientConfig",
     "create_args_of",
+    "deadline_of",
     "env_key_belongs_to",
     "is_masked",
     "key_of",
@@ -40,6 +44,12 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds the OpenAI clients wait by default for a connection, for a request to be
 sent, and for each read of the answer (every streamed chunk resets the read clock).
 The SDK's own default is 600 s, which with its retries held a team for half an hour."""
+
+DEFAULT_DEADLINE = 600.0
+"""Seconds one ``create`` or ``create_stream`` call of the OpenAI clients may take in
+all, retries and every streamed chunk included (issue 21.4). ``timeout`` bounds each
+read, so a server that keeps a connection alive with a keep-alive comment every second
+would otherwise hold the call forever."""
 
 DEFAULT_MAX_RETRIES = 2
 """How often the OpenAI clients retry by default (connection errors, timeouts, 408,
@@ -63,6 +73,7 @@ class _OpenAIBase(BaseModel):
     model_info: dict[str, Any] | None = None
     # "none" is no timeout (a null would be dropped from the dump and read as the default).
     timeout: float | Literal["none"] | None = DEFAULT_TIMEOUT
+    deadline: float | Literal["none"] | None = DEFAULT_DEADLINE
     max_retries: int = DEFAULT_MAX_RETRIES
     default_headers: dict[str, str] | None = None
     context_window: int | None = None
@@ -125,24 +136,30 @@ def env_key_belongs_to(base_url: str | None) -> bool:
     )
 
 
-def key_of(config: _OpenAIBase) -> str | None:
+def key_of(config: _OpenAIBase, *, owner: str | None = None) -> str | None:
     """The key a config names: a value, or the value of its ``api_key_env``.
 
+    A config reads an environment variable only if the load allows it
+    (``load_component(..., allow_env=[...])``) or it is ``owner``, the variable holding
+    the key of the endpoint the config names (issue 21.1).
+
     Raises:
-        ComponentLoadError: ``api_key_env`` names a variable that is not set.
+        ComponentLoadError: ``api_key_env`` names a variable that is not allowed or not
+            set.
     """
     if config.api_key is not None and not is_masked(config.api_key):
         return config.api_key
     if config.api_key_env is not None:
-        value = os.environ.get(config.api_key_env)
-        if not value:
-            raise load_error(
-                f"`api_key_env` names the environment variable `{config.api_key_env}`, "
-                "which is not set.",
-                "api_key_env",
-            )
-        return value
+        return read_env(config.api_key_env, "api_key_env", owned=config.api_key_env == owner)
     return None
+
+
+def deadline_of(config: _OpenAIBase) -> float | None:
+    """The config's deadline in seconds: ``"none"`` is no deadline, a missing or null one
+    the default."""
+    if config.deadline == "none":
+        return None
+    return DEFAULT_DEADLINE if config.deadline is None else float(config.deadline)
 
 
 def timeout_of(config: _OpenAIBase) -> float | None:

@@ -2,8 +2,10 @@
 
 Pure functions with no SDK import: messages, tools, ``tool_choice`` and ``json_output`` go
 out as plain dicts; finish reasons and logprobs come back as flowlib values. Token counts
-are estimates: ``tiktoken`` when it is installed (and its encodings are available),
-otherwise about four characters per token.
+come from ``tiktoken`` (a dependency of flowlib) with the model's encoding; when that
+encoding cannot be loaded (tiktoken downloads it on first use, so an offline machine
+without a cached copy cannot) they are estimated at four characters per token, and a
+warning says so once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -289,23 +292,65 @@ _IMAGE_LOW = 85
 _IMAGE_OTHER = 765
 
 
+_logger = logging.getLogger(__name__)
+_estimate_logged = False
+
+
 def _approximate(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
+def _log_estimate(model: str, why: str) -> None:
+    """Say once per process that token counts are estimates, and why."""
+    global _estimate_logged
+    if _estimate_logged:
+        return
+    _estimate_logged = True
+    _logger.warning(
+        "Token counts for `%s` are estimated at 4 characters per token: %s. "
+        "count_tokens, remaining_tokens and TokenLimitedChatCompletionContext use the "
+        "estimate.",
+        model,
+        why,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _encoding(name: str) -> Any:
+    """The tiktoken encoding ``name``, or the exception loading it raised: tried once, so
+    an offline machine does not try to download it again for every model."""
+    tiktoken: Any = importlib.import_module("tiktoken")
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # a download that failed, a corrupt cache: estimate instead
+        return exc
+
+
 @functools.lru_cache(maxsize=32)
 def _encoder(model: str) -> Callable[[str], int]:
-    """Count tokens with tiktoken if it is installed and usable, else approximate."""
+    """Count tokens with the model's tiktoken encoding, else estimate (and log that once).
+
+    Models tiktoken does not know (local models behind Ollama or vLLM, newer OpenAI names)
+    are counted with ``o200k_base``, the encoding of the current OpenAI models.
+    """
     try:
         tiktoken: Any = importlib.import_module("tiktoken")
     except ImportError:
+        _log_estimate(model, "tiktoken is not installed (`pip install tiktoken`)")
         return _approximate
     try:
-        try:
-            encoding = tiktoken.encoding_for_model(model)
-        except KeyError:
-            encoding = tiktoken.get_encoding("o200k_base")
-    except Exception:  # encodings are downloaded on first use; offline, approximate
+        name = tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        name = "o200k_base"
+    encoding = _encoding(name)
+    if isinstance(encoding, Exception):
+        exc = encoding
+        _log_estimate(
+            model,
+            f"tiktoken could not load its `{name}` encoding ({type(exc).__name__}: {exc}); "
+            "it downloads encodings on first use, so offline, set TIKTOKEN_CACHE_DIR to a "
+            "directory holding a downloaded copy",
+        )
         return _approximate
 
     def count(text: str) -> int:
@@ -317,10 +362,12 @@ def _encoder(model: str) -> Callable[[str], int]:
 def count_tokens(
     messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = (), model: str
 ) -> int:
-    """Estimate the prompt tokens of ``messages`` and ``tools`` for ``model``.
+    """Count the prompt tokens of ``messages`` and ``tools`` for ``model``.
 
-    Uses ``tiktoken`` when it is installed, otherwise ``ceil(len(text) / 4)`` per text.
-    Each message adds 3 tokens of framing; an image counts 85 tokens (low detail) or 765.
+    Texts are counted with the model's ``tiktoken`` encoding (``o200k_base`` for models
+    tiktoken does not know); when the encoding cannot be loaded, ``ceil(len(text) / 4)``
+    per text, with a warning logged once. Each message adds 3 tokens of framing; an image
+    counts 85 tokens (low detail) or 765.
     """
     encode = _encoder(model)
     total = _REPLY_PRIMER if messages else 0

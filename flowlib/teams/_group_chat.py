@@ -28,15 +28,13 @@ from ..checkpoint import (
     RunRecord,
     StateChange,
     appended,
-    base_record,
     diff_state,
-    fold,
     json_state,
     patch_of,
 )
+from ..checkpoint._fork import fork_run
 from ..errors import (
     ArgumentTypeError,
-    CheckpointArgumentError,
     ContractError,
     DuplicateNodeError,
     InvalidArgumentError,
@@ -55,12 +53,14 @@ from ..graph import (
     graph_difference,
     graph_signature,
 )
+from ..graph._executor import Budget
 from ..graph._shapes import Participant
 from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 from ._durable import Checkpointer, Durability, StoredRun
 from ._policy import TaskContext, TeamPolicy
+from ._run import Run
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
@@ -227,6 +227,7 @@ class BaseGroupChat(Team, ABC):
         self._closing = False
         self._idle: asyncio.Event | None = None
         self._journal = Journal()  # what save_state_since returned last
+        self._run = Run("", executor=self._executor, termination=termination_condition)
 
     @property
     def policy(self) -> TeamPolicy:
@@ -383,6 +384,7 @@ class BaseGroupChat(Team, ABC):
         try:
             if run_id is None:
                 run_id = uuid.uuid4().hex
+            self._run.run_id = run_id
             checkpointer: Checkpointer | None = None
             if self._checkpoint_store is not None:
                 prepared = await self._prepare_stored_run(
@@ -403,6 +405,7 @@ class BaseGroupChat(Team, ABC):
             )
             if messages:
                 policy.start_task(messages)
+            self._run.begin()
             self._checkpointer = checkpointer
             # Closed at once when the caller stops reading, so the team is free again.
             async with aclosing(
@@ -477,6 +480,7 @@ class BaseGroupChat(Team, ABC):
             stored,
             durability=self._durability,
             executor=self._executor,
+            run=self._run,
         )
 
     def _run_record(self, run_id: str, forked_from: tuple[str, int] | None) -> RunRecord:
@@ -503,25 +507,15 @@ class BaseGroupChat(Team, ABC):
         """Load (or create) the stored run ``run_id``; a completed run asked for no new
         task gives its stored result instead."""
         if fork is not None:
-            source_id, checkpoint_id = fork
-            if await store.get_run(run_id) is not None:
-                raise CheckpointArgumentError(
-                    f"Run `{run_id}` already exists; fork into a new `run_id`, or resume "
-                    f"`{run_id}` without `fork_from`."
-                )
-            source = await store.get_run(source_id)
-            if source is None:
-                raise CheckpointArgumentError(
-                    f"fork_from names run `{source_id}`, which this store does not have "
-                    "(see `store.list_runs()`)."
-                )
-            self._check_stored_graph(source)
-            folded = fold(await store.records(source_id, upto=checkpoint_id))
-            await self._install(folded)
-            await store.create_run(self._run_record(run_id, (source_id, checkpoint_id)))
-            await store.append(
-                base_record(folded, run_id=run_id, checkpoint_id=1), status="stopped"
+            # The fork's run and first record are stored in one transaction; a retried
+            # fork uses the fork an interrupted call left whole (see `fork_run`).
+            folded = await fork_run(
+                store,
+                self._run_record(run_id, fork),
+                check=self._check_stored_graph,
+                install=self._install,
             )
+            self._run.run_id = run_id
             stored = StoredRun(
                 run_id,
                 1,
@@ -540,7 +534,7 @@ class BaseGroupChat(Team, ABC):
                 or current.run_id != run_id
                 or current.last_checkpoint != run.last_checkpoint
             ):
-                folded = fold(await store.records(run_id))
+                folded = await store.load(run_id)
                 await self._install(folded)
                 current = StoredRun(
                     run_id,
@@ -586,6 +580,8 @@ class BaseGroupChat(Team, ABC):
                 f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
             ) from exc
         await self._load_checked(manager, folded.participants)
+        self._run.run_id = folded.run_id
+        await self._run.restore(folded.bookkeeping.get("run"), self._executor.thread)
 
     async def reset(self) -> None:
         """Clear the team's thread and run state and reset every participant.
@@ -745,6 +741,8 @@ class BaseGroupChat(Team, ABC):
         await self._load_checked(
             manager, {p.name: agent_states[p.name] for p in self._participants}
         )
+        # A loaded state's next run starts a new budget (as after any stop).
+        self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
         self._stored = None
 
     async def _load_checked(

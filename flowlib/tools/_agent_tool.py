@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, Field
 
 from .._cancellation import CancellationToken
-from ..component import ComponentModel, dump_component, load_component
+from ..component import ComponentModel, dump_component, load_field
 from ..component._registry import register_builtin
 from ..errors import FlowlibError
 from ._base import BaseTool
@@ -205,7 +205,7 @@ class AgentTool(TaskRunnerTool):
     def _from_config(cls, config: AgentToolConfig) -> AgentTool:
         from ..base import ChatAgent
 
-        agent = load_component(config.agent)
+        agent = load_field(config.agent, "agent")
         if not isinstance(agent, ChatAgent):
             raise AgentToolTypeError(f"AgentTool's config builds a {type(agent).__name__}.")
         return cls(agent, return_value_as_last_message=config.return_value_as_last_message)
@@ -280,7 +280,7 @@ class TeamTool(TaskRunnerTool):
     def _from_config(cls, config: TeamToolConfig) -> TeamTool:
         from ..base import Team
 
-        team = load_component(config.team)
+        team = load_field(config.team, "team")
         if not isinstance(team, Team):
             raise AgentToolTypeError(f"TeamTool's config builds a {type(team).__name__}.")
         return cls(

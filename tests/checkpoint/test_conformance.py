@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,14 +24,21 @@ from flowlib.checkpoint import (
     CheckpointRecord,
     CheckpointStore,
     InMemoryCheckpointStore,
+    Lease,
     PostgresCheckpointStore,
     RunRecord,
     SQLiteCheckpointStore,
+    base_record,
     diff_state,
     fold,
 )
 from flowlib.checkpoint._sql import RECORD_COLUMNS, message_rows, record_row
-from flowlib.errors import CheckpointArgumentError, CheckpointConflictError, CheckpointError
+from flowlib.errors import (
+    CheckpointArgumentError,
+    CheckpointConflictError,
+    CheckpointError,
+    RunLeaseError,
+)
 
 
 @dataclass
@@ -40,7 +48,7 @@ class Backend:
     opened: list[CheckpointStore] = field(default_factory=list)
     _memory: InMemoryCheckpointStore | None = None
 
-    def open(self) -> CheckpointStore:
+    def open(self, **options: Any) -> CheckpointStore:
         """A store on the backend: a new one each time (memory: the same one)."""
         store: CheckpointStore
         if self.kind == "memory":
@@ -48,9 +56,9 @@ class Backend:
                 self._memory = InMemoryCheckpointStore()
             store = self._memory
         elif self.kind == "sqlite":
-            store = SQLiteCheckpointStore(self.where)
+            store = SQLiteCheckpointStore(self.where, **options)
         else:
-            store = PostgresCheckpointStore(self.where)
+            store = PostgresCheckpointStore(self.where, **options)
         self.opened.append(store)
         return store
 
@@ -476,3 +484,226 @@ def test_diff_state_is_what_records_carry() -> None:
         diff_state({"ctx": [_msg("m1")]}, {"ctx": [_msg("m1"), _msg("m2")]})
         == (_record("r", 2).participants["a"])
     )
+
+
+# --- leases ------------------------------------------------------------------------------
+
+
+async def _until_expired(lease: Lease) -> None:
+    while time.time() <= lease.expires_at:
+        await asyncio.sleep(0.01)
+
+
+async def test_a_lease_is_granted_to_one_owner_until_it_expires(backend: Backend) -> None:
+    store = backend.open()
+    assert await store.get_lease("new") is None
+    held = await store.acquire_lease("new", "w1", ttl=60)  # no run row yet: a new run
+    assert (held.run_id, held.owner) == ("new", "w1")
+    assert time.time() + 50 < held.expires_at <= time.time() + 60
+    assert await store.get_lease("new") == held
+
+    with pytest.raises(RunLeaseError, match=r"`w1`") as refused:
+        await store.acquire_lease("new", "w2", ttl=60)
+    assert isinstance(refused.value, CheckpointConflictError)
+    assert (refused.value.run_id, refused.value.holder) == ("new", "w1")
+    assert refused.value.expires_at == pytest.approx(held.expires_at)
+    assert await store.get_lease("new") == held  # the refusal changed nothing
+
+    again = await store.acquire_lease("new", "w1", ttl=120)  # the holder itself: extended
+    assert again.owner == "w1" and again.expires_at > held.expires_at
+
+    await store.create_run(_run("new"))
+    run = await store.get_run("new")
+    assert run is not None
+    assert (run.lease_owner, run.lease_expires_at) == ("w1", pytest.approx(again.expires_at))
+    (listed,) = await store.list_runs()
+    assert (listed.lease_owner, listed.lease_expires_at) == (run.lease_owner, run.lease_expires_at)
+
+
+async def test_an_expired_lease_is_taken_over_and_its_old_owner_is_refused(
+    backend: Backend,
+) -> None:
+    store = backend.open()
+    await store.create_run(_run())
+    old = await store.acquire_lease("r1", "dead", ttl=0.05)
+    await store.append(_record("r1", 1), status="running", lease_owner="dead")
+    await _until_expired(old)
+    # An expired lease still names its owner until someone takes it over ...
+    assert await store.get_lease("r1") == old
+    with pytest.raises(RunLeaseError, match="expired"):
+        await store.append(_record("r1", 2), status="running", lease_owner="dead")
+
+    new = await store.acquire_lease("r1", "alive", ttl=60)
+    assert (await store.get_lease("r1")) == new
+    with pytest.raises(RunLeaseError, match=r"held by `alive`") as lost:
+        await store.renew_lease("r1", "dead", ttl=60)
+    assert lost.value.holder == "alive"
+    with pytest.raises(RunLeaseError, match=r"held by `alive`"):
+        await store.append(_record("r1", 2), status="running", lease_owner="dead")
+    await store.release_lease("r1", "dead")  # not the holder: a no-op
+    assert await store.get_lease("r1") == new
+    assert [r.checkpoint_id for r in await store.records("r1")] == [1]
+
+    await store.append(_record("r1", 2), status="running", lease_owner="alive")
+    renewed = await store.renew_lease("r1", "alive", ttl=90)
+    assert renewed.owner == "alive" and renewed.expires_at > new.expires_at
+    await store.release_lease("r1", "alive")
+    assert await store.get_lease("r1") is None
+    run = await store.get_run("r1")
+    assert run is not None and (run.lease_owner, run.lease_expires_at) == (None, None)
+    with pytest.raises(RunLeaseError, match="nobody holds"):
+        await store.renew_lease("r1", "alive", ttl=60)
+    with pytest.raises(RunLeaseError, match="nobody holds"):
+        await store.append(_record("r1", 3), status="running", lease_owner="alive")
+    await store.append(_record("r1", 3), status="running")  # no owner given: unchecked
+    assert [r.checkpoint_id for r in await store.records("r1")] == [1, 2, 3]
+
+
+async def test_an_owner_may_renew_its_expired_lease_until_taken_over(backend: Backend) -> None:
+    store = backend.open()
+    lease = await store.acquire_lease("r1", "slow", ttl=0.05)
+    await _until_expired(lease)
+    renewed = await store.renew_lease("r1", "slow", ttl=60)
+    assert renewed.expires_at > time.time() + 50
+    with pytest.raises(RunLeaseError):
+        await store.acquire_lease("r1", "other", ttl=60)
+
+
+async def test_concurrent_acquirers_one_wins(backend: Backend) -> None:
+    """Several executors (separate stores, so separate connections) race for a lease,
+    then for the expired lease: one wins each time."""
+    stores = [backend.open() for _ in range(4)]
+    await stores[0].create_run(_run())
+    for round_ in range(3):
+        outcomes = await asyncio.gather(
+            *(s.acquire_lease("r1", f"w{round_}-{i}", ttl=0.2) for i, s in enumerate(stores)),
+            return_exceptions=True,
+        )
+        won = [o for o in outcomes if isinstance(o, Lease)]
+        assert len(won) == 1, outcomes
+        assert all(isinstance(o, (Lease, RunLeaseError)) for o in outcomes)
+        assert await stores[0].get_lease("r1") == won[0]
+        await _until_expired(won[0])
+
+
+async def test_a_deleted_run_loses_its_lease(backend: Backend) -> None:
+    store = backend.open()
+    await store.create_run(_run())
+    await store.acquire_lease("r1", "w1", ttl=60)
+    await store.delete("r1")
+    assert await store.get_lease("r1") is None
+    await store.acquire_lease("r1", "w2", ttl=60)
+
+
+async def test_bad_lease_arguments_are_named(backend: Backend) -> None:
+    store = backend.open()
+    for ttl in (0, -1, float("nan"), float("inf"), True, "10"):
+        with pytest.raises(CheckpointArgumentError, match="ttl"):
+            await store.acquire_lease("r1", "w1", ttl=ttl)  # type: ignore[arg-type]
+    for owner in ("", None, 3):
+        with pytest.raises(CheckpointArgumentError, match="owner"):
+            await store.acquire_lease("r1", owner, ttl=1)  # type: ignore[arg-type]
+        with pytest.raises(CheckpointArgumentError, match="owner"):
+            await store.release_lease("r1", owner)  # type: ignore[arg-type]
+    with pytest.raises(CheckpointArgumentError, match="run_id"):
+        await store.acquire_lease("", "w1", ttl=1)
+    assert await store.get_lease("r1") is None
+
+
+# --- a run created with its first record (atomic fork) -----------------------------------
+
+
+async def test_a_run_and_its_first_record_are_stored_together(backend: Backend) -> None:
+    store = backend.open()
+    base = base_record(fold([_record("src", 1), _record("src", 2)]), run_id="fork", checkpoint_id=1)
+    await store.create_run(_run("fork").model_copy(update={"status": "stopped"}), first=base)
+    run = await store.get_run("fork")
+    assert run is not None
+    assert (run.status, run.last_checkpoint, run.turns, run.updated_at) == (
+        "stopped",
+        1,
+        base.turn,
+        base.created_at,
+    )
+    assert await store.records("fork") == [base]
+    await store.append(_record("fork", 2), status="running")
+
+    before = await store.list_runs()
+    with pytest.raises(CheckpointError, match="already exists"):
+        await store.create_run(_run("fork"), first=base)
+    for wrong in (base.model_copy(update={"checkpoint_id": 2}), _record("other", 1)):
+        with pytest.raises(CheckpointArgumentError, match="checkpoint 1 of run `new`"):
+            await store.create_run(_run("new"), first=wrong)
+    assert await store.list_runs() == before
+    assert await store.get_run("new") is None
+
+
+
+# --- load: snapshots ---------------------------------------------------------------------
+
+
+def _snapshot_ids(backend: Backend, run_id: str) -> list[int]:
+    query = "SELECT checkpoint_id FROM flowlib_snapshots WHERE run_id = {p} ORDER BY 1"
+    if backend.kind == "sqlite":
+        with sqlite3.connect(backend.where) as conn:
+            return [r[0] for r in conn.execute(query.format(p="?"), (run_id,))]
+    import psycopg
+
+    with psycopg.connect(backend.where) as conn:
+        return [r[0] for r in conn.execute(query.format(p="%s"), (run_id,))]
+
+
+async def test_load_equals_folding_every_record(backend: Backend) -> None:
+    """``load`` (a snapshot every 3 checkpoints, and the records after it) gives what
+    folding all records gives, at every checkpoint, before and after a prune."""
+    store = backend.open(snapshot_every=3)
+    await store.create_run(_run())
+    await _write(store, "r1", 10)
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == [9]  # the newest only
+    for upto in (None, *range(1, 11)):
+        expected = fold(await store.records("r1", upto=upto))
+        assert await store.load("r1", upto=upto) == expected, upto
+    folded = await store.load("r1")
+    folded.messages.clear()  # the caller's copy: the store is not changed
+    assert len((await store.load("r1")).messages) == 10
+
+    assert await store.prune("r1", keep_last=4) == 5  # 1..6 folded into a base at 6
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == [9]
+    for upto in (None, 6, 8, 9, 10):
+        assert await store.load("r1", upto=upto) == fold(await store.records("r1", upto=upto))
+    await _write(store, "r1", 3, start=11)  # a snapshot at 12 replaces the one at 9
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == [12]
+    assert await store.load("r1") == fold(await store.records("r1"))
+    with pytest.raises(CheckpointError, match="pruned"):
+        await store.load("r1", upto=5)
+    with pytest.raises(CheckpointArgumentError, match="no checkpoint"):
+        await store.load("r1", upto=14)
+    with pytest.raises(CheckpointError, match="Unknown run"):
+        await store.load("nope")
+    await store.delete("r1")
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == []
+
+
+async def test_load_reads_only_what_follows_the_snapshot(backend: Backend) -> None:
+    """A record before the newest snapshot is not read by ``load``: once it is gone
+    from the table, ``load`` still gives the whole state."""
+    if backend.kind == "memory":
+        pytest.skip("the in-memory store folds its records in place")
+    store = backend.open(snapshot_every=5)
+    await store.create_run(_run())
+    await _write(store, "r1", 7)
+    whole = await store.load("r1")
+    query = "DELETE FROM flowlib_records WHERE run_id = 'r1' AND checkpoint_id <= 5"
+    if backend.kind == "sqlite":
+        with sqlite3.connect(backend.where) as conn:
+            conn.execute(query)
+    else:
+        import psycopg
+
+        with psycopg.connect(backend.where) as conn:
+            conn.execute(query)
+    assert await store.load("r1") == whole

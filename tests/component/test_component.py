@@ -443,6 +443,7 @@ async def test_openai_client_round_trip_never_writes_the_api_key(
         "model_info": info,
         "timeout": 12.5,
         "max_retries": 1,
+        "deadline": 600.0,
         "default_headers": {"X-Trace": "on"},
         "include_name_in_message": True,
         "temperature": 0.25,
@@ -458,8 +459,11 @@ async def test_openai_client_round_trip_never_writes_the_api_key(
     request = openai_server.requests[-1]
     # The environment's key is not sent to an endpoint a config names (issue 11.4) ...
     assert request.headers["authorization"] == "Bearer no-key-needed"
-    # ... unless the config names it.
-    named = load_component({**data, "config": {**data["config"], "api_key_env": "OPENAI_API_KEY"}})
+    # ... unless the config names it and the load allows it (issue 21.1).
+    named_config = {**data, "config": {**data["config"], "api_key_env": "OPENAI_API_KEY"}}
+    with pytest.raises(ComponentLoadError, match=r"allow_env=\['OPENAI_API_KEY'\]"):
+        load_component(named_config)
+    named = load_component(named_config, allow_env=["OPENAI_API_KEY"])
     openai_server.enqueue(Reply("with the named key"))
     await named.create([UserMessage(content="hi", source="user")])
     assert openai_server.requests[-1].headers["authorization"] == "Bearer sk-from-the-environment"

@@ -21,6 +21,7 @@ from flowlib.checkpoint import (
     CheckpointRecord,
     CheckpointStore,
     InMemoryCheckpointStore,
+    Lease,
     PostgresCheckpointStore,
     RunRecord,
     RunStatus,
@@ -71,8 +72,20 @@ class Racing:
             raise AssertionError("the store accepted a second checkpoint 3")
         raise CheckpointError("connection lost before the reply")
 
-    async def create_run(self, run: RunRecord) -> None:
-        await self.inner.create_run(run)
+    async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:
+        await self.inner.create_run(run, first=first)
+
+    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        return await self.inner.acquire_lease(run_id, owner, ttl=ttl)
+
+    async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
+        return await self.inner.renew_lease(run_id, owner, ttl=ttl)
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        await self.inner.release_lease(run_id, owner)
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        return await self.inner.get_lease(run_id)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return await self.inner.get_run(run_id)

@@ -2,8 +2,8 @@
 
 Run as ``python mcp_test_server.py stdio`` (on stdin/stdout) or
 ``python mcp_test_server.py streamable-http PORT`` / ``... sse PORT`` (on 127.0.0.1).
-Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps) and ``die`` (kills
-the server process in the middle of the call).
+Its tools: ``add``, ``shout``, ``fail`` (raises), ``slow`` (sleeps), ``big`` (a text of
+n MB) and ``die`` (kills the server process in the middle of the call).
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ def build(port: int) -> FastMCP:
         """Sleep, then answer."""
         await asyncio.sleep(seconds)
         return "slept"
+
+    @server.tool()
+    def big(megabytes: float) -> str:
+        """A text of the given size (hostile-input tests)."""
+        return "x" * int(megabytes * 1024 * 1024)
 
     @server.tool()
     def die() -> str:

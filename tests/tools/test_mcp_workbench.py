@@ -98,7 +98,7 @@ async def client(openai_server: OpenAIServer) -> AsyncIterator[OpenAIChatComplet
 async def test_stdio_workbench_lists_and_calls_tools() -> None:
     async with McpWorkbench(STDIO) as workbench:
         tools = {schema["name"]: schema for schema in await workbench.list_tools()}
-        assert set(tools) == {"add", "shout", "fail", "slow", "die"}
+        assert set(tools) == {"add", "shout", "fail", "slow", "big", "die"}
         assert tools["add"]["description"] == "Add two integers."
         assert tools["add"]["parameters"]["required"] == ["a", "b"]
         result = await workbench.call_tool("add", {"a": 2, "b": 40})
@@ -149,7 +149,7 @@ async def test_agent_calls_mcp_tools_over_http(
     assert "refused: bad day" in execution.content[1].content
     assert result.messages[-1].to_text() == "3 + 4 = 7, and fail refused."
     sent_tools = {tool["function"]["name"] for tool in openai_server.requests[0].body["tools"]}
-    assert sent_tools == {"add", "shout", "fail", "slow", "die"}
+    assert sent_tools == {"add", "shout", "fail", "slow", "big", "die"}
     tool_messages = [m for m in openai_server.requests[1].body["messages"] if m["role"] == "tool"]
     assert tool_messages[0]["content"] == "7"
 

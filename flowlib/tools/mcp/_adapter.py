@@ -12,7 +12,7 @@ from .._keys import mcp_meta
 from .._schema import ToolSchema
 from .._workbench import ToolResult, WorkbenchToolError
 from ._params import McpServerParams
-from ._workbench import McpWorkbench, _tool_result, call_with_key
+from ._workbench import DEFAULT_MAX_RESULT_BYTES, McpWorkbench, _tool_result, call_with_key
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -78,7 +78,7 @@ class McpToolAdapter:
                 asyncio.ensure_future(call_with_key(session, self.name, dict(args), mcp_meta()))
             )
             try:
-                result = _tool_result(self.name, await future)
+                result = _tool_result(self.name, await future, DEFAULT_MAX_RESULT_BYTES)
             finally:
                 cancellation_token.remove_callback(future.cancel)
         else:

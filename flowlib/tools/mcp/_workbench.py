@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
 from ...component._registry import register_builtin
-from ...errors import InvalidTypeError, InvalidValueError, McpServerError
+from ...errors import InvalidTypeError, InvalidValueError, McpServerError, MissingExtraError
 from ...models._image import Image
 from .._keys import mcp_meta
 from .._schema import ParametersSchema, ToolSchema
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult
     from mcp.types import Tool as McpTool
 
-__all__ = ["McpWorkbench", "McpWorkbenchConfig", "ToolOverride"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "McpWorkbench", "McpWorkbenchConfig", "ToolOverride"]
 
 _T = TypeVar("_T")
 _PARAMS: TypeAdapter[McpServerParams] = TypeAdapter(McpServerParams)
@@ -49,6 +49,11 @@ class ToolOverride(BaseModel):
 
     name: str | None = None
     description: str | None = None
+
+
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""The largest tool result (its text and base64 images together) an ``McpWorkbench``
+passes on by default, 1 MiB; a larger one becomes an error result (issue 21.7)."""
 
 
 _META_SUPPORTED: dict[type, bool] = {}
@@ -80,13 +85,16 @@ class McpWorkbenchConfig(BaseModel):
 
     server_params: McpServerParams
     tool_overrides: dict[str, ToolOverride] = {}
+    max_result_bytes: int | None = None
 
 
 def _import_mcp() -> Any:
     try:
         import mcp
-    except ImportError as exc:  # pragma: no cover - the extra is installed in tests
-        raise ImportError("MCP tools need the `mcp` package: pip install 'flowlib[mcp]'.") from exc
+    except ImportError as exc:  # tested in the plain-install environment (packaging check)
+        raise MissingExtraError(
+            "MCP tools need the `mcp` package: pip install 'flowlib[mcp]'."
+        ) from exc
     return mcp
 
 
@@ -110,6 +118,10 @@ class McpWorkbench(Workbench):
         server_params: `StdioServerParams`, `SseServerParams` or
             `StreamableHttpServerParams`.
         tool_overrides: New names/descriptions for tools, by the server's tool name.
+        max_result_bytes: The largest tool result passed on, in characters of text and
+            base64 image data (``DEFAULT_MAX_RESULT_BYTES``, 1 MiB); a larger one becomes
+            an error result starting ``McpResultTooLarge``, so a hostile server cannot
+            fill the agent's context.
 
     Raises:
         TypeError: If ``server_params`` is not one of the three parameter models.
@@ -133,7 +145,16 @@ class McpWorkbench(Workbench):
         server_params: McpServerParams,
         *,
         tool_overrides: Mapping[str, ToolOverride] | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
+        if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int):
+            raise InvalidTypeError(
+                f"McpWorkbench: max_result_bytes must be an int, not {max_result_bytes!r}."
+            )
+        if max_result_bytes < 1:
+            raise InvalidValueError(
+                f"McpWorkbench: max_result_bytes must be at least 1, not {max_result_bytes}."
+            )
         if not isinstance(
             server_params, StdioServerParams | SseServerParams | StreamableHttpServerParams
         ):
@@ -141,6 +162,7 @@ class McpWorkbench(Workbench):
                 "McpWorkbench needs StdioServerParams, SseServerParams or "
                 f"StreamableHttpServerParams, not {type(server_params).__name__}."
             )
+        _import_mcp()  # name the extra now, not at the first start()
         overrides = dict(tool_overrides or {})
         new_names = [o.name for o in overrides.values() if o.name]
         duplicates = sorted({n for n in new_names if new_names.count(n) > 1})
@@ -151,6 +173,7 @@ class McpWorkbench(Workbench):
             )
         self._params = server_params
         self._overrides = overrides
+        self._max_result_bytes = max_result_bytes
         self._original_name = {o.name: name for name, o in overrides.items() if o.name}
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -361,7 +384,7 @@ class McpWorkbench(Workbench):
             lambda session: call_with_key(session, server_name, args, meta),
             cancellation_token,
         )
-        return _tool_result(name, result)
+        return _tool_result(name, result, self._max_result_bytes)
 
     async def list_prompts(self) -> Any:
         """The server's prompts (the SDK's ``ListPromptsResult``)."""
@@ -391,17 +414,52 @@ class McpWorkbench(Workbench):
     # --- component ------------------------------------------------------------------------
 
     def _to_config(self) -> McpWorkbenchConfig:
-        return McpWorkbenchConfig(server_params=self._params, tool_overrides=self._overrides)
+        limit = self._max_result_bytes
+        return McpWorkbenchConfig(
+            server_params=self._params,
+            tool_overrides=self._overrides,
+            max_result_bytes=None if limit == DEFAULT_MAX_RESULT_BYTES else limit,
+        )
 
     @classmethod
     def _from_config(cls, config: McpWorkbenchConfig) -> McpWorkbench:
-        return cls(config.server_params, tool_overrides=config.tool_overrides)
+        limit = config.max_result_bytes
+        return cls(
+            config.server_params,
+            tool_overrides=config.tool_overrides,
+            max_result_bytes=DEFAULT_MAX_RESULT_BYTES if limit is None else limit,
+        )
 
     def __repr__(self) -> str:
         return f"McpWorkbench({_describe(self._params)!r})"
 
 
-def _tool_result(name: str, result: CallToolResult) -> ToolResult:
+def _result_size(result: CallToolResult) -> int:
+    size = 0
+    for content in result.content:
+        for field in ("text", "data", "blob"):
+            value = getattr(content, field, None)
+            if isinstance(value, str):
+                size += len(value)
+        resource = getattr(content, "resource", None)
+        for field in ("text", "blob"):
+            value = getattr(resource, field, None)
+            if isinstance(value, str):
+                size += len(value)
+    return size
+
+
+def _tool_result(name: str, result: CallToolResult, limit: int) -> ToolResult:
+    size = _result_size(result)
+    if size > limit:
+        # Passed on, it would go into every later model call of the agent (and its
+        # summaries, logs and checkpoints); the model is told instead.
+        message = (
+            f"McpResultTooLarge: the result of `{name}` holds {size:,} characters, more "
+            f"than this workbench passes on (max_result_bytes={limit:,}); nothing of it is "
+            "kept. Ask the tool for less."
+        )
+        return ToolResult(name=name, result=[TextResultContent(content=message)], is_error=True)
     parts: list[TextResultContent | ImageResultContent] = []
     for content in result.content:
         kind = getattr(content, "type", None)
