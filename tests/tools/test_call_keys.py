@@ -159,3 +159,23 @@ async def test_mcp_tool_calls_send_the_key_in_the_request_meta() -> None:
     seen = [r.content.strip() for event in executed for r in event.content]
     assert len(seen) == 2 and seen[0] != seen[1], result.messages
     assert all(len(key) == 64 for key in seen), seen
+
+
+async def test_map_instances_get_their_own_keys() -> None:
+    seen: dict[str, str] = {}
+
+    def research(messages: list[BaseChatMessage]) -> str:
+        seen[messages[-1].to_text()] = call_key()
+        return "found"
+
+    def items(message: BaseChatMessage | None) -> list[str]:
+        return ["a", "b", "c"]
+
+    planner = FunctionAgent(lambda messages: "plan", name="planner")
+    builder = DiGraphBuilder().add_node(planner)
+    builder.add_node(FunctionAgent(research, name="researcher"))
+    builder.add_edge(planner, "researcher", map=items)
+    team = GraphFlow(builder.get_participants(), builder.build())
+    await team.run(task="go", run_id="r")
+    assert sorted(seen) == ["a", "b", "c"]
+    assert len(set(seen.values())) == 3

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -349,18 +349,10 @@ class McpWorkbench(Workbench):
 
     def _schema(self, tool: McpTool) -> ToolSchema:
         override = self._overrides.get(tool.name, ToolOverride())
-        input_schema = dict(tool.inputSchema or {})
-        parameters = ParametersSchema(
-            type="object", properties=dict(input_schema.get("properties", {}))
-        )
-        if "required" in input_schema:
-            parameters["required"] = list(input_schema["required"])
-        if "additionalProperties" in input_schema:
-            parameters["additionalProperties"] = bool(input_schema["additionalProperties"])
         return ToolSchema(
             name=override.name or tool.name,
             description=override.description or tool.description or "",
-            parameters=parameters,
+            parameters=_parameters(tool.inputSchema),
         )
 
     async def call_tool(
@@ -399,6 +391,13 @@ class McpWorkbench(Workbench):
         """The server's resources (the SDK's ``ListResourcesResult``)."""
         return await self._request("`resources/list`", lambda s: s.list_resources(), None)
 
+    async def list_resource_templates(self) -> Any:
+        """The server's resource templates (the SDK's ``ListResourceTemplatesResult``):
+        URI patterns such as ``weather://{city}`` that `read_resource` fills in."""
+        return await self._request(
+            "`resources/templates/list`", lambda s: s.list_resource_templates(), None
+        )
+
     async def read_resource(self, uri: str) -> Any:
         """Read one resource (the SDK's ``ReadResourceResult``)."""
         from pydantic import AnyUrl
@@ -432,6 +431,20 @@ class McpWorkbench(Workbench):
 
     def __repr__(self) -> str:
         return f"McpWorkbench({_describe(self._params)!r})"
+
+
+def _parameters(input_schema: Mapping[str, Any] | None) -> ParametersSchema:
+    """A tool's input schema as the model gets it: whole, ``$defs`` and all.
+
+    A server's schema for an argument that is a model (a FastMCP tool taking a pydantic
+    class) refers to its definition with ``{"$ref": "#/$defs/Point"}``; keeping only
+    ``properties`` would leave the model a reference to nothing. Only ``type`` and
+    ``properties`` are made sure of, as the Chat Completions API needs an object schema.
+    """
+    schema = dict(input_schema or {})
+    schema["type"] = "object"
+    schema["properties"] = dict(schema.get("properties") or {})
+    return cast(ParametersSchema, schema)
 
 
 def _result_size(result: CallToolResult) -> int:
