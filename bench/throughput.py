@@ -20,6 +20,13 @@ that does not depend on what else the machine runs.
     python -m bench.throughput                  # 1,000 runs, C=100
     python -m bench.throughput --runs 200 --json out.json --skip-ray
     python -m bench.throughput --store sqlite   # durable runs (a checkpoint per turn)
+    python -m bench.throughput --stream --cli   # also stream_many, and `flowlib batch`
+    python -m bench.throughput --memory 10000   # driver memory with 10,000 tasks queued
+
+``--stream`` adds a Ray row through ``stream_many`` (every message and event crosses to
+the driver). ``--cli`` adds ``flowlib batch`` rows with a SQLite store, run in a child
+process: in one process, and on this benchmark's Ray cluster with 2 workers (its CPU is
+the child's own: it joins the cluster, so the cluster's processes are not its children).
 
 A last row measures the design not taken: each run a plain Ray task (``--ray-tasks N``
 runs); a task holds its worker process, so only as many runs as CPUs are in flight.
@@ -129,7 +136,9 @@ async def _local(runs: int, concurrency: int, store: str | None) -> dict[str, An
     return row
 
 
-async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> dict[str, Any]:
+async def _ray(
+    runs: int, concurrency: int, workers: int, store: str | None, *, stream: bool = False
+) -> dict[str, Any]:
     from flowlib.distributed import RayRunner
 
     runner = RayRunner(
@@ -142,16 +151,117 @@ async def _ray(runs: int, concurrency: int, workers: int, store: str | None) -> 
     async with runner:
         await runner.run_many(tasks[: 2 * workers])  # warm the workers up (imports)
         started, cpu = time.perf_counter(), time.process_time()
-        results = await runner.run_many(tasks)
+        first: float | None = None
+        if stream:  # every message and event of every run crosses to the driver
+            results = []
+            async for event in runner.stream_many(tasks):
+                if first is None:
+                    first = time.perf_counter() - started
+                if event.done:
+                    results.append(event.item)
+        else:
+            results = await runner.run_many(tasks)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     label = f"flowlib on Ray, {workers} worker{'s' if workers > 1 else ''}"
+    label += ", stream_many" if stream else ""
     label += " + store" if store else ""
     row = _row(label, runs, concurrency, wall, _failed(results), cpu)
+    if stream:
+        row["first_item_s"] = None if first is None else round(first, 3)
+        return row
     instant = RayRunner("bench.throughput:build_instant", checkpoint_store=None, workers=workers)
     async with instant:
         await instant.run_many(["warm up"])
         row["sequential_ms_per_run"] = round(await _sequential_ms(instant), 2)
     return row
+
+
+def _cli(runs: int, concurrency: int, folder: str, address: str | None) -> dict[str, Any]:
+    """``flowlib batch`` with a SQLite store, in a child process: in one process, or on
+    the running cluster at ``address`` with 2 workers. The child's own CPU time (it
+    joins the cluster, so it starts no Ray processes of its own) is the driver's."""
+    import subprocess
+
+    tasks = Path(folder) / f"cli-{address is not None}.jsonl"
+    tasks.write_text("".join(json.dumps(f"task {i}") + "\n" for i in range(runs)), "utf-8")
+    where = "ray" if address else "local"
+    argv = [sys.executable, "-m", "flowlib", "batch", f"{ROOT}/bench/throughput.py:build"]
+    argv += [str(tasks), "--store", f"sqlite:///{folder}/cli-{where}.db"]
+    argv += ["--out", f"{folder}/cli-{where}.jsonl"]
+    if address:
+        argv += ["--ray", address, "--workers", "2", "--concurrency", str(concurrency // 2)]
+    else:
+        argv += ["--concurrency", str(concurrency)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    assert child.stdout is not None
+    report = child.stdout.read().decode()
+    failed = 0 if status == 0 else runs
+    label = "flowlib batch CLI, " + ("Ray 2 workers" if address else "one process") + " + store"
+    row = _row(label, runs, concurrency, wall, failed, usage.ru_utime + usage.ru_stime)
+    elapsed = [line.split()[1] for line in report.splitlines() if line.startswith("elapsed")]
+    row["cli_elapsed_s"] = float(elapsed[0]) if elapsed else None
+    return row
+
+
+def build_waiting(*, checkpoint_store: Any = None) -> Any:
+    """The same team with agents that wait 10 minutes (tasks stay queued)."""
+    return build(checkpoint_store=checkpoint_store, think=600.0)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")  # pragma: no cover - not Linux
+
+
+async def _memory(tasks: int, concurrency: int, workers: int) -> list[dict[str, Any]]:
+    """Driver memory while ``tasks`` tasks are queued (their agents wait 10 minutes):
+    RSS growth after 5 s of ``run_many`` / ``stream_many``, then the batch is cancelled."""
+    import gc
+
+    from flowlib.batch import LocalRunner
+    from flowlib.distributed import RayRunner
+
+    names = [f"task {i}" for i in range(tasks)]
+    rows: list[dict[str, Any]] = []
+
+    async def measure(label: str, start: Any) -> None:
+        gc.collect()
+        before = _rss_mb()
+        batch = asyncio.ensure_future(start())
+        await asyncio.sleep(5.0)
+        grown = _rss_mb() - before
+        batch.cancel()
+        await asyncio.gather(batch, return_exceptions=True)
+        rows.append({"row": label, "tasks": tasks, "driver_rss_growth_mb": round(grown, 1)})
+        print(f"{label}: driver RSS +{grown:.1f} MB", file=sys.stderr)
+
+    local = LocalRunner(build_waiting, max_concurrency=concurrency)
+    await measure("LocalRunner run_many", lambda: local.run_many(names))
+
+    async def drain(runner: Any) -> None:
+        async for _ in runner.stream_many(names):
+            pass
+
+    ray_runner = RayRunner(
+        "bench.throughput:build_waiting",
+        checkpoint_store=None,
+        workers=workers,
+        max_concurrency=max(1, concurrency // workers),
+    )
+    async with ray_runner:
+        await measure(f"RayRunner run_many, {workers} workers", lambda: ray_runner.run_many(names))
+        await measure(f"RayRunner stream_many, {workers} workers", lambda: drain(ray_runner))
+    return rows
 
 
 def _one_run_blocking(task: str) -> int:
@@ -247,6 +357,17 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--store", choices=["sqlite"], default=None, help="checkpoint runs")
     parser.add_argument("--json", metavar="OUT.json")
     parser.add_argument(
+        "--stream", action="store_true", help="also Ray rows through stream_many (all events)"
+    )
+    parser.add_argument("--cli", action="store_true", help="also `flowlib batch` rows (store)")
+    parser.add_argument(
+        "--memory",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: driver memory with N tasks queued (LocalRunner vs RayRunner)",
+    )
+    parser.add_argument(
         "--ray-tasks",
         type=int,
         default=40,
@@ -255,10 +376,7 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     )
     args = parser.parse_args(argv)
     folder = tempfile.mkdtemp(prefix="flowlib-throughput-")
-    store = f"sqlite:///{folder}/runs.db" if args.store else None
-    rows = [await _local(args.runs, args.concurrency, store)]
-    print(_table(rows), file=sys.stderr)
-    if not args.skip_ray:
+    if args.memory:
         import ray
 
         pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -269,10 +387,38 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
             runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
         )
         try:
+            memory = await _memory(args.memory, args.concurrency, 2)
+        finally:
+            ray.shutdown()
+        if args.json:
+            Path(args.json).write_text(json.dumps(memory, indent=2) + "\n", encoding="utf-8")
+        return memory
+    store = f"sqlite:///{folder}/runs.db" if args.store else None
+    rows = [await _local(args.runs, args.concurrency, store)]
+    if args.cli:
+        rows.append(_cli(args.runs, args.concurrency, folder, None))
+    print(_table(rows), file=sys.stderr)
+    if not args.skip_ray:
+        import ray
+
+        pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        context = ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+        )
+        try:
             for workers in (1, 2):
                 # A fresh store per row: the same run ids would be skipped as finished.
                 row_store = f"sqlite:///{folder}/ray{workers}.db" if args.store else None
                 rows.append(await _ray(args.runs, args.concurrency, workers, row_store))
+            if args.stream:
+                row_store = f"sqlite:///{folder}/stream.db" if args.store else None
+                rows.append(await _ray(args.runs, args.concurrency, 2, row_store, stream=True))
+            if args.cli:
+                address = context.address_info["gcs_address"]
+                rows.append(_cli(args.runs, args.concurrency, folder, address))
             if args.ray_tasks:
                 rows.append(await _ray_tasks(args.ray_tasks))
         finally:

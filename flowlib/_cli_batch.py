@@ -2,7 +2,9 @@
 
 ```
 flowlib batch FILE.py:build tasks.jsonl --store URL [--ray auto|local|ADDRESS]
-              [--concurrency N] --out results.jsonl
+              [--concurrency N] [--workers N] [--num-cpus N] [--num-gpus N]
+              [--resources JSON] [--runtime-env JSON] [--spread | --pack]
+              [--dashboard | --no-dashboard] [--ready-timeout S] --out results.jsonl
 ```
 
 Each line of the tasks file is a JSON string (the task) or an object with ``"task"`` and
@@ -52,6 +54,55 @@ def register(commands: Any) -> None:
         "--concurrency", type=int, default=100, help="runs at once (per Ray worker with --ray)"
     )
     batch.add_argument("--workers", type=int, default=None, help="Ray workers (default: CPUs)")
+    ray_options = batch.add_argument_group("Ray options (with --ray)")
+    ray_options.add_argument(
+        "--num-cpus", type=float, default=1.0, help="CPUs each Ray worker reserves (default: 1)"
+    )
+    ray_options.add_argument(
+        "--num-gpus", type=float, default=0.0, help="GPUs each Ray worker reserves (default: 0)"
+    )
+    ray_options.add_argument(
+        "--resources",
+        metavar="JSON",
+        default=None,
+        help="custom resources each Ray worker reserves, e.g. '{\"big_node\": 1}'",
+    )
+    ray_options.add_argument(
+        "--runtime-env",
+        metavar="JSON",
+        default=None,
+        help='Ray runtime environment of the workers, e.g. \'{"working_dir": ".", "pip": '
+        '["mypkg"]}\'',
+    )
+    placement = ray_options.add_mutually_exclusive_group()
+    placement.add_argument(
+        "--spread",
+        dest="placement",
+        action="store_const",
+        const="SPREAD",
+        default="SPREAD",
+        help="spread the workers over the nodes (the default)",
+    )
+    placement.add_argument(
+        "--pack",
+        dest="placement",
+        action="store_const",
+        const="DEFAULT",
+        help="let Ray pack the workers onto as few nodes as fit",
+    )
+    ray_options.add_argument(
+        "--dashboard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --ray local: start Ray's dashboard or not (default: as Ray decides)",
+    )
+    ray_options.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for the workers to be placed and ready (default: 120)",
+    )
     batch.add_argument("--out", required=True, help="results file (JSONL, one line per run)")
     batch.set_defaults(handler=run_batch_command)
 
@@ -95,6 +146,18 @@ def load_tasks(path: Path) -> tuple[list[str], list[str]]:
     if repeated:
         raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_INVALID)
     return tasks, run_ids
+
+
+def _json_option(text: str | None, option: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{option}: not JSON ({exc.msg})", EXIT_INVALID) from exc
+    if not isinstance(value, dict):
+        raise CliError(f"{option}: a JSON object, e.g. '{{\"name\": 1}}'", EXIT_INVALID)
+    return value
 
 
 def _usage_tokens(message: Any) -> int:
@@ -226,7 +289,20 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             address=address,
             max_concurrency=args.concurrency,
             workers=args.workers,
+            num_cpus=args.num_cpus,
+            num_gpus=args.num_gpus,
+            resources=_json_option(args.resources, "--resources"),
+            runtime_env=_json_option(args.runtime_env, "--runtime-env"),
+            scheduling_strategy=args.placement,
+            include_dashboard=args.dashboard,
+            ready_timeout=args.ready_timeout,
         )
+        print("starting the Ray workers ...", file=err, flush=True)
+        try:
+            await runner.start()
+        except BaseException:
+            await runner.close()
+            raise
     else:
         runner = LocalRunner(
             args.factory, checkpoint_store=args.store, max_concurrency=args.concurrency
@@ -251,7 +327,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         failures.append(item)
                     else:
                         progress.done += 1
-                        progress.skipped += index not in live
+                        progress.skipped += event.skipped
                     live.pop(index, None)
                     results.write(json.dumps(line) + "\n")
                     results.flush()

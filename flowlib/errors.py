@@ -45,6 +45,10 @@
     ├── ScriptExhaustedError (also RuntimeError) a scripted test agent ran out of replies
     ├── TraceCheckError (also AssertionError)   a run's trace breaks the execution rules
     ├── FlowUnsoundError (also AssertionError)  `assert_flow_sound` found a broken rule
+    ├── RunFailedError (also RuntimeError)      one run of a batch failed (returned, not raised)
+    ├── RayClusterError (also RuntimeError)     a Ray cluster cannot run the batch
+    │   ├── RayConnectionError (InvalidArgumentError) nothing answers at the address
+    │   └── RayWorkersError                     workers cannot be placed, or never become ready
     ├── CliError                                a command-line failure (exit code `code`)
     └── ConversationError (also RuntimeError)   conversation API misuse
         ├── HumanInputRequiredError             a tool asked a human and no handler is set
@@ -402,11 +406,41 @@ def _rebuild_run_failed(
     )
 
 
-class RayNotInstalledError(FlowlibError, ImportError):
+class MissingExtraError(FlowlibError, ImportError):
+    """A feature needs an optional dependency that is not installed. The message names the
+    extra that brings it (``pip install 'flowlib[postgres]'``); ``except ImportError``
+    still catches it."""
+
+
+class RayNotInstalledError(MissingExtraError):
     """``flowlib.distributed`` was imported but Ray is not installed."""
 
 
-__all__ += ["RayNotInstalledError", "RunFailedError"]
+class RayClusterError(FlowlibError, RuntimeError):
+    """The Ray cluster cannot run a batch: nothing answers at its address, it cannot place
+    the workers asked for, or a worker did not become ready in time. Raised by
+    [`RayRunner`][flowlib.distributed.RayRunner] within a bounded time instead of waiting
+    forever."""
+
+
+class RayConnectionError(RayClusterError, InvalidArgumentError):
+    """Nothing answers at a Ray address (``argument`` is ``"address"``).
+    ``except InvalidArgumentError`` still catches it."""
+
+
+class RayWorkersError(RayClusterError):
+    """The cluster cannot place the workers asked for (more workers, CPUs, GPUs or custom
+    resources than it has), or a worker did not become ready within ``ready_timeout``."""
+
+
+__all__ += [
+    "MissingExtraError",
+    "RayClusterError",
+    "RayConnectionError",
+    "RayNotInstalledError",
+    "RayWorkersError",
+    "RunFailedError",
+]
 
 
 class RoutingError(ContractError, ValueError):

@@ -9,6 +9,8 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff format --check flowlib tests examples bench
 .venv/bin/mypy --strict flowlib
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)"
+# A plain `pip install .` and the lowest declared versions run the public-API smoke tests.
+bash scripts/packaging_check.sh
 status=0
 # Plain `pytest` skips tests marked slow; the full command runs them too.
 .venv/bin/python -m pytest -m "slow or not slow" "$@" || status=$?

@@ -83,3 +83,11 @@ def lines(folder: str | Path, name: str) -> list[str]:
     """The lines of a side-effect file (empty if none was written)."""
     path = Path(folder) / name
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def build_hanging(*, checkpoint_store: Any = None, seconds: float = 600.0) -> GraphFlow:
+    """A factory that blocks its process for ``seconds`` (a worker never ready)."""
+    import time
+
+    time.sleep(seconds)
+    return build(checkpoint_store=checkpoint_store)

@@ -93,6 +93,9 @@ class Reply:
             reason and no ``[DONE]``; unstreamed, after this many bytes of the body.
         error_after: Streamed: send an ``{"error": {...}}`` event after this many chunks
             (as OpenAI does when a stream fails), then close.
+        break_after: Streamed: promise the whole stream in ``Content-Length``, send this
+            many chunks, then close, so the client's transport raises its own protocol
+            error mid-stream (a clean close, ``cut_after``, just ends the body).
     """
 
     content: str | None = None
@@ -108,6 +111,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     error_after: int | None = None
+    break_after: int | None = None
 
 
 @dataclass
@@ -381,6 +385,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(error).encode(), None, headers)
 
     def _send_stream(self, reply: Reply, body: dict[str, Any]) -> None:
+        if reply.break_after is not None:
+            self._send_broken_stream(reply, body, reply.break_after)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -402,6 +409,22 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+    def _send_broken_stream(self, reply: Reply, body: dict[str, Any], keep: int) -> None:
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = [
+            b"data: " + json.dumps(c).encode() + b"\n\n"
+            for c in _chunks(reply, body, include_usage)
+        ]
+        events.append(b"data: [DONE]\n\n")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(sum(len(event) for event in events)))
+        self.end_headers()
+        for event in events[:keep]:
+            self.wfile.write(event)
+        self.wfile.flush()
+        self.close_connection = True
 
 
 # -- wire payloads ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from ._termination import (
     OrTerminationCondition,
     TerminatedException,
     TerminationCondition,
+    saves_state,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "Team",
     "TerminatedException",
     "TerminationCondition",
+    "saves_state",
 ]

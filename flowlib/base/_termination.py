@@ -8,8 +8,8 @@ returned a [`StopMessage`][flowlib.messages.StopMessage] it stays fired until ``
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
-from typing import ClassVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 from typing_extensions import Self
@@ -18,15 +18,19 @@ from ..component._base import ComponentBase
 from ..component._fields import dump_fields, load_fields
 from ..component._model import ComponentModel
 from ..component._registry import register_builtin
-from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
+from ..errors import FlowlibError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
 
 __all__ = [
+    "TERMINATION_STATE_VERSION",
     "AndTerminationCondition",
     "OrTerminationCondition",
     "TerminatedException",
     "TerminationCondition",
+    "saves_state",
 ]
+
+TERMINATION_STATE_VERSION = 1
 
 _ALREADY_REACHED = "Termination condition has already been reached"
 
@@ -96,6 +100,34 @@ class TerminationCondition(ComponentBase, ABC):
     async def reset(self) -> None:
         """Return the condition to its initial, not-fired state."""
 
+    async def save_state(self) -> Mapping[str, Any]:
+        """The condition's progress (counters, whether it fired), JSON-serialisable.
+
+        A checkpointed run stores it with every checkpoint, so a run resumed after a
+        crash stops where the uninterrupted run would have. Every built-in condition
+        (and ``&`` / ``|`` of them) overrides this. A subclass that does not keeps no
+        state here and falls back to the *replay rule* (docs/state.md, "Termination
+        conditions"): on resume it is reset and called once with the run's chat
+        messages so far.
+
+        Returns:
+            ``{}`` here (nothing saved; see [`saves_state`][flowlib.base.saves_state]).
+        """
+        return {}
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a state returned by [`save_state`][flowlib.base.TerminationCondition.save_state].
+
+        Raises:
+            StateError: If the state was saved by another kind of condition, or is
+                malformed; the condition is unchanged.
+        """
+        if state:
+            raise StateError(
+                f"`{type(self).__name__}` keeps no saved state (it does not override "
+                "save_state), but was given one; load it into the condition that saved it."
+            )
+
     def __and__(self, other: TerminationCondition) -> AndTerminationCondition:
         """Combine with ``other``: stop once both have fired, possibly on different calls."""
         if not isinstance(other, TerminationCondition):
@@ -107,6 +139,42 @@ class TerminationCondition(ComponentBase, ABC):
         if not isinstance(other, TerminationCondition):
             return NotImplemented
         return OrTerminationCondition(self, other)
+
+
+def saves_state(condition: TerminationCondition) -> bool:
+    """Whether ``condition`` (every part, for ``&`` / ``|``) saves its own progress.
+
+    False for a user subclass that does not override ``save_state``: a resumed run then
+    rebuilds it by the replay rule (docs/state.md, "Termination conditions").
+    """
+    if isinstance(condition, _CombinedCondition):
+        return all(saves_state(part) for part in condition.conditions)
+    return type(condition).save_state is not TerminationCondition.save_state
+
+
+def state_header(condition: object, state: Mapping[str, Any]) -> None:
+    """Check that ``state`` was saved by a condition of ``condition``'s kind and version.
+
+    Raises:
+        StateError: If it was not.
+    """
+    if not isinstance(state, Mapping):
+        raise StateError(
+            f"`{type(condition).__name__}` state must be the dict save_state() returned, "
+            f"not {type(state).__name__}."
+        )
+    kind = state.get("type")
+    if kind != type(condition).__name__:
+        raise StateError(
+            f"This state was saved by `{kind}`, not by `{type(condition).__name__}`; load it "
+            "into the condition that saved it (a run must be resumed with the same "
+            "termination condition)."
+        )
+    if state.get("version") != TERMINATION_STATE_VERSION:
+        raise StateError(
+            f"`{kind}` state has version {state.get('version')!r}; this flowlib reads "
+            f"version {TERMINATION_STATE_VERSION}."
+        )
 
 
 def _check_parts(
@@ -155,6 +223,30 @@ class _CombinedCondition(TerminationCondition):
         return tuple(self._conditions)
 
     component_config_schema: ClassVar[type[BaseModel]] = CombinedConfig
+
+    def _parts_of(self, state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        state_header(self, state)
+        parts = state.get("parts")
+        if not isinstance(parts, list) or len(parts) != len(self._conditions):
+            count = len(parts) if isinstance(parts, list) else "no"
+            raise StateError(
+                f"`{type(self).__name__}` state has {count} parts; this condition has "
+                f"{len(self._conditions)}. Load it into the condition that saved it."
+            )
+        return parts
+
+    async def _load_parts(self, parts: list[Mapping[str, Any]]) -> None:
+        """Load each part's state, or change none (a part that refuses rolls back)."""
+        before = [await part.save_state() for part in self._conditions]
+        loaded: list[TerminationCondition] = []
+        try:
+            for part, state in zip(self._conditions, parts, strict=True):
+                await part.load_state(state)
+                loaded.append(part)
+        except Exception:
+            for part, state in zip(loaded, before, strict=False):
+                await part.load_state(state)
+            raise
 
     def _to_config(self) -> CombinedConfig:
         return CombinedConfig(conditions=dump_fields(list(self._conditions), "conditions"))
@@ -222,6 +314,31 @@ class AndTerminationCondition(_CombinedCondition):
             await condition.reset()
         self._stops.clear()
 
+    async def save_state(self) -> Mapping[str, Any]:
+        """Every part's state and the stop messages of the parts that fired, in order."""
+        return {
+            "type": type(self).__name__,
+            "version": TERMINATION_STATE_VERSION,
+            "parts": [dict(await part.save_state()) for part in self._conditions],
+            "stops": [[index, stop.model_dump(mode="json")] for index, stop in self._stops.items()],
+        }
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore every part and which parts fired (all checked first).
+
+        Raises:
+            StateError: If the state does not fit this combination.
+        """
+        parts = self._parts_of(state)
+        try:
+            stops = {int(index): StopMessage.model_validate(stop) for index, stop in state["stops"]}
+        except Exception as exc:
+            raise StateError(f"`AndTerminationCondition` state is malformed: {exc}") from exc
+        if any(not 0 <= index < len(self._conditions) for index in stops):
+            raise StateError("`AndTerminationCondition` state names a part it does not have.")
+        await self._load_parts(parts)
+        self._stops = stops
+
     def __repr__(self) -> str:
         return f"AndTerminationCondition({', '.join(map(repr, self._conditions))})"
 
@@ -279,6 +396,28 @@ class OrTerminationCondition(_CombinedCondition):
         for condition in self._conditions:
             await condition.reset()
         self._fired = False
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Every part's state and whether the combination fired."""
+        return {
+            "type": type(self).__name__,
+            "version": TERMINATION_STATE_VERSION,
+            "parts": [dict(await part.save_state()) for part in self._conditions],
+            "fired": self._fired,
+        }
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore every part and whether the combination fired (all checked first).
+
+        Raises:
+            StateError: If the state does not fit this combination.
+        """
+        parts = self._parts_of(state)
+        fired = state.get("fired")
+        if not isinstance(fired, bool):
+            raise StateError("`OrTerminationCondition` state has no boolean `fired`.")
+        await self._load_parts(parts)
+        self._fired = fired
 
     def __repr__(self) -> str:
         return f"OrTerminationCondition({', '.join(map(repr, self._conditions))})"

@@ -14,6 +14,7 @@ from ._run import (
     RunItem,
     TeamPool,
     is_finished,
+    run_items,
     stored_result,
     stream_run,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "is_finished",
     "open_store",
     "resolve_factory",
+    "run_items",
     "store_url",
     "stored_result",
     "stream_run",

@@ -13,7 +13,7 @@ from ..base import TaskResult
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
 from ._factory import Factory, resolve_factory
-from ._run import BatchTask, RunEvent, TeamPool, stream_run
+from ._run import BatchTask, RunEvent, TeamPool, run_items
 from ._stores import open_store
 
 __all__ = ["LocalRunner", "check_batch"]
@@ -178,9 +178,10 @@ class LocalRunner:
             # A fixed pool of workers pulls the next task: no coroutine per waiting task,
             # so a batch of 100,000 tasks costs no more memory than its concurrency.
             for index in pending:
-                async for item in stream_run(teams, ids[index], tasks[index], events=events):
+                run = run_items(teams, ids[index], tasks[index], events=events)
+                async for item, skipped in run:
                     if events or isinstance(item, (TaskResult, RunFailedError)):
-                        await queue.put(RunEvent(ids[index], index, item))
+                        await queue.put(RunEvent(ids[index], index, item, skipped))
 
         async with self._store() as store:
             teams = TeamPool(self._factory, store, reuse=self._reuse)

@@ -29,6 +29,7 @@ __all__ = [
     "RunItem",
     "TeamPool",
     "is_finished",
+    "run_items",
     "stored_result",
     "stream_run",
 ]
@@ -54,11 +55,14 @@ class RunEvent:
         index: The run's position in the batch (its task's index).
         item: A message or event of the run; the run's last item is its ``TaskResult``
             or a [`RunFailedError`][flowlib.errors.RunFailedError].
+        skipped: True on the last item of a run the store already held as finished
+            (nothing ran; the item is its stored result).
     """
 
     run_id: str
     index: int
     item: RunItem
+    skipped: bool = False
 
     @property
     def done(self) -> bool:
@@ -204,6 +208,15 @@ async def stream_run(
         task: The task.
         events: False yields only the result (the run goes through ``team.run``).
     """
+    async for item, _ in run_items(teams, run_id, task, events=events):
+        yield item
+
+
+async def run_items(
+    teams: TeamPool, run_id: str, task: BatchTask, *, events: bool = True
+) -> AsyncIterator[tuple[RunItem, bool]]:
+    """[`stream_run`][flowlib.batch.stream_run]'s items, each with whether the run was
+    found finished in the store (True on its stored result: nothing ran)."""
     store = teams.store
     resume = False
     seen: list[Any] = []
@@ -219,7 +232,7 @@ async def stream_run(
                 # (its worker died before the first write) is started with the task.
                 resume = record is not None and record.last_checkpoint > 0
             if finished is not None:
-                yield finished
+                yield finished, True
                 return
         teams.counts["resumed" if resume else "started"] += 1
         team = teams.acquire()
@@ -244,13 +257,13 @@ async def stream_run(
                     continue
                 if not isinstance(item, ModelClientStreamingChunkEvent):
                     seen.append(item)
-                yield item
+                yield item, False
         await teams.release(team)
         if resume and store is not None:
             result = await stored_result(store, run_id)
     except Exception as exc:  # the run's own error, or its store's: reported in its place
-        yield _failure(run_id, exc, seen)
+        yield _failure(run_id, exc, seen), False
         return
     if result is None:  # pragma: no cover - teams end their stream with a TaskResult
         result = _result(seen, None, run_id)
-    yield result
+    yield result, False

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckpointArgumentError, CheckpointError
+from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
 from ._common import (
     check_first,
     check_keep_last,
@@ -153,7 +153,7 @@ class PostgresCheckpointStore:
             import psycopg  # noqa: F401
             import psycopg_pool  # noqa: F401
         except ImportError as exc:
-            raise CheckpointError(
+            raise MissingExtraError(
                 "PostgresCheckpointStore needs psycopg 3 and psycopg-pool: "
                 "pip install 'flowlib[postgres]'."
             ) from exc

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import time
 from abc import abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
@@ -17,9 +17,10 @@ from typing_extensions import Self
 
 from ..base import TerminatedException, TerminationCondition
 from ..base._arguments import check_count, check_number
+from ..base._termination import TERMINATION_STATE_VERSION, state_header
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
-from ..errors import InvalidArgumentError, InvalidTypeError, InvalidValueError
+from ..errors import InvalidArgumentError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -122,6 +123,21 @@ class FunctionCallConfig(_Config):
     function_name: str
 
 
+_HEADER = ("type", "version", "terminated")
+
+
+def _counts(owner: object, progress: Mapping[str, Any], *names: str) -> list[int]:
+    """The non-negative integers ``names`` of ``progress``, exactly those keys."""
+    if set(progress) != set(names) or any(
+        type(progress[name]) is not int or progress[name] < 0 for name in names
+    ):
+        raise StateError(
+            f"`{type(owner).__name__}` state must hold the non-negative integers "
+            f"{', '.join(names)}; got {dict(progress)!r}."
+        )
+    return [progress[name] for name in names]
+
+
 class _LatchedCondition(TerminationCondition):
     """Bookkeeping shared by the built-ins: fire once, then refuse calls until reset.
 
@@ -167,6 +183,40 @@ class _LatchedCondition(TerminationCondition):
 
     def _restart(self) -> None:
         """Clear per-run state other than the fired flag. Nothing by default."""
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Whether the condition fired and its progress (e.g. the message count)."""
+        return {
+            "type": type(self).__name__,
+            "version": TERMINATION_STATE_VERSION,
+            "terminated": self._terminated,
+            **self._progress(),
+        }
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a state returned by ``save_state`` (checked first).
+
+        Raises:
+            StateError: If it was saved by another kind of condition or is malformed.
+        """
+        state_header(self, state)
+        terminated = state.get("terminated")
+        if not isinstance(terminated, bool):
+            raise StateError(f"`{type(self).__name__}` state has no boolean `terminated`.")
+        progress = {k: v for k, v in state.items() if k not in _HEADER}
+        self._restore(progress)
+        self._terminated = terminated
+
+    def _progress(self) -> dict[str, Any]:
+        """The per-run counters ``save_state`` stores. None by default."""
+        return {}
+
+    def _restore(self, progress: Mapping[str, Any]) -> None:
+        """Check and install counters saved by ``_progress``; raise StateError if bad."""
+        if progress:
+            raise StateError(
+                f"`{type(self).__name__}` state has unknown entries {sorted(progress)}."
+            )
 
     def _params(self) -> dict[str, Any]:
         """The constructor arguments that recreate this condition."""
@@ -264,6 +314,12 @@ class MaxMessageTermination(_LatchedCondition):
 
     def _restart(self) -> None:
         self._message_count = 0
+
+    def _progress(self) -> dict[str, Any]:
+        return {"message_count": self._message_count}
+
+    def _restore(self, progress: Mapping[str, Any]) -> None:
+        (self._message_count,) = _counts(self, progress, "message_count")
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -417,6 +473,17 @@ class TokenUsageTermination(_LatchedCondition):
         self._prompt_token_count = 0
         self._completion_token_count = 0
 
+    def _progress(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self._prompt_token_count,
+            "completion_tokens": self._completion_token_count,
+        }
+
+    def _restore(self, progress: Mapping[str, Any]) -> None:
+        self._prompt_token_count, self._completion_token_count = _counts(
+            self, progress, "prompt_tokens", "completion_tokens"
+        )
+
     def _params(self) -> dict[str, Any]:
         return {
             "max_total_token": self._max_total_token,
@@ -505,6 +572,25 @@ class TimeoutTermination(_LatchedCondition):
     def _restart(self) -> None:
         self._start_time = self._clock()
 
+    def _progress(self) -> dict[str, Any]:
+        # Elapsed time, not a clock reading: a monotonic clock means nothing in another
+        # process. Time while no process ran the run does not count (docs/state.md).
+        return {"elapsed_seconds": max(0.0, self._clock() - self._start_time)}
+
+    def _restore(self, progress: Mapping[str, Any]) -> None:
+        elapsed = progress.get("elapsed_seconds")
+        if (
+            set(progress) != {"elapsed_seconds"}
+            or isinstance(elapsed, bool)
+            or not isinstance(elapsed, int | float)
+            or not elapsed >= 0
+        ):
+            raise StateError(
+                "`TimeoutTermination` state must hold elapsed_seconds >= 0; "
+                f"got {dict(progress)!r}."
+            )
+        self._start_time = self._clock() - float(elapsed)
+
     def _params(self) -> dict[str, Any]:
         return {"timeout_seconds": self._timeout_seconds}
 
@@ -561,6 +647,18 @@ class ExternalTermination(_LatchedCondition):
 
     def _restart(self) -> None:
         self._requested = False
+
+    def _progress(self) -> dict[str, Any]:
+        return {"requested": self._requested}
+
+    def _restore(self, progress: Mapping[str, Any]) -> None:
+        requested = progress.get("requested")
+        if set(progress) != {"requested"} or not isinstance(requested, bool):
+            raise StateError(
+                "`ExternalTermination` state must hold a boolean `requested`; "
+                f"got {dict(progress)!r}."
+            )
+        self._requested = requested
 
 
 class SourceMatchTermination(_LatchedCondition):

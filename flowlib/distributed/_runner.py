@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
 
 from ..base import TaskResult
 from ..batch import BatchTask, Factory, RunEvent, RunItem, store_url, stored_result
 from ..batch._local import check_batch, check_concurrency
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
+from ._cluster import connect, placeable, wait_ready
+from ._dispatch import Dispatch, Worker, _awaited
 from ._worker import RunWorker
 
 __all__ = ["RayRunner"]
 
-_DONE = object()
-_DIED = (RayActorError, WorkerCrashedError)
+_END = object()
 
 
-def _factory_reference(factory: Factory) -> Factory:
+def _factory_reference(factory: Factory, working_dir: str | None) -> Factory:
     if callable(factory):
         return factory
     if not isinstance(factory, str):
@@ -38,56 +38,103 @@ def _factory_reference(factory: Factory) -> Factory:
             f"`factory` {factory!r} is not `module:function` or `path/to/file.py:function`.",
             argument="factory",
         )
-    if where.endswith(".py"):  # workers on this machine start in another directory
-        return f"{os.path.abspath(where)}:{name}"
-    return factory
+    if not where.endswith(".py"):
+        return factory
+    path = os.path.abspath(where)
+    if working_dir is not None:
+        # Workers run in their copy of the working_dir: name the file inside it.
+        root = os.path.abspath(working_dir)
+        if os.path.commonpath([root, path]) == root:
+            return f"{os.path.relpath(path, root)}:{name}"
+    return f"{path}:{name}"  # workers on this machine start in another directory
+
+
+def _positive(value: float | None, argument: str, *, zero: bool = False) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentTypeError(
+            f"`{argument}` must be a number, got {type(value).__name__}.", argument=argument
+        )
+    if value < 0 or (value == 0 and not zero):
+        raise InvalidArgumentError(
+            f"`{argument}` must be {'>= 0' if zero else '> 0'}, got {value!r}.", argument=argument
+        )
 
 
 class RayRunner:
     """Runs a batch of tasks on a Ray cluster, durably.
 
     The runner starts ``workers`` Ray actors; each holds up to ``max_concurrency`` runs
-    at once on its own event loop (agents mostly wait on models). Run ``i`` goes to
-    worker ``i % workers``. Each run checkpoints to ``checkpoint_store`` after every
-    turn. When a worker process dies, Ray restarts it and retries its runs (up to
-    ``max_retries`` times each); a retried run finds its checkpoints and resumes after
-    its last recorded turn, so finished turns do not run again. A run that fails for its
-    own reason (an agent raised) is not retried: it comes back as a
+    at once on its own event loop (agents mostly wait on models). The driver hands runs
+    to whichever worker has room, a few more than its ``max_concurrency`` so it never
+    idles for a round trip, and keeps the rest; results and events come back in
+    batches, one Ray call per batch. Each run checkpoints to ``checkpoint_store`` after
+    every turn. When a worker process dies (or stops answering for ``lost_after``
+    seconds), its runs are taken up by the workers that answer, Ray restarts it, and a
+    run is retried up to ``max_retries`` times; a retried run finds its checkpoints and
+    resumes after its last recorded turn, so finished turns do not run again. A run that
+    fails for its own reason (an agent raised) is not retried: it comes back as a
     [`RunFailedError`][flowlib.errors.RunFailedError] with its partial result.
+
+    Cancelling ``run_many`` or ``stream_many`` (or leaving ``stream_many`` early)
+    cancels the batch's runs on the workers and waits up to ``cancel_timeout`` seconds
+    for them to stop: each records its stop, so the batch run again resumes them.
 
     The same methods as [`LocalRunner`][flowlib.batch.LocalRunner]: moving a batch to a
     cluster changes only the runner.
 
     Args:
         factory: ``"module:function"`` (importable on the workers),
-            ``"path/to/file.py:function"`` (a file the workers can read) or a picklable
-            callable; called on a worker as ``factory(checkpoint_store=store)`` per run.
+            ``"path/to/file.py:function"`` (a file the workers can read, or a file inside
+            ``runtime_env``'s ``working_dir``) or a picklable callable; called on a
+            worker as ``factory(checkpoint_store=store)`` per run.
         checkpoint_store: A store URL (``postgresql://...`` for a cluster of several
             machines, ``sqlite:///path.db`` on one machine), a SQLite or PostgreSQL store
             object (reopened on each worker from its URL), or None (no checkpoints: a
             retried run starts over).
-        address: The cluster to join (``"auto"``, ``"ray://host:10001"``, ...); None
-            starts a local cluster, or uses the one this process already joined.
-        max_concurrency: Runs one worker holds at once (None: Ray's default for async
-            actors, 1,000).
+        address: The cluster to join (``"auto"``, ``"host:6379"``,
+            ``"ray://host:10001"``); None starts a local cluster, or uses the one this
+            process already joined.
+        max_concurrency: Runs one worker holds at once (None: 1,000).
         max_retries: How often a run is retried after its worker died.
-        workers: How many worker actors (None: one per CPU of the cluster). Each takes
-            one CPU.
+        workers: How many worker actors (None: as many as the cluster's CPUs hold, at
+            ``num_cpus`` each).
         reuse_teams: Reset and reuse the teams of finished runs on each worker (see
             [`TeamPool`][flowlib.batch.TeamPool]).
+        runtime_env: Ray's runtime environment for the workers, e.g.
+            ``{"working_dir": ".", "pip": ["mypkg"]}`` (ships code and installs packages).
+        num_cpus: CPUs each worker reserves (a fraction is allowed).
+        num_gpus: GPUs each worker reserves.
+        resources: Custom resources each worker reserves (``{"big_node": 1}``): workers go
+            only to nodes that have them.
+        scheduling_strategy: Where Ray puts the workers: ``"SPREAD"`` (over the nodes),
+            ``"DEFAULT"``, or a Ray strategy object (a placement group's, a node
+            affinity).
+        include_dashboard: When the runner starts or joins Ray: Ray's dashboard on, off
+            or (None) as Ray decides.
+        log_to_driver: When the runner starts or joins Ray: print the workers' output
+            here (Ray's default), or not.
+        connect_timeout: Seconds to wait for something to answer at ``address``.
+        ready_timeout: Seconds to wait for every worker to be placed and build a team.
+        cancel_timeout: Seconds to wait for the workers to stop a cancelled batch's runs.
+        lost_after: Seconds a worker may not answer before its runs go to other workers.
 
     Raises:
-        InvalidArgumentError: If an argument is out of range (at the first batch: if no
-            cluster answers at ``address``), or
+        InvalidArgumentError: If an argument is out of range, or
             [`CheckpointArgumentError`][flowlib.errors.CheckpointArgumentError] if the
-            store cannot be reopened on a worker (an in-memory store).
+            store cannot be reopened on a worker (an in-memory store). At the first
+            batch (or ``start()``): [`RayConnectionError`][flowlib.errors.RayConnectionError]
+            if nothing answers at ``address`` (within ``connect_timeout``),
+            [`RayWorkersError`][flowlib.errors.RayWorkersError] if the cluster cannot hold
+            the workers (at once) or they are not ready within ``ready_timeout``.
 
     Examples:
         ```python
         runner = RayRunner("myflows:build", checkpoint_store="postgresql://db/runs",
-                           address="auto")
-        results = await runner.run_many(tasks)
-        await runner.close()
+                           address="auto", runtime_env={"working_dir": "."})
+        async with runner:
+            results = await runner.run_many(tasks)
         ```
     """
 
@@ -101,6 +148,17 @@ class RayRunner:
         max_retries: int = 3,
         workers: int | None = None,
         reuse_teams: bool = True,
+        runtime_env: Mapping[str, Any] | None = None,
+        num_cpus: float = 1,
+        num_gpus: float = 0,
+        resources: Mapping[str, float] | None = None,
+        scheduling_strategy: Any = "SPREAD",
+        include_dashboard: bool | None = None,
+        log_to_driver: bool = True,
+        connect_timeout: float = 10.0,
+        ready_timeout: float = 120.0,
+        cancel_timeout: float = 30.0,
+        lost_after: float = 30.0,
     ) -> None:
         check_concurrency(max_concurrency, "max_concurrency")
         check_concurrency(workers, "workers")
@@ -114,73 +172,140 @@ class RayRunner:
                 f"`address` must be a string such as 'auto', got {type(address).__name__}.",
                 argument="address",
             )
-        self._factory = _factory_reference(factory)
+        if runtime_env is not None and not isinstance(runtime_env, Mapping):
+            raise ArgumentTypeError(
+                f"`runtime_env` must be a dict such as {{'working_dir': '.'}}, got "
+                f"{type(runtime_env).__name__}.",
+                argument="runtime_env",
+            )
+        _positive(num_cpus, "num_cpus", zero=True)
+        _positive(num_gpus, "num_gpus", zero=True)
+        for name in ("connect_timeout", "ready_timeout", "cancel_timeout", "lost_after"):
+            _positive(locals()[name], name)
+        if resources is not None:
+            if not isinstance(resources, Mapping):
+                raise ArgumentTypeError(
+                    f"`resources` must be a dict of resource name to amount, got "
+                    f"{type(resources).__name__}.",
+                    argument="resources",
+                )
+            for name, amount in resources.items():
+                if name in ("CPU", "GPU"):
+                    raise InvalidArgumentError(
+                        f"`resources` names `{name}`: pass it as `num_{name.lower()}s`.",
+                        argument="resources",
+                    )
+                _positive(amount, f"resources[{name!r}]", zero=True)
+        self._runtime_env = dict(runtime_env) if runtime_env is not None else None
+        working_dir = (self._runtime_env or {}).get("working_dir")
+        self._factory = _factory_reference(
+            factory, working_dir if isinstance(working_dir, str) else None
+        )
         self._store_url = None if checkpoint_store is None else store_url(checkpoint_store)
         self._address = address
         self._max_concurrency = max_concurrency or 1000
         self._max_retries = max_retries
         self._workers = workers
         self._reuse = reuse_teams
-        self._actors: list[Any] = []
+        self._per_worker = {"CPU": float(num_cpus), "GPU": float(num_gpus)}
+        self._per_worker.update({k: float(v) for k, v in (resources or {}).items()})
+        self._scheduling = scheduling_strategy
+        self._dashboard = include_dashboard
+        self._log_to_driver = log_to_driver
+        self._connect_timeout = connect_timeout
+        self._ready_timeout = ready_timeout
+        self._cancel_timeout = cancel_timeout
+        self._lost_after = lost_after
+        self._actors: list[Worker] = []
         self._started_ray = False
+        self._starting: asyncio.Lock | None = None
 
     @property
     def actors(self) -> list[Any]:
         """The worker actors' handles (empty before the first batch)."""
-        return list(self._actors)
+        return [worker.handle for worker in self._actors]
 
     async def start(self) -> None:
         """Join (or start) the cluster and start the workers; the first batch does it
-        if you do not.
+        if you do not. Returns when every worker has built a team.
 
         Raises:
+            RayConnectionError: If nothing answers at ``address`` within
+                ``connect_timeout`` seconds.
+            RayWorkersError: If the cluster cannot hold the workers, or they are not all
+                ready within ``ready_timeout`` seconds.
             InvalidArgumentError: If a worker cannot build a team from the factory (the
                 message says why).
         """
-        if self._actors:
-            return
-        if not ray.is_initialized():
-            try:
-                ray.init(address=self._address, include_dashboard=False, log_to_driver=False)
-            except ConnectionError as exc:
-                raise InvalidArgumentError(
-                    f"No Ray cluster at `{self._address}`: {exc}. Start one (`ray start "
-                    "--head`), or pass `address=None` for a local cluster.",
-                    argument="address",
-                ) from exc
-            self._started_ray = True
-        cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
-        count = self._workers or max(1, int(cpus))
-        actor: Any = ray.remote(RunWorker).options(
-            num_cpus=1,
-            max_restarts=-1,
-            max_task_retries=self._max_retries,
-            max_concurrency=self._max_concurrency,
-            scheduling_strategy="SPREAD",
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if not self._actors:
+                await self._start()
+
+    async def _start(self) -> None:
+        self._started_ray = connect(
+            self._address,
+            timeout=self._connect_timeout,
+            include_dashboard=self._dashboard,
+            log_to_driver=self._log_to_driver,
         )
-        actors: list[Any] = [
-            actor.remote(self._factory, self._store_url, self._reuse) for _ in range(count)
+        try:
+            cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
+            each = self._per_worker["CPU"]
+            count = self._workers or max(1, int(cpus // each) if each else int(cpus))
+            placeable(count, self._per_worker)
+            options: dict[str, Any] = {
+                "num_cpus": self._per_worker["CPU"],
+                "num_gpus": self._per_worker["GPU"],
+                "max_restarts": -1,
+                "max_task_retries": 0,  # the driver takes a dead worker's runs up itself
+                "max_concurrency": 64,  # Ray calls at once (runs are asyncio tasks)
+                "scheduling_strategy": self._scheduling,
+            }
+            custom = {k: v for k, v in self._per_worker.items() if k not in ("CPU", "GPU")}
+            if custom:
+                options["resources"] = custom
+            if self._runtime_env is not None:
+                options["runtime_env"] = self._runtime_env
+            actor: Any = ray.remote(RunWorker).options(**options)
+            args = (self._factory, self._store_url, self._reuse, self._max_concurrency)
+            handles = [actor.remote(*args) for _ in range(count)]
+            try:
+                problems = await wait_ready(handles, self._ready_timeout, self._per_worker)
+            except BaseException:
+                for handle in handles:
+                    ray.kill(handle)
+                raise
+            if any(problems):
+                for handle in handles:
+                    ray.kill(handle)
+                problem = next(p for p in problems if p)
+                raise InvalidArgumentError(
+                    f"A Ray worker cannot build a team from `factory`: {problem}",
+                    argument="factory",
+                )
+            incarnations = await asyncio.gather(*(_awaited(h.hello.remote()) for h in handles))
+        except BaseException:
+            self._disconnect()
+            raise
+        self._actors = [
+            Worker(handle, incarnation, f"worker {i}")
+            for i, (handle, incarnation) in enumerate(zip(handles, incarnations, strict=True))
         ]
-        problems = await asyncio.gather(*(a.check.remote() for a in actors))
-        if any(problems):
-            self._actors = actors
-            await self.close()
-            problem = next(p for p in problems if p)
-            raise InvalidArgumentError(
-                f"A Ray worker cannot build a team from `factory`: {problem}",
-                argument="factory",
-            )
-        self._actors = actors
+
+    def _disconnect(self) -> None:
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False
 
     async def close(self) -> None:
         """Stop the workers; disconnect from Ray if the runner connected (a local cluster
         it started stops)."""
-        for handle in self._actors:
-            ray.kill(handle)
+        for worker in self._actors:
+            ray.kill(worker.handle)
         self._actors = []
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
+        self._disconnect()
 
     async def __aenter__(self) -> RayRunner:
         await self.start()
@@ -207,24 +332,39 @@ class RayRunner:
             partial_result=partial or TaskResult(messages=[]),
         )
 
-    def _task_failed(self, run_id: str, exc: RayTaskError) -> RunFailedError:
-        cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-        return RunFailedError(
-            run_id,
-            type(cause).__name__,
-            str(cause),
-            partial_result=TaskResult(messages=[]),
-            traceback=str(exc),
+    def _dispatch(
+        self,
+        ids: Sequence[str],
+        tasks: Sequence[BatchTask],
+        events: bool,
+        deliver: Any,
+    ) -> Dispatch:
+        async def died(index: int, exc: BaseException) -> RunFailedError:
+            return await self._died(ids[index], exc)
+
+        window = self._max_concurrency + max(1, self._max_concurrency // 4)
+        return Dispatch(
+            self._actors,
+            ids,
+            tasks,
+            events=events,
+            deliver=deliver,
+            died=died,
+            window=window,
+            max_retries=self._max_retries,
+            lost_after=self._lost_after,
+            give_up=self._ready_timeout,
         )
 
-    async def _await(self, run_id: str, ref: Any) -> TaskResult | RunFailedError:
+    async def _run(self, dispatch: Dispatch) -> None:
+        """Run a dispatch; cancel its runs on the workers unless it ran to its end."""
+        ended = False
         try:
-            result: TaskResult | RunFailedError = await ref
-        except _DIED as exc:
-            return await self._died(run_id, exc)
-        except RayTaskError as exc:
-            return self._task_failed(run_id, exc)
-        return result
+            await dispatch.run()
+            ended = True
+        finally:
+            if not ended:
+                await dispatch.cancel(self._cancel_timeout)
 
     async def run_many(
         self, tasks: Sequence[BatchTask], *, run_ids: Sequence[str] | None = None
@@ -233,42 +373,24 @@ class RayRunner:
 
         A run that failed (its own error, or its worker died more than ``max_retries``
         times) is a [`RunFailedError`][flowlib.errors.RunFailedError] in its place.
+        Cancelling the call cancels the runs on the workers (see the class).
 
         Args:
             tasks: The tasks (strings, chat messages or lists of chat messages).
             run_ids: One id per task (default: new ids). Reuse the ids to resume a batch.
         """
         ids = check_batch(tasks, run_ids)
+        if not tasks:
+            return []
         await self.start()
-        count = len(self._actors)
-        refs = [
-            self._actors[i % count].run.remote(run_id, task)
-            for i, (run_id, task) in enumerate(zip(ids, tasks, strict=True))
-        ]
-        waits = (self._await(run_id, ref) for run_id, ref in zip(ids, refs, strict=True))
-        return list(await asyncio.gather(*waits))
+        results: list[TaskResult | RunFailedError | None] = [None] * len(tasks)
 
-    async def _stream_one(
-        self, index: int, run_id: str, task: BatchTask, queue: asyncio.Queue[Any], events: bool
-    ) -> None:
-        actor = self._actors[index % len(self._actors)]
-        try:
-            if events:
-                # Not retried by Ray: a retried stream of a resumed run yields other items
-                # than the first attempt did; below, the run resumes as a plain call.
-                stream = actor.stream.options(num_returns="streaming", max_task_retries=0)
-                generator = stream.remote(run_id, task)
-                async for ref in generator:
-                    item: RunItem = await ref
-                    await queue.put(RunEvent(run_id, index, item))
-                return
-        except _DIED:
-            pass  # the run resumes below from its last checkpoint; its result follows
-        except RayTaskError as exc:
-            await queue.put(RunEvent(run_id, index, self._task_failed(run_id, exc)))
-            return
-        final = await self._await(run_id, actor.run.remote(run_id, task))
-        await queue.put(RunEvent(run_id, index, final))
+        async def deliver(index: int, item: RunItem, skipped: bool) -> None:
+            if isinstance(item, (TaskResult, RunFailedError)):
+                results[index] = item
+
+        await self._run(self._dispatch(ids, tasks, False, deliver))
+        return [r for r in results if r is not None]
 
     async def stream_many(
         self,
@@ -282,7 +404,9 @@ class RayRunner:
         Each is a [`RunEvent`][flowlib.batch.RunEvent] tagged with its run id and task
         index; a run's last item is its ``TaskResult`` or its
         [`RunFailedError`][flowlib.errors.RunFailedError]. When a worker dies, its runs
-        resume elsewhere and only their final results follow.
+        resume elsewhere from their last checkpoints and their items go on from there
+        (a turn that was in flight may show again). Leaving the loop early, or
+        cancelling it, cancels the runs on the workers.
 
         Args:
             tasks: The tasks.
@@ -293,24 +417,30 @@ class RayRunner:
         if not tasks:
             return
         await self.start()
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        consumers = [
-            asyncio.ensure_future(self._stream_one(i, ids[i], tasks[i], queue, events))
-            for i in range(len(tasks))
-        ]
-        for consumer in consumers:
-            consumer.add_done_callback(lambda _: queue.put_nowait(_DONE))
+        # Bounded: a consumer that stops reading stops the workers' loops, so no more
+        # runs are handed out until it reads again.
+        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=4 * self._max_concurrency)
+
+        async def deliver(index: int, item: RunItem, skipped: bool) -> None:
+            await queue.put(RunEvent(ids[index], index, item, skipped))
+
+        dispatch = self._dispatch(ids, tasks, events, deliver)
+        failed: list[BaseException] = []
+
+        async def produce() -> None:
+            try:
+                await self._run(dispatch)
+            except Exception as exc:  # raised in the consumer's task, below
+                failed.append(exc)
+            await queue.put(_END)
+
+        batch = asyncio.ensure_future(produce())
         try:
-            remaining = len(consumers)
-            while remaining:
-                got = await queue.get()
-                if got is _DONE:
-                    remaining -= 1
-                    continue
+            while (got := await queue.get()) is not _END:
                 yield got
-            for consumer in consumers:
-                consumer.result()
+            if failed:
+                raise failed[0]
         finally:
-            for consumer in consumers:
-                consumer.cancel()
-            await asyncio.gather(*consumers, return_exceptions=True)
+            if not batch.done():
+                batch.cancel()
+            await asyncio.gather(batch, return_exceptions=True)

@@ -53,7 +53,14 @@ from ._shapes import Participant
 from ._state import GraphManagerState
 from ._trace import RunTrace
 
-__all__ = ["COMPLETE_REASON", "YIELD_EVERY", "GraphExecutor", "Participant", "RunRecorder"]
+__all__ = [
+    "COMPLETE_REASON",
+    "YIELD_EVERY",
+    "Budget",
+    "GraphExecutor",
+    "Participant",
+    "RunRecorder",
+]
 
 Item = BaseAgentEvent | BaseChatMessage
 TaskRouter = Callable[[Sequence[BaseChatMessage]], Sequence[str] | None]
@@ -69,7 +76,10 @@ YIELD_EVERY = 4
 (docs/choices.md, "Durable runs"), and a cancellation, an external stop or another run
 on the loop waits at most 4 turns of nodes that never await."""
 
-RunOutcome = Literal["complete", "stopped", "failed"]
+RunOutcome = Literal["complete", "stopped", "interrupted", "failed"]
+"""How a run ended: ``complete`` (nothing left to run), ``stopped`` (termination or
+``max_turns``: the run's budget is spent), ``interrupted`` (cancelled, or its consumer
+stopped reading: the budget continues on resume), ``failed`` (a node raised: likewise)."""
 
 
 class RunRecorder(Protocol):
@@ -89,6 +99,25 @@ class RunRecorder(Protocol):
     async def stopped(self, outcome: RunOutcome, reason: str | None) -> None:
         """The run stopped (after the interrupted turns were put back in the ready set)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much of a run's budget is spent (see ``GraphExecutor.budget``).
+
+    Attributes:
+        open: A run started and has not stopped or completed since (it was interrupted,
+            failed, or is running): the next ``run_stream`` continues it.
+        turns: Agent turns counted toward ``max_turns`` in this run.
+        stop_reason: A stop decided while turns were still running, if any.
+        drain: With ``stop_reason``: how many nodes at the front of the ready set were
+            running then; they run before the run stops, as in the uninterrupted run.
+    """
+
+    open: bool = False
+    turns: int = 0
+    stop_reason: str | None = None
+    drain: int = 0
 
 
 @dataclass(slots=True)
@@ -142,6 +171,13 @@ class GraphExecutor:
         self._max_turns = max_turns
         self._factory = message_factory
         self._is_running = False
+        # The run's budget (docs/state.md): whether a run is open (started and not yet
+        # stopped, complete or not), the stop it decided while running turns finish, and
+        # how many of those turns were interrupted. The turn count is
+        # `Scheduler.current_turn`, the one turn counter.
+        self._open = False
+        self.pending_stop: str | None = None
+        self._drain = 0
         self.trace = RunTrace(
             names=list(plan.names),
             edge_ends=[(plan.names[e.source], plan.names[e.target]) for e in plan.edges],
@@ -227,6 +263,30 @@ class GraphExecutor:
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
         self._sched.reset()
+        self._open = False
+        self.pending_stop = None
+        self._drain = 0
+
+    def budget(self) -> Budget:
+        """The run's budget at the last consistent point (what a checkpoint stores):
+        running turns are not counted, they run again on resume."""
+        sched = self._sched
+        running = [node for node in range(len(self._counts)) if sched.running[node]]
+        return Budget(
+            open=self._open,
+            turns=sched.current_turn - sum(self._counts[node] for node in running),
+            stop_reason=self.pending_stop if self._open else None,
+            drain=len(running) + self._drain if self.pending_stop is not None else 0,
+        )
+
+    def restore_budget(self, budget: Budget) -> None:
+        """Install a stored budget (after the state it belongs to was loaded)."""
+        if self._is_running:
+            raise TeamRunningError("Cannot restore a run's budget while it runs.")
+        self._sched.current_turn = budget.turns
+        self._open = budget.open
+        self.pending_stop = budget.stop_reason if budget.open else None
+        self._drain = budget.drain if self.pending_stop is not None else 0
 
     # --- one turn -----------------------------------------------------------------------
 
@@ -313,10 +373,17 @@ class GraphExecutor:
         kept: list[Item] = []
         dead_ends: list[tuple[int, BaseChatMessage | None]] = []
         max_turns = self._max_turns
-        stop_reason: str | None = None
-        turns = 0
         since_yield = 0
-        sched.current_turn = 0
+        # An interrupted run (cancelled, failed, or loaded from a checkpoint written
+        # before its stop) continues its budget: its turn count and a stop it had decided.
+        # A run that stopped or completed starts a new one.
+        if not self._open:
+            sched.current_turn = 0
+            self.pending_stop = None
+            self._drain = 0
+        stop_reason = self.pending_stop
+        drain = self._drain if stop_reason is not None else 0
+        self._open = True
         failure: BaseException | None = None
         try:
             if sched.fresh or (task and not sched.ready):
@@ -328,27 +395,37 @@ class GraphExecutor:
             for message in task:
                 sched.thread.append(message)
                 sched.thread_node.append(-1)
+            # Termination sees the task before the start checkpoint, so the checkpoint
+            # holds the condition's progress with the task counted.
+            if self._termination is not None and task and stop_reason is None:
+                stop = await self._termination(list(task))
+                if stop is not None:
+                    stop_reason = self.pending_stop = stop.content
             if recorder is not None:
                 await recorder.started()
             if output_task_messages:
                 for message in task:
                     kept.append(message)
                     yield message
-            if self._termination is not None and task:
-                stop = await self._termination(list(task))
-                if stop is not None:
-                    stop_reason = stop.content
-
+            for _ in range(min(drain, len(sched.ready)) if stop_reason is not None else 0):
+                # The turns that were running when the stop was decided run again.
+                node = sched.pop_ready()
+                if self._counts[node]:
+                    sched.current_turn += 1
+                tasks[node] = asyncio.ensure_future(
+                    self._drive(node, sched.take_new(node), token, queue)
+                )
+            self._drain = 0  # running now: counted as running until they finish
             while True:
                 while stop_reason is None and sched.ready:
-                    if max_turns is not None and turns >= max_turns:
+                    if max_turns is not None and sched.current_turn >= max_turns:
                         break
                     if token.is_cancelled():
                         raise asyncio.CancelledError()
                     if tasks or len(sched.ready) > 1:
                         node = sched.pop_ready()
                         if self._counts[node]:
-                            turns += 1
+                            sched.current_turn += 1
                             if self._event_source is not None:
                                 event = self._speaker_event(node)
                                 kept.append(event)
@@ -368,7 +445,7 @@ class GraphExecutor:
                     since_yield += 1
                     node = sched.pop_ready()
                     if self._counts[node]:
-                        turns += 1
+                        sched.current_turn += 1
                         if self._event_source is not None:
                             event = self._speaker_event(node)
                             kept.append(event)
@@ -397,7 +474,6 @@ class GraphExecutor:
                     # The turn finished: record it before anything else can happen, so
                     # neither a late cancellation nor a consumer that stops reading can
                     # take it back or make it run again.
-                    sched.current_turn = turns
                     self._record_or_raise(node, output, dead_ends)
                     inline = -1
                     # Kept at once: if the run stops during the checkpoint write below, the
@@ -425,7 +501,6 @@ class GraphExecutor:
                         raise NodeExecutionError(
                             self._plan.names[entry.node], entry.error
                         ) from entry.error
-                    sched.current_turn = turns
                     self._record_or_raise(entry.node, entry.output, dead_ends)
                     del tasks[entry.node]
                     if entry.output is not None:
@@ -454,6 +529,7 @@ class GraphExecutor:
                 # Only a natural completion starts the next run from the entry; a run
                 # stopped by termination as its last node finished has nothing left to do.
                 sched.fresh = True
+            self._open = False
             self.trace.stop_reason = stop_reason
             if self._termination is not None:
                 await self._termination.reset()
@@ -495,9 +571,12 @@ class GraphExecutor:
         stop_reason: str | None,
         recorder: RunRecorder | None,
     ) -> str | None:
-        """Checkpoint a recorded turn and check termination; return the stop reason."""
-        if recorder is not None:
-            await recorder.recorded(node)
+        """Check termination and checkpoint a recorded turn; return the stop reason.
+
+        Termination first: the checkpoint then holds the condition's progress with this
+        turn counted, and a stop it decided (``pending_stop``), so a resumed run stops
+        where the uninterrupted one did.
+        """
         if output is not None and stop_reason is None:
             if self._termination is not None and output.delta:
                 stop = await self._termination(output.delta)
@@ -505,6 +584,9 @@ class GraphExecutor:
                     stop_reason = stop.content
             if stop_reason is None and output.stop_reason is not None:
                 stop_reason = output.stop_reason
+            self.pending_stop = stop_reason
+        if recorder is not None:
+            await recorder.recorded(node)
         return stop_reason
 
     async def _cleanup(
@@ -549,6 +631,9 @@ class GraphExecutor:
         tasks.clear()
         if interrupted:
             self._sched.requeue_front(interrupted)
+            # Their turns run again, and count again, when the run resumes.
+            self._sched.current_turn -= sum(self._counts[node] for node in interrupted)
+            self._drain = len(interrupted) if self.pending_stop is not None else 0
         if recorder is None:
             return
         try:
@@ -557,9 +642,9 @@ class GraphExecutor:
             if failure is not None:
                 outcome: RunOutcome
                 if isinstance(failure, asyncio.CancelledError):
-                    outcome, reason = "stopped", "The run was cancelled."
+                    outcome, reason = "interrupted", "The run was cancelled."
                 elif isinstance(failure, GeneratorExit):
-                    outcome, reason = "stopped", "The consumer closed the stream early."
+                    outcome, reason = "interrupted", "The consumer closed the stream early."
                 else:
                     outcome, reason = "failed", f"{type(failure).__name__}: {failure}"
                 await recorder.stopped(outcome, reason)

@@ -22,6 +22,7 @@ from ._openai import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AzureOpenAIChatCompletionClient,
+    ClientClosedError,
     ModelResponseError,
     OpenAIChatCompletionClient,
 )
@@ -65,6 +66,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
+    "ClientClosedError",
     "ModelResponseError",
     "OpenAIChatCompletionClient",
     "RedisStore",

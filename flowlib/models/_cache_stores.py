@@ -13,7 +13,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..component import ComponentSerializationError
 from ..component._registry import register_builtin
-from ..errors import FlowlibError
+from ..errors import FlowlibError, MissingExtraError
 from ._cache import CHAT_CACHE_VALUE_TYPE, CacheStore
 
 if TYPE_CHECKING:
@@ -66,7 +66,12 @@ class DiskCacheStore(CacheStore[T]):
     def __init__(
         self, cache_instance: diskcache.Cache, *, value_type: Any = CHAT_CACHE_VALUE_TYPE
     ) -> None:
-        import diskcache
+        try:
+            import diskcache
+        except ImportError as exc:
+            raise MissingExtraError(
+                "DiskCacheStore needs the `diskcache` package: pip install 'flowlib[diskcache]'."
+            ) from exc
 
         if not isinstance(cache_instance, diskcache.Cache):
             raise CacheStoreTypeError(
@@ -150,7 +155,12 @@ class RedisStore(CacheStore[T]):
         value_type: Any = CHAT_CACHE_VALUE_TYPE,
         prefix: str = "",
     ) -> None:
-        import redis
+        try:
+            import redis
+        except ImportError as exc:
+            raise MissingExtraError(
+                "RedisStore needs the `redis` package: pip install 'flowlib[redis]'."
+            ) from exc
 
         if not isinstance(redis_instance, redis.Redis):
             raise CacheStoreTypeError(

@@ -93,6 +93,11 @@ _EXAMPLE_INFO = (
 )
 
 
+class ClientClosedError(FlowlibError, RuntimeError):
+    """A request was made on a model client after its ``close()``. Build a new client, or
+    close it only when the agents that use it are done."""
+
+
 class ModelResponseError(FlowlibError, RuntimeError):
     """The model server answered with something that is not a usable completion:
     a body that is not JSON, no choices, a malformed tool call, structured output
@@ -397,6 +402,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._context_window = context_window
         self._include_name = include_name_in_message
         self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._closed = False
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = _can_post_directly(client)
 
@@ -472,6 +478,11 @@ class _BaseOpenAIClient(ChatCompletionClient):
         json_output: bool | type[BaseModel] | None,
         extra_create_args: Mapping[str, Any] | None,
     ) -> _Request:
+        if self._closed:
+            raise ClientClosedError(
+                f"The model client for `{self._model}` is closed; build a new one to send "
+                "more requests."
+            )
         extra = dict(extra_create_args or {})
         _check_create_args(extra, "extra_create_args")
         kwargs = {**self._create_args, **extra}
@@ -769,7 +780,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
     # -- bookkeeping --------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close the SDK client and its connections."""
+        """Close the SDK client and its connections; later requests raise ClientClosedError."""
+        self._closed = True
         await self._client.close()
 
     async def __aenter__(self: _SelfClient) -> _SelfClient:

@@ -26,6 +26,7 @@ from ..checkpoint._patch import Patch
 from ..errors import CheckpointConflictError, CheckpointError
 from ..graph import GraphExecutor, Node
 from ..graph._executor import RunOutcome
+from ._run import Run
 
 __all__ = ["Checkpointer", "Durability", "StoredRun"]
 
@@ -66,6 +67,8 @@ class Checkpointer:
         durability: When to write (see [`Durability`]).
         executor: The team's executor (thread, bookkeeping and the participants' nodes
             are read from it).
+        run: The run object; its state (budget, termination progress, pending requests)
+            goes into every record's bookkeeping under ``run``.
     """
 
     def __init__(
@@ -75,8 +78,10 @@ class Checkpointer:
         *,
         durability: Durability,
         executor: GraphExecutor,
+        run: Run,
     ) -> None:
         self._store = store
+        self._run = run
         self._stored = stored
         self._sync = durability == "sync"
         self._executor = executor
@@ -141,7 +146,7 @@ class Checkpointer:
         for node, name in enumerate(self._names):
             if name in self._unsnapped:
                 await self._snapshot(node)
-        status: RunStatus = "complete" if outcome == "complete" else outcome
+        status: RunStatus = "stopped" if outcome == "interrupted" else outcome
         await self._write("stop", stop_reason=reason, status=status)
 
     async def _write(
@@ -172,6 +177,7 @@ class Checkpointer:
                 patches[name] = patch
         bookkeeping = executor.bookkeeping(settled=True)
         bookkeeping["result_from"] = self._stored.result_from
+        bookkeeping["run"] = await self._run.snapshot()
         # The edges the record's turns fired, so a stored run's path can be drawn exactly.
         trace = executor.trace
         fired = trace.fired[self._fired_upto :]

@@ -54,12 +54,14 @@ from ..graph import (
     graph_difference,
     graph_signature,
 )
+from ..graph._executor import Budget
 from ..graph._shapes import Participant
 from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
 from ._durable import Checkpointer, Durability, StoredRun
 from ._policy import TaskContext, TeamPolicy
+from ._run import Run
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
 
@@ -226,6 +228,7 @@ class BaseGroupChat(Team, ABC):
         self._closing = False
         self._idle: asyncio.Event | None = None
         self._journal = Journal()  # what save_state_since returned last
+        self._run = Run("", executor=self._executor, termination=termination_condition)
 
     @property
     def policy(self) -> TeamPolicy:
@@ -382,6 +385,7 @@ class BaseGroupChat(Team, ABC):
         try:
             if run_id is None:
                 run_id = uuid.uuid4().hex
+            self._run.run_id = run_id
             checkpointer: Checkpointer | None = None
             if self._checkpoint_store is not None:
                 prepared = await self._prepare_stored_run(
@@ -402,6 +406,7 @@ class BaseGroupChat(Team, ABC):
             )
             if messages:
                 policy.start_task(messages)
+            self._run.begin()
             self._checkpointer = checkpointer
             # Closed at once when the caller stops reading, so the team is free again.
             async with aclosing(
@@ -476,6 +481,7 @@ class BaseGroupChat(Team, ABC):
             stored,
             durability=self._durability,
             executor=self._executor,
+            run=self._run,
         )
 
     def _run_record(self, run_id: str, forked_from: tuple[str, int] | None) -> RunRecord:
@@ -510,6 +516,7 @@ class BaseGroupChat(Team, ABC):
                 check=self._check_stored_graph,
                 install=self._install,
             )
+            self._run.run_id = run_id
             stored = StoredRun(
                 run_id,
                 1,
@@ -574,6 +581,8 @@ class BaseGroupChat(Team, ABC):
                 f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
             ) from exc
         await self._load_checked(manager, folded.participants)
+        self._run.run_id = folded.run_id
+        await self._run.restore(folded.bookkeeping.get("run"), self._executor.thread)
 
     async def reset(self) -> None:
         """Clear the team's thread and run state and reset every participant.
@@ -733,6 +742,8 @@ class BaseGroupChat(Team, ABC):
         await self._load_checked(
             manager, {p.name: agent_states[p.name] for p in self._participants}
         )
+        # A loaded state's next run starts a new budget (as after any stop).
+        self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
         self._stored = None
 
     async def _load_checked(

@@ -142,3 +142,57 @@ async def test_a_store_that_fails_fails_the_runs_not_the_batch(tmp_path: Path) -
     results = await LocalRunner(build, checkpoint_store=store).run_many(["a", "b"])
     assert [type(r).__name__ for r in results] == ["RunFailedError", "RunFailedError"]
     assert all(r.error_type == "CheckpointError" for r in results)  # type: ignore[union-attr]
+
+
+async def test_a_run_with_every_turn_but_no_stop_record_is_resumed_not_skipped(
+    tmp_path: Path,
+) -> None:
+    import io
+    import json
+
+    from flowlib.cli import main
+
+    await die(tmp_path / "runs.db", at=len(NODES) + 2)  # start and every turn; no stop
+    store = SQLiteCheckpointStore(tmp_path / "runs.db")
+    records = await store.records("dead")
+    run = await store.get_run("dead")
+    await store.close()
+    assert [r.kind for r in records].count("turn") == len(NODES)
+    assert run is not None and run.status == "running"
+    url = f"sqlite:///{tmp_path}/runs.db"
+    events = [
+        e
+        async for e in LocalRunner(build, checkpoint_store=url).stream_many(["x"], run_ids=["dead"])
+    ]
+    assert events[-1].done and not events[-1].skipped  # it had to record its stop
+    # Now it is finished: the next time it is skipped, and the CLI's summary says which.
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task": "x", "run_id": "dead"}) + "\n", encoding="utf-8")
+    argv = ["batch", f"{Path(__file__).parents[1]}/_batch_flows.py:build", str(tasks)]
+    argv += ["--store", url, "--out", str(tmp_path / "out.jsonl")]
+    report = io.StringIO()
+    assert await asyncio.to_thread(main, argv, out=report) == 0
+    assert "done     1 (1 already finished in the store)" in report.getvalue()
+    again = [
+        e
+        async for e in LocalRunner(build, checkpoint_store=url).stream_many(["x"], run_ids=["dead"])
+    ]
+    assert again[-1].skipped
+
+
+async def test_the_cli_counts_a_run_resumed_to_its_stop_as_run_not_skipped(
+    tmp_path: Path,
+) -> None:
+    import io
+    import json
+
+    from flowlib.cli import main
+
+    await die(tmp_path / "runs.db", at=len(NODES) + 2)  # start and every turn; no stop
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task": "x", "run_id": "dead"}) + "\n", encoding="utf-8")
+    argv = ["batch", f"{Path(__file__).parents[1]}/_batch_flows.py:build", str(tasks)]
+    argv += ["--store", f"sqlite:///{tmp_path}/runs.db", "--out", str(tmp_path / "out.jsonl")]
+    report = io.StringIO()
+    assert await asyncio.to_thread(main, argv, out=report) == 0
+    assert "done     1 (0 already finished in the store)" in report.getvalue()

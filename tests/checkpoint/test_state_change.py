@@ -272,7 +272,10 @@ async def test_runs_interrupted_at_every_turn_resume_to_the_uninterrupted_contex
         with pytest.raises(NodeExecutionError):
             await first.run(task="start", run_id="r")
         done = 2 * (fail_at - 1) + 1  # b fails on its fail_at-th turn
-        fresh = talk(store, turns - done)  # max_turns counts the turns of one run() call
+        assert done > 0
+        # The resumed run continues the interrupted run's budget of max_turns (issue 20;
+        # this test used to build the fresh team with `turns - done`).
+        fresh = talk(store, turns)
         await fresh.run(run_id="r")
         assert await contexts(fresh) == want, fail_at
         await store.close()

@@ -64,6 +64,9 @@ STREAM_FAULTS = {
     "non-sse-json-body": (RawReply(b'{"detail": "nope"}'), "without a finish reason"),
     "bad-json": (RawReply(BAD_JSON_SSE, content_type="text/event-stream"), "not valid JSON"),
     "error-event": (Reply("one two three", error_after=2), "error event mid-stream"),
+    # The transport's own error (httpx's or httpx2's RemoteProtocolError, whichever the
+    # installed SDK uses): a body shorter than its Content-Length.
+    "broken-body": (Reply("one two three four", break_after=2), "broke mid-stream"),
     "cut-tool-call": (
         Reply(tool_calls=[ToolCall("add", '{"a": 1, "b": 2}')], cut_after=3),
         "without a finish reason",

@@ -417,7 +417,12 @@ async def test_messages_of_failed_writes_go_into_the_next_record() -> None:
     flow = chain(fakes("A", "B", "C"), store, max_turns=2)
     with pytest.raises(ConnectionError):
         await flow.run(task="go", run_id="r")
-    await flow.run(run_id="r")  # the same team goes on; its next record catches up
+    # The same team goes on; its next record catches up. The interrupted run had spent
+    # its budget (2 turns), so it stops at once, as the uninterrupted run did (issue 20:
+    # max_turns counts per run, not per run() call); the next run() is a new budget.
+    resumed = await flow.run(run_id="r")
+    assert resumed.stop_reason == "Maximum number of turns 2 reached."
+    await flow.run(run_id="r")
     state = await flow.save_state()
     thread = state["agent_states"]["GraphFlowManager"]["message_thread"]
     folded = fold(await store.records("r"))

@@ -177,16 +177,17 @@ async def test_cancelling_while_the_user_is_asked_cancels_the_input_and_keeps_th
     with pytest.raises(asyncio.CancelledError):
         await run
     assert cancelled.is_set()
-    # The user proxy's turn is asked again on the next run; then the assistant goes on.
+    # The user proxy's turn is asked again on the next run; then the assistant goes on,
+    # and the run stops at its third turn, as the uninterrupted run would (issue 20: the
+    # cancelled run's budget continues; it used to restart at the resume).
     answer.append("Shorter, please.")
     result = await team.run()
     assert kinds(result.messages) == [
         "UserInputRequestedEvent:user_proxy",
         "TextMessage:user_proxy",
         "TextMessage:assistant",
-        "UserInputRequestedEvent:user_proxy",
-        "TextMessage:user_proxy",
     ]
+    assert result.stop_reason == "Maximum number of turns 3 reached."
     assert chat(result.messages)[:2] == ["user_proxy:Shorter, please.", "assistant:Final."]
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
 from ...component._registry import register_builtin
-from ...errors import InvalidTypeError, InvalidValueError, McpServerError
+from ...errors import InvalidTypeError, InvalidValueError, McpServerError, MissingExtraError
 from ...models._image import Image
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
@@ -60,8 +60,10 @@ class McpWorkbenchConfig(BaseModel):
 def _import_mcp() -> Any:
     try:
         import mcp
-    except ImportError as exc:  # pragma: no cover - the extra is installed in tests
-        raise ImportError("MCP tools need the `mcp` package: pip install 'flowlib[mcp]'.") from exc
+    except ImportError as exc:  # tested in the plain-install environment (packaging check)
+        raise MissingExtraError(
+            "MCP tools need the `mcp` package: pip install 'flowlib[mcp]'."
+        ) from exc
     return mcp
 
 
@@ -116,6 +118,7 @@ class McpWorkbench(Workbench):
                 "McpWorkbench needs StdioServerParams, SseServerParams or "
                 f"StreamableHttpServerParams, not {type(server_params).__name__}."
             )
+        _import_mcp()  # name the extra now, not at the first start()
         overrides = dict(tool_overrides or {})
         new_names = [o.name for o in overrides.values() if o.name]
         duplicates = sorted({n for n in new_names if new_names.count(n) > 1})

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What a user installs is what is tested: the public-API smoke tests
+# (tests/packaging/) in two clean virtualenvs beside the dev one:
+#   plain   `pip install .` with no extras, today's releases of every dependency;
+#   lowest  the same at the lowest version pyproject.toml allows for each dependency.
+# Each venv holds flowlib's declared dependencies plus the test runner, nothing else (the
+# first smoke test fails if a dev-only package is importable). The venvs live outside the
+# checkout, under ~/.cache/flowlib-packaging/<hash of pyproject.toml>, so a new clone with
+# the same dependencies reuses them; flowlib itself is reinstalled from the working tree on
+# every run, as a built package, not an editable one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+RUNNER=("pytest>=8" "pytest-asyncio>=0.24" "pytest-timeout>=2.3")
+
+lowest_pins() {
+  # "name>=X" in [project] dependencies -> "name==X"; a dependency without a lower
+  # bound is an error here, since its lower end could not be tested.
+  "$PYTHON" - <<'PY'
+import re, sys
+text = open("pyproject.toml").read()
+block = re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M).group(1)
+for spec in re.findall(r'"([^"]+)"', block):
+    match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)>=([^,;]+)(,.*)?", spec)
+    if not match:
+        sys.exit(f"packaging_check: `{spec}` has no lower bound to test")
+    print(f"{match[1]}=={match[2]}")
+PY
+}
+
+CACHE=${FLOWLIB_PACKAGING_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flowlib-packaging}
+KEY=$(sha256sum pyproject.toml | cut -c1-16)
+
+prepare() {  # prepare VENV [pins...]
+  local venv=$1; shift
+  local stamp=$venv/.deps-installed
+  if [ ! -f "$stamp" ]; then
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv"
+    # The declared dependencies (and, for the lowest run, their pins) with the runner.
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" "${RUNNER[@]}" .
+    touch "$stamp"
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
+}
+
+run_smoke() {  # run_smoke VENV NAME
+  # The venv's pytest script (not `python -m pytest`) so the source tree is not on
+  # sys.path: flowlib comes from site-packages.
+  FLOWLIB_PACKAGING_CHECK=$2 "$1/bin/pytest" tests/packaging -q -p no:cacheprovider -p no:anyio
+}
+
+mapfile -t pins < <(lowest_pins)
+# Old venvs of other pyproject.toml versions go.
+mkdir -p "$CACHE"
+find "$CACHE" -mindepth 1 -maxdepth 1 ! -name "$KEY-*" -exec rm -rf {} +
+prepare "$CACHE/$KEY-plain"
+prepare "$CACHE/$KEY-lowest" "${pins[@]}"
+echo "packaging check: plain install"
+run_smoke "$CACHE/$KEY-plain" plain
+echo "packaging check: lowest versions (${pins[*]})"
+run_smoke "$CACHE/$KEY-lowest" lowest

@@ -1,0 +1,234 @@
+"""A two-node Ray cluster on this machine (``ray start --head`` plus ``ray start
+--address`` with resources of its own): Ray Client (``ray://``) streams, workers go where
+their resources are, and a node killed mid-batch leaves its runs to the other node."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import functools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from _batch_flows import NODES, build, lines, transcript  # noqa: E402
+
+from flowlib.base import TaskResult  # noqa: E402
+from flowlib.distributed import RayRunner  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).parents[1]
+ROOT = TESTS.parent
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _node_ports() -> list[str]:
+    # Each node's agents get ports of their own: two nodes share this machine (and
+    # other clusters may run on it), so Ray's fixed defaults would collide.
+    return [
+        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--dashboard-agent-grpc-port={_free_port()}",
+        f"--metrics-export-port={_free_port()}",
+        f"--runtime-env-agent-port={_free_port()}",
+    ]
+
+
+def _pids_with(text: str) -> list[int]:
+    """Processes whose command line mentions ``text`` (this cluster's temp dir)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                if text.encode() in file.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/task/{current}/children", encoding="ascii") as file:
+                children = [int(child) for child in file.read().split()]
+        except OSError:
+            continue
+        found += children
+        todo += children
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            return file.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@dataclass
+class TwoNodes:
+    address: str
+    client: str
+    side: subprocess.Popen[bytes]
+    temp: str
+
+
+@pytest.fixture(scope="module")
+def two_nodes() -> Iterator[TwoNodes]:
+    """Head: 1 CPU and resource ``head``; second node: 1 CPU and resource ``side``."""
+    temp = tempfile.mkdtemp(prefix="frc", dir="/tmp")  # short: Ray puts sockets in it
+    port, client = _free_port(), _free_port()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}", "RAY_USAGE_STATS_ENABLED": "0"}
+    head = [RAY, "start", "--head", f"--port={port}", f"--ray-client-server-port={client}"]
+    head += ["--num-cpus=1", '--resources={"head": 1}', f"--temp-dir={temp}"]
+    head += ["--include-dashboard=false", *_node_ports()]
+    side: subprocess.Popen[bytes] | None = None
+    try:
+        for attempt in range(3):  # Ray gives a node 30 s to start: few on a loaded machine
+            done = subprocess.run(head, env=env, timeout=240, capture_output=True)
+            if done.returncode == 0:
+                break
+            _stop(temp)
+            if attempt == 2:
+                raise AssertionError(f"`ray start --head` failed:\n{done.stderr.decode()}")
+        second = [RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1"]
+        second += ['--resources={"side": 1}', "--block", *_node_ports()]
+        side = subprocess.Popen(
+            second, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        yield TwoNodes(f"127.0.0.1:{port}", f"ray://127.0.0.1:{client}", side, temp)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        if side is not None and side.poll() is None:
+            side.terminate()  # `ray start --block` stops its node's processes
+            try:
+                side.wait(60)
+            except subprocess.TimeoutExpired:
+                side.kill()
+        _stop(temp)
+
+
+def _stop(temp: str) -> None:
+    """Stop this cluster's processes (by their ids: never `ray stop`, which would stop
+    every Ray cluster on the machine)."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _pids_with(temp):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        time.sleep(2)
+
+
+def _wait_for_nodes(count: int, timeout: float = 120) -> dict[str, str]:
+    """The alive nodes' ids by their custom resource (``head``/``side``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [n for n in ray.nodes() if n["Alive"]]  # type: ignore[no-untyped-call]
+        names = {
+            name: n["NodeID"] for n in alive for name in ("head", "side") if name in n["Resources"]
+        }
+        if len(names) >= count or time.monotonic() > deadline:
+            return names
+        time.sleep(0.5)
+
+
+async def reference(tasks: list[str]) -> list[list[str]]:
+    return [transcript((await build(think=0).run(task=task)).messages) for task in tasks]
+
+
+@pytest.mark.timeout(600)
+async def test_ray_client_streams_every_method(two_nodes: TwoNodes) -> None:
+    tasks = [f"c{i}" for i in range(12)]
+    runner = RayRunner(
+        build, checkpoint_store=None, address=two_nodes.client, workers=1, max_concurrency=4
+    )
+    async with runner:
+        events = [e async for e in runner.stream_many(tasks, run_ids=tasks)]
+        results = await runner.run_many(tasks[:3])
+    assert not ray.is_initialized()  # the runner connected, so it disconnected
+    finals = {e.run_id: e.item for e in events if e.done}
+    assert sorted(finals) == sorted(tasks)
+    for run_id in tasks:
+        mine = [e for e in events if e.run_id == run_id]
+        assert [e.done for e in mine] == [False] * (len(mine) - 1) + [True]
+        assert transcript([e.item for e in mine[:-1]])[-1] == f"join:join|{run_id}"
+    assert [transcript(r.messages) for r in results] == await reference(tasks[:3])  # type: ignore[union-attr]
+
+
+@pytest.mark.timeout(900)
+async def test_workers_go_where_their_resources_are_and_a_killed_node_leaves_its_runs(
+    two_nodes: TwoNodes, tmp_path: Path
+) -> None:
+    address = two_nodes.address
+    # Placement by resources: one worker asking for `side`, then one asking for `head`.
+    placed = {}
+    for name in ("side", "head"):
+        async with RayRunner(
+            build, checkpoint_store=None, address=address, workers=1, resources={name: 1}
+        ) as runner:
+            nodes = _wait_for_nodes(2)
+            assert set(nodes) == {"head", "side"}, nodes
+            placed[name] = (await runner.actors[0].node.remote(), nodes[name])
+    assert placed["side"][0] == placed["side"][1] and placed["head"][0] == placed["head"][1]
+
+    # A batch over both nodes; the second node dies (its raylet SIGKILLed) mid-batch.
+    tasks = [f"n{i}" for i in range(60)]
+    store = f"sqlite:///{tmp_path}/runs.db"
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    runner = RayRunner(
+        factory,
+        checkpoint_store=store,
+        address=address,
+        workers=2,
+        max_concurrency=5,
+        lost_after=5,
+    )
+    async with runner:
+        where = [await actor.node.remote() for actor in runner.actors]
+        nodes = _wait_for_nodes(2)
+        assert sorted(where) == sorted(nodes.values())  # spread: one worker per node
+        head_worker = runner.actors[where.index(nodes["head"])]
+        batch = runner.run_many(tasks, run_ids=tasks)
+        running = asyncio.ensure_future(batch)
+        while len(lines(tmp_path, "ends.txt")) < 60:
+            assert not running.done(), "the batch ended before the node could be killed"
+            await asyncio.sleep(0.01)
+        raylets = [p for p in _descendants(two_nodes.side.pid) if "raylet" in _cmdline(p)]
+        assert raylets, "the second node's raylet was not found"
+        for pid in raylets:
+            os.kill(pid, signal.SIGKILL)
+        results = await running
+        stats = await head_worker.stats.remote()
+    failures = [r.traceback for r in results if not isinstance(r, TaskResult)]
+    assert not failures, "\n".join(failures)
+    assert [transcript(r.messages) for r in results] == await reference(tasks)
+    ends = collections.Counter(lines(tmp_path, "ends.txt"))
+    assert sorted(ends) == sorted(f"{t} {n}" for t in tasks for n in NODES)
+    assert max(ends.values()) <= 2  # only turns in flight on the dead node ran again
+    # The head node's worker took the dead node's runs up from their checkpoints.
+    assert stats["resumed"] + stats["finished_before"] > 0, stats
