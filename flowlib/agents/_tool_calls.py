@@ -25,6 +25,8 @@ from ..models import (
 from ..tools import BaseTool, Tool, as_tool
 
 __all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "TOOL_CALL_LIMIT_ERROR",
     "SummaryFormatter",
     "ToolInput",
     "build_handoffs",
@@ -171,14 +173,45 @@ async def _run_one(
     return FunctionExecutionResult(content=content, name=call.name, call_id=call.id, is_error=False)
 
 
+DEFAULT_MAX_TOOL_CALLS = 100
+"""How many tool calls of one model reply an ``AssistantAgent`` runs by default
+(``max_tool_calls``); the rest get an error result naming the limit (issue 21.7)."""
+
+TOOL_CALL_LIMIT_ERROR = "ToolCallLimitError"
+"""The name an error result of a call past ``max_tool_calls`` starts with."""
+
+
 async def run_tool_calls(
-    calls: Sequence[FunctionCall], tools: Mapping[str, Tool], token: CancellationToken
+    calls: Sequence[FunctionCall],
+    tools: Mapping[str, Tool],
+    token: CancellationToken,
+    *,
+    limit: int | None = None,
 ) -> list[FunctionExecutionResult]:
     """Run the calls concurrently; return one result per call, in call order.
+
+    Only the first ``limit`` calls run; each later one gets an error result starting
+    with ``ToolCallLimitError`` (the model sees why, and may ask again with fewer).
 
     Raises:
         asyncio.CancelledError: If ``token`` is cancelled (every running call is cancelled).
     """
+    if limit is not None and len(calls) > limit:
+        ran = await run_tool_calls(calls[:limit], tools, token)
+        refused = [
+            FunctionExecutionResult(
+                content=(
+                    f"Error: {TOOL_CALL_LIMIT_ERROR}: not run. The reply asked for "
+                    f"{len(calls)} tool calls and at most {limit} are run per reply (the "
+                    f"first {limit} ran); ask again with fewer calls."
+                ),
+                name=call.name,
+                call_id=call.id,
+                is_error=True,
+            )
+            for call in calls[limit:]
+        ]
+        return [*ran, *refused]
     if len(calls) == 1:
         return [await run_linked(_run_one(calls[0], tools, token), token)]
     results = await asyncio.gather(

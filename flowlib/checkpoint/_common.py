@@ -14,11 +14,13 @@ from ..errors import (
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = [
+    "SNAPSHOT_EVERY",
     "check_first",
     "check_keep_last",
     "check_lease_args",
     "check_next",
     "check_owner",
+    "check_snapshot_every",
     "check_upto",
     "closed_error",
     "conflict_error",
@@ -183,3 +185,16 @@ def lease_lost(run_id: str, owner: str, held: Lease | None, *, now: float) -> Ru
         holder=None if held is None else held.owner,
         expires_at=None if held is None else held.expires_at,
     )
+
+
+SNAPSHOT_EVERY = 200
+"""Records between two automatic snapshots of a run's state (see ``load``)."""
+
+
+def check_snapshot_every(every: object) -> int:
+    if type(every) is not int or every < 0:
+        raise CheckpointArgumentError(
+            f"`snapshot_every` must be an int >= 0 (records between two snapshots of a "
+            f"run's state; 0: none), got {every!r}."
+        )
+    return every

@@ -22,12 +22,12 @@ from ._common import (
     unknown_run,
     updated_run,
 )
-from ._fold import base_record, fold
+from ._fold import FoldedRun, base_record, fold
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = ["InMemoryCheckpointStore"]
 
-_Model = TypeVar("_Model", CheckpointRecord, RunRecord)
+_Model = TypeVar("_Model", CheckpointRecord, RunRecord, FoldedRun)
 
 
 def _copy(model: _Model) -> _Model:
@@ -152,6 +152,17 @@ class InMemoryCheckpointStore:
             check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
             records = [r for r in records if r.checkpoint_id <= upto]
         return [_copy(r) for r in records]
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last)."""
+        self._run(run_id)
+        records = self._records[run_id]
+        if upto is not None:
+            first = records[0].checkpoint_id if records else 0
+            check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
+            records = [r for r in records if r.checkpoint_id <= upto]
+        # Folding shares parts with the stored records; the copy keeps them apart.
+        return _copy(fold(records, run_id=run_id))
 
     async def list_runs(self) -> list[RunRecord]:
         """Every run, newest first."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
 from ._common import (
+    SNAPSHOT_EVERY,
     check_first,
     check_keep_last,
     check_lease_args,
     check_owner,
+    check_snapshot_every,
     check_upto,
     closed_error,
     conflict_error,
@@ -22,7 +25,7 @@ from ._common import (
     lease_refused,
     unknown_run,
 )
-from ._fold import base_record, fold
+from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
     RECORD_COLUMNS,
@@ -39,6 +42,8 @@ from ._sql import (
     records_from_rows,
     run_from_row,
     run_row,
+    snapshot_body,
+    snapshot_from_body,
     upgrade,
 )
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
@@ -48,6 +53,8 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresCheckpointStore"]
+
+_log = logging.getLogger("flowlib.checkpoint")
 
 _INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
 _INSERT_MESSAGE = "INSERT INTO flowlib_messages VALUES (%s, %s, %s, %s, %s)"
@@ -118,6 +125,9 @@ class PostgresCheckpointStore:
         min_size: Connections the pool keeps open.
         max_size: Most connections the pool opens (concurrent calls beyond wait).
         connect_timeout: Seconds to wait for the first connection.
+        snapshot_every: Every this many checkpoints of a run, the store also keeps a
+            snapshot of the run's whole state (the newest one only), so ``load`` reads
+            the snapshot and the records after it, whatever the run's length; 0: none.
         create: Whether a database without flowlib's tables gets them; False (what
             read-only commands use): the first call raises ``CheckpointError`` saying
             there is no store there, and nothing is created.
@@ -133,6 +143,7 @@ class PostgresCheckpointStore:
         min_size: int = 1,
         max_size: int = 10,
         connect_timeout: float = 30.0,
+        snapshot_every: int = SNAPSHOT_EVERY,
         create: bool = True,
     ) -> None:
         if not isinstance(dsn, str) or not dsn:
@@ -162,6 +173,7 @@ class PostgresCheckpointStore:
         self._max_size = max_size
         self._timeout = connect_timeout
         self._create = create
+        self._every = check_snapshot_every(snapshot_every)
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Lock | None = None
         self._closed = False
@@ -305,6 +317,32 @@ class PostgresCheckpointStore:
                     if held is None or held.owner != lease_owner or held.expires_at <= now:
                         raise lease_lost(record.run_id, lease_owner, held, now=now)
                 raise conflict_error(run, record)
+        if self._every and record.checkpoint_id % self._every == 0:
+            await self._snapshot(record.run_id, record.checkpoint_id)
+
+    async def _snapshot(self, run_id: str, checkpoint_id: int) -> None:
+        """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
+        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        try:
+            async with self._transaction() as conn:
+                folded = await _load(conn, run_id, checkpoint_id)
+                await conn.execute(
+                    "INSERT INTO flowlib_snapshots (run_id, checkpoint_id, body) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (run_id, checkpoint_id) DO NOTHING",
+                    (run_id, checkpoint_id, snapshot_body(folded)),
+                )
+                await conn.execute(
+                    "DELETE FROM flowlib_snapshots WHERE run_id = %s AND checkpoint_id < %s",
+                    (run_id, checkpoint_id),
+                )
+        except CheckpointError as exc:
+            _log.warning("Run `%s`: no snapshot at checkpoint %s: %s", run_id, checkpoint_id, exc)
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last): the newest
+        snapshot at or before it, and the records after the snapshot, folded."""
+        async with self._transaction(read_only=True) as conn:
+            return await _load(conn, run_id, upto)
 
     async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
         """Take the run's lease (see the protocol): one conditional write."""
@@ -386,7 +424,7 @@ class PostgresCheckpointStore:
             cut_id = ids[cut - 1]
             old = await _read_records(conn, run_id, cut_id, run=run)
             base = base_record(fold(old), created_at=old[-1].created_at)
-            for table in ("flowlib_messages", "flowlib_records"):
+            for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE run_id = %s AND checkpoint_id <= %s",
                     (run_id, cut_id),
@@ -449,31 +487,59 @@ async def _schema_version(conn: AsyncConnection[Any], dsn: str) -> int | None:
 
 
 async def _read_records(
-    conn: AsyncConnection[Any], run_id: str, upto: int | None, *, run: RunRecord | None = None
+    conn: AsyncConnection[Any],
+    run_id: str,
+    upto: int | None,
+    *,
+    run: RunRecord | None = None,
+    after: int = 0,
 ) -> list[CheckpointRecord]:
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
     run = run or await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
-    if upto is None:
-        upto = run.last_checkpoint
-    else:
-        cur = await conn.execute(
-            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run_id,)
-        )
-        first = await cur.fetchone()
-        check_upto(run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    upto = await _upto(conn, run, upto)
     cur = await conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM flowlib_records "
-        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
-        (run_id, upto),
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = %s "
+        "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
+        (run_id, after, upto),
     )
     rows = await cur.fetchall()
     cur = await conn.execute(
-        "SELECT checkpoint_id, node, body FROM flowlib_messages "
-        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
-        (run_id, upto),
+        "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = %s "
+        "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
+        (run_id, after, upto),
     )
     return records_from_rows(rows, await cur.fetchall())
+
+
+async def _upto(conn: AsyncConnection[Any], run: RunRecord, upto: int | None) -> int:
+    """``upto``, checked against the run's checkpoints (default: the last)."""
+    if upto is None:
+        return run.last_checkpoint
+    cur = await conn.execute(
+        "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run.run_id,)
+    )
+    first = await cur.fetchone()
+    check_upto(run.run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    return upto
+
+
+async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> FoldedRun:
+    run = await _get_run(conn, run_id)
+    if run is None:
+        raise unknown_run(run_id)
+    upto = await _upto(conn, run, upto)
+    cur = await conn.execute(
+        "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = %s "
+        "AND checkpoint_id <= %s ORDER BY checkpoint_id DESC LIMIT 1",
+        (run_id, upto),
+    )
+    row = await cur.fetchone()
+    start = None if row is None else snapshot_from_body(row[1])
+    after = 0 if start is None else start.last_checkpoint
+    records = await _read_records(conn, run_id, upto, run=run, after=after)
+    return fold(records, run_id=run_id, start=start)
 
 
 def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:

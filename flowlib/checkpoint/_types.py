@@ -10,9 +10,12 @@ checkpoint (``flowlib.checkpoint.fold``) gives the state to resume from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from ._fold import FoldedRun
 
 __all__ = [
     "CheckpointInfo",
@@ -193,6 +196,14 @@ class CheckpointStore(Protocol):
 
     async def records(self, run_id: str, *, upto: int | None = None) -> Sequence[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
+        ...
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last), as
+        ``fold(await records(run_id, upto=upto))`` gives it; the SQL stores read the
+        newest snapshot at or before ``upto`` and only the records after it, so the time
+        does not grow with the run's length. Raises ``CheckpointError`` like
+        ``records``."""
         ...
 
     async def list_runs(self) -> Sequence[RunRecord]:

@@ -93,8 +93,9 @@ def connect(
         ray.shutdown()
         where = "a local Ray cluster" if address is None else f"the Ray cluster at `{address}`"
         raise RayClusterError(
-            f"Could not start or join {where}: {exc}. On an overloaded machine Ray's 30 s "
-            "for a node to start can run out: try again."
+            f"Could not start or join {where}: {exc}. Ray gives up after timeouts of its "
+            "own (30 s for a node to start, or to connect through Ray Client), which an "
+            "overloaded machine can miss: try again."
         ) from exc
     return True
 

@@ -29,7 +29,6 @@ from ..checkpoint import (
     StateChange,
     appended,
     diff_state,
-    fold,
     json_state,
     patch_of,
 )
@@ -535,7 +534,7 @@ class BaseGroupChat(Team, ABC):
                 or current.run_id != run_id
                 or current.last_checkpoint != run.last_checkpoint
             ):
-                folded = fold(await store.records(run_id))
+                folded = await store.load(run_id)
                 await self._install(folded)
                 current = StoredRun(
                     run_id,

@@ -11,7 +11,7 @@ from ..._cancellation import CancellationToken
 from .._schema import ToolSchema
 from .._workbench import ToolResult, WorkbenchToolError
 from ._params import McpServerParams
-from ._workbench import McpWorkbench, _tool_result
+from ._workbench import DEFAULT_MAX_RESULT_BYTES, McpWorkbench, _tool_result
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -77,7 +77,7 @@ class McpToolAdapter:
                 asyncio.ensure_future(session.call_tool(self.name, dict(args)))
             )
             try:
-                result = _tool_result(self.name, await future)
+                result = _tool_result(self.name, await future, DEFAULT_MAX_RESULT_BYTES)
             finally:
                 cancellation_token.remove_callback(future.cancel)
         else:
