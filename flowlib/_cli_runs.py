@@ -120,8 +120,11 @@ def _message_line(dumped: dict[str, Any], node: str | None) -> str:
 async def _stream(team: Any, out: TextIO, **kwargs: Any) -> Any:
     from .base import TaskResult
     from .ui import Console
+    from .ui._escape import escapes
 
-    result = await Console(team.run_stream(**kwargs), output=out, output_stats=True)
+    result = await Console(
+        team.run_stream(**kwargs), output=out, output_stats=True, raw=not escapes(out)
+    )
     if not isinstance(result, TaskResult):  # pragma: no cover - teams end with a TaskResult
         raise CliError("the run did not end with a TaskResult")
     return result

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from . import _cli_batch, _cli_check, _cli_runs
 from ._cli_common import (
@@ -66,6 +67,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
     from .base import TaskResult
     from .ui import Console
+    from .ui._escape import escapes
 
     task = _cli_runs.task_of(args)  # TASK or --task
     if args.store is not None:  # checkpointed to a store (_cli_runs.py)
@@ -74,7 +76,9 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     if not hasattr(obj, "run_stream"):
         raise CliError(f"`{args.target}` is a graph, not a team; `run` needs a team")
     started = time.perf_counter()
-    result = await Console(obj.run_stream(task=task), output=out, output_stats=True)
+    result = await Console(
+        obj.run_stream(task=task), output=out, output_stats=True, raw=not escapes(out)
+    )
     if not isinstance(result, TaskResult):  # pragma: no cover - teams end with a TaskResult
         raise CliError("the run did not end with a TaskResult")
     if args.trace:
@@ -123,32 +127,72 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="run the built-in demo flow")
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
     add_traceback_option(parser, commands)
+    _add_raw_option(parser, commands)
     return parser
+
+
+def _add_raw_option(parser: argparse.ArgumentParser, commands: object) -> None:
+    """``--raw`` (before or after the subcommand): print text as it is."""
+    text = (
+        "print model, tool and stored text as it is; by default control characters in "
+        "it (escape sequences, carriage returns) are shown escaped, not obeyed"
+    )
+    parser.add_argument("--raw", action="store_true", help=text)
+    for sub in getattr(commands, "choices", {}).values():
+        sub.add_argument("--raw", action="store_true", default=argparse.SUPPRESS, help=text)
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code (an `ExitCode`)."""
     from ._cli_errors import report_error
+    from .ui._escape import TerminalWriter
 
-    stdout = out or sys.stdout
     args = _parser().parse_args(argv)
+    # Model, tool and stored text is printed with its control characters escaped
+    # (issue 21.5): a reply cannot retitle the terminal, write its clipboard or erase
+    # a line. --raw prints it as it is.
+    stdout: TextIO = out or sys.stdout
+    stderr: TextIO = sys.stderr
+    if not args.raw:
+        stdout = cast(TextIO, TerminalWriter(stdout))
+        stderr = cast(TextIO, TerminalWriter(stderr))
     try:
-        if getattr(args, "handler", None) is not None:  # commands registered by modules
-            return int(args.handler(args, stdout))
-        if args.command == "validate":
-            return _cmd_validate(args, stdout)
-        if args.command == "render":
-            return _cmd_render(args, stdout)
-        if args.command == "run":
-            return asyncio.run(_run(args, stdout))
-        return _cmd_demo(args, stdout)
+        code = _dispatch(args, stdout)
+        stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`flowlib runs show ... | head`): stop quietly, and keep
+        # Python from reporting the pipe again when it flushes stdout at exit.
+        _silence_stdout()
+        return ExitCode.BROKEN_PIPE
     except CliError as exc:
-        print(f"flowlib {args.command}: {exc}", file=sys.stderr)
+        print(f"flowlib {args.command}: {exc}", file=stderr)
         return exc.code
     except Exception as exc:
         # One line: FILE:LINE when the user's code raised, else the command (graph and
         # team errors name their nodes, edges and the fix); --traceback for the whole.
-        return report_error(exc, command=args.command, show_traceback=args.traceback)
+        return report_error(exc, command=args.command, show_traceback=args.traceback, stream=stderr)
     except KeyboardInterrupt:
-        print(f"flowlib {args.command}: interrupted", file=sys.stderr)
+        print(f"flowlib {args.command}: interrupted", file=stderr)
         return ExitCode.INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace, stdout: TextIO) -> int:
+    if getattr(args, "handler", None) is not None:  # commands registered by modules
+        return int(args.handler(args, stdout))
+    if args.command == "validate":
+        return _cmd_validate(args, stdout)
+    if args.command == "render":
+        return _cmd_render(args, stdout)
+    if args.command == "run":
+        return asyncio.run(_run(args, stdout))
+    return _cmd_demo(args, stdout)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
+        pass

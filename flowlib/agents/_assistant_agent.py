@@ -324,6 +324,11 @@ class AssistantAgent(BaseChatAgent):
         return tuple(types)
 
     @property
+    def model_client(self) -> ChatCompletionClient:
+        """The model client the agent calls."""
+        return self._model_client
+
+    @property
     def model_context(self) -> ChatCompletionContext:
         """The context holding the agent's conversation with its model."""
         return self._model_context

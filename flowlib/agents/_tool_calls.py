@@ -167,7 +167,7 @@ async def _run_one(
             raise
         except Exception as exc:
             failed = error(str(exc) or type(exc).__name__)
-            traced.done(failed.content, is_error=True)
+            traced.done(failed.content, is_error=True, error=exc)
             return failed
         traced.done(content)
     return FunctionExecutionResult(content=content, name=call.name, call_id=call.id, is_error=False)

@@ -10,12 +10,9 @@ checkpoint (``flowlib.checkpoint.fold``) gives the state to resume from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
-
-if TYPE_CHECKING:
-    from ._fold import FoldedRun
 
 __all__ = [
     "CheckpointInfo",
@@ -227,3 +224,30 @@ class CheckpointStore(Protocol):
     async def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""
         ...
+
+
+class FoldedRun(BaseModel):
+    """A run's state at one checkpoint: what its records add up to.
+
+    Attributes:
+        run_id: The run the records belong to.
+        messages: The whole thread (dumped messages), in order.
+        message_nodes: For each message, the node that published it (None: task).
+        bookkeeping: The executor's bookkeeping from the newest record that had one.
+        participants: Every participant's full state (participants never recorded are
+            absent).
+        turn: Agent turns run so far.
+        last_checkpoint: The newest folded record's ``checkpoint_id`` (0: no records).
+        last_kind: The newest folded record's kind (None: no records).
+        stop_reason: The newest record's stop reason (a ``stop`` record), else None.
+    """
+
+    run_id: str
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    message_nodes: list[str | None] = Field(default_factory=list)
+    bookkeeping: dict[str, Any] = Field(default_factory=dict)
+    participants: dict[str, Any] = Field(default_factory=dict)
+    turn: int = 0
+    last_checkpoint: int = 0
+    last_kind: StepKind | None = None
+    stop_reason: str | None = None

@@ -638,7 +638,6 @@ async def test_a_run_and_its_first_record_are_stored_together(backend: Backend) 
     assert await store.get_run("new") is None
 
 
-
 # --- load: snapshots ---------------------------------------------------------------------
 
 
