@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -41,8 +42,12 @@ def register(commands: Any) -> None:
     )
     batch.add_argument("factory", help="FILE.py:FUNCTION (or module:function) building a team")
     batch.add_argument("tasks", help="a JSONL file: one task (string or {'task', 'run_id'})")
+    default_store = os.environ.get("FLOWLIB_STORE") or None
     batch.add_argument(
-        "--store", required=True, help="checkpoint store: sqlite:///runs.db or postgresql://..."
+        "--store",
+        default=default_store,
+        required=default_store is None,
+        help="checkpoint store: sqlite:///runs.db or postgresql://... (default: $FLOWLIB_STORE)",
     )
     batch.add_argument(
         "--ray",

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import uuid
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, ClassVar, cast
 
@@ -302,7 +303,11 @@ class _ConsoleReader:
     def __init__(self) -> None:
         self._pending = bytearray()
         self._eof = False
-        self._lock = asyncio.Lock()  # one prompt reads at a time (per event loop)
+        # One prompt reads at a time; a lock per event loop, since an asyncio.Lock that
+        # was ever waited on belongs to its loop (a process may call asyncio.run again).
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
         self._inflight: concurrent.futures.Future[bytes] | None = None
 
     async def input(self, prompt: str) -> str:
@@ -316,7 +321,8 @@ class _ConsoleReader:
             if out is not None:
                 out.write(prompt)
                 out.flush()
-        async with self._lock:
+        lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
             while True:
                 end = self._pending.find(b"\n")
                 if end >= 0:
