@@ -26,9 +26,10 @@ from ..base import CancellationToken
 from ..component import dump_component, load_component
 from ..errors import ContractError
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
+from ..tools._keys import current_scope, keyed_turn
 from ._guard import Attempts, NodeGuard, consume
 from ._model import InstanceFactory
-from ._node import Node, NodeContext, TurnOutput, as_node
+from ._node import Node, NodeContext, TurnOutput, as_node, node_class
 
 __all__ = ["instance_name", "run_map"]
 
@@ -63,17 +64,22 @@ class MapInstances:
         self._factory = factory
         self._message_factory = message_factory
         self._config: Any = None
+        self._context = NodeContext(factory=message_factory)
+        self._adapters: dict[type, type[Node]] = {}  # node_class per participant class
+        # A plain function keeps no state: its one adapter serves every instance.
+        self._shared: Node | None = None
+        if factory is None and node.kind == "function":
+            self._shared = as_node(node.participant, self._context)
 
     def build(self, index: int) -> Node:
         """A fresh [`Node`][flowlib.graph.Node] for instance ``index``."""
-        participant: Any
-        if self._factory is not None:
-            participant = self._factory(index)
-        elif self._node.kind == "function":
-            participant = self._node.participant  # a plain function keeps no state
-        else:
-            participant = self._copy()
-        return as_node(participant, NodeContext(factory=self._message_factory))
+        if self._shared is not None:
+            return self._shared
+        participant: Any = self._factory(index) if self._factory is not None else self._copy()
+        adapter = self._adapters.get(type(participant))
+        if adapter is None:
+            adapter = self._adapters[type(participant)] = node_class(participant)
+        return adapter(participant, self._context)
 
     def _copy(self) -> Any:
         template = self._node.participant
@@ -125,8 +131,11 @@ async def run_map(
             def forward(streamed: Item) -> None:
                 emit(_renamed(streamed, original, label))
 
+            parent = current_scope()  # the map turn's: each instance's key derives from it
+
             def turn(given: list[BaseChatMessage]) -> AsyncGenerator[Item | TurnOutput, None]:
-                return node.turn(given, token)
+                stream = node.turn(given, token)
+                return stream if parent is None else keyed_turn(stream, parent.child("item", index))
 
             output: TurnOutput | None
             if guard is not None:

@@ -20,7 +20,12 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from .._telemetry import traced_create, traced_create_stream
+from .._telemetry import (
+    describe_request,
+    describe_response,
+    traced_create,
+    traced_create_stream,
+)
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
 from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
@@ -383,7 +388,7 @@ class _Request:
 class _BaseOpenAIClient(ChatCompletionClient):
     """The shared implementation behind the OpenAI and Azure OpenAI clients."""
 
-    _otel_system = "openai"  # gen_ai.system of its spans
+    otel_provider_name = "openai"
 
     def __init__(
         self,
@@ -542,6 +547,12 @@ class _BaseOpenAIClient(ChatCompletionClient):
         kwargs["model"] = self._model
         return _Request(kwargs, structured)
 
+    def _describe(self, kwargs: Mapping[str, Any]) -> None:
+        """Tell the current model-call span where the request goes and what it sets."""
+        url = self._client.base_url
+        port = url.port or {"https": 443, "http": 80}.get(url.scheme)
+        describe_request(server=url.host or None, port=port, options=kwargs)
+
     def _record_usage(self, usage: RequestUsage) -> None:
         self._actual += usage
         self._total += usage
@@ -585,6 +596,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        self._describe(request.kwargs)
         completion = await _within(
             _linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
         )
@@ -595,6 +607,11 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 f"{_preview(completion)}"
             )
         choice = choices[0]
+        describe_response(
+            response_id=getattr(completion, "id", None),
+            model=getattr(completion, "model", None),
+            finish_reasons=[c.finish_reason for c in choices if c.finish_reason],
+        )
         message = choice.message
         usage = _usage(getattr(completion, "usage", None))
         calls = self._function_calls(
@@ -643,6 +660,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
         request.kwargs["stream"] = True
         request.kwargs.setdefault("stream_options", {"include_usage": True})
+        self._describe(request.kwargs)
         limit = self._deadline_args()
         stream = await _within(_linked(self._call(request.kwargs), cancellation_token), *limit)
         text: list[str] = []
@@ -652,6 +670,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
         usage: Any = None
         logprobs: list[Any] = []
         saw_logprobs = False
+        response_id: str | None = None
+        response_model: str | None = None
         try:
             while True:
                 chunk = await _within(
@@ -659,6 +679,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 )
                 if chunk is _END:
                     break
+                response_id = response_id or getattr(chunk, "id", None)
+                response_model = response_model or getattr(chunk, "model", None)
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 choices = getattr(chunk, "choices", None) or []
@@ -697,6 +719,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 f"(after {got}): the connection was cut or the answer was not an event "
                 "stream. The partial answer is discarded."
             )
+        describe_response(response_id=response_id, model=response_model, finish_reasons=[reason])
         result_usage = _usage(usage)
         result = self._result(
             text="".join(text) if text else None,
@@ -1124,7 +1147,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         >>> asyncio.run(client.close())
     """
 
-    _otel_system = "az.ai.openai"  # gen_ai.system of its spans
+    otel_provider_name = "azure.ai.openai"
 
     def __init__(
         self,
