@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -41,8 +42,12 @@ def register(commands: Any) -> None:
     )
     batch.add_argument("factory", help="FILE.py:FUNCTION (or module:function) building a team")
     batch.add_argument("tasks", help="a JSONL file: one task (string or {'task', 'run_id'})")
+    default_store = os.environ.get("FLOWLIB_STORE") or None
     batch.add_argument(
-        "--store", required=True, help="checkpoint store: sqlite:///runs.db or postgresql://..."
+        "--store",
+        default=default_store,
+        required=default_store is None,
+        help="checkpoint store: sqlite:///runs.db or postgresql://... (default: $FLOWLIB_STORE)",
     )
     batch.add_argument(
         "--ray",
@@ -129,7 +134,8 @@ def load_tasks(path: Path) -> tuple[list[str], list[str]]:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CliError(f"{path}:{number}: not JSON ({exc.msg})", EXIT_INVALID) from exc
+            # A bad file is a failed command (1, like a missing file), not a bad command line.
+            raise CliError(f"{path}:{number}: not JSON ({exc.msg})", EXIT_ERROR) from exc
         run_id: Any = None
         if isinstance(value, dict):
             run_id = value.get("run_id")
@@ -138,13 +144,13 @@ def load_tasks(path: Path) -> tuple[list[str], list[str]]:
             raise CliError(
                 f'{path}:{number}: a line is a JSON string or {{"task": "...", "run_id": '
                 '"..."}} with string values',
-                EXIT_INVALID,
+                EXIT_ERROR,
             )
         tasks.append(value)
         run_ids.append(run_id or _stable_id(path.stem, number, value))
     repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
     if repeated:
-        raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_INVALID)
+        raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_ERROR)
     return tasks, run_ids
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flowlib._cli_batch import BatchProgress, load_tasks
-from flowlib.cli import CliError, main
+from flowlib.cli import CliError, ExitCode, main
 
 FLOWS = Path(__file__).parent / "_batch_flows.py"
 
@@ -39,8 +39,10 @@ def test_tasks_file_lines_and_stable_run_ids(tmp_path: Path) -> None:
 def test_bad_tasks_files_name_the_line(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "evals.jsonl"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(CliError, match=message):
+    with pytest.raises(CliError, match=message) as raised:
         load_tasks(path)
+    # A bad file fails the command (1), as a missing one does; 2 is a bad command line.
+    assert raised.value.code == ExitCode.ERROR
 
 
 def test_progress_line_and_summary() -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +21,11 @@ from ._common import (
     check_upto,
     closed_error,
     conflict_error,
+    filter_sql,
     first_run,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
 )
 from ._fold import FoldedRun, base_record, fold
@@ -124,7 +127,8 @@ class PostgresCheckpointStore:
         dsn: A libpq connection string or URL (``postgresql://user@host:5432/db``).
         min_size: Connections the pool keeps open.
         max_size: Most connections the pool opens (concurrent calls beyond wait).
-        connect_timeout: Seconds to wait for the first connection.
+        connect_timeout: Seconds to wait for a connection (an unreachable server fails
+            after this long, with one error).
         snapshot_every: Every this many checkpoints of a run, the store also keeps a
             snapshot of the run's whole state (the newest one only), so ``load`` reads
             the snapshot and the records after it, whatever the run's length; 0: none.
@@ -142,7 +146,7 @@ class PostgresCheckpointStore:
         *,
         min_size: int = 1,
         max_size: int = 10,
-        connect_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
         snapshot_every: int = SNAPSHOT_EVERY,
         create: bool = True,
     ) -> None:
@@ -194,6 +198,7 @@ class PostgresCheckpointStore:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
+                await self._probe()
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     self.dsn,
                     min_size=self._min_size,
@@ -210,6 +215,29 @@ class PostgresCheckpointStore:
                     raise
                 self._pool = pool
         return self._pool
+
+    async def _probe(self) -> None:
+        """One connection before the pool: an unreachable server, a wrong password or
+        database fails here within ``connect_timeout``, as one error (a pool would
+        retry in the background and log a warning per attempt until its timeout)."""
+        import psycopg
+
+        try:
+            conn = await asyncio.wait_for(
+                psycopg.AsyncConnection.connect(
+                    self.dsn, autocommit=True, connect_timeout=max(1, math.ceil(self._timeout))
+                ),
+                self._timeout,
+            )
+        except TimeoutError as exc:
+            raise CheckpointError(
+                f"PostgreSQL store `{_redact(self.dsn)}`: no connection within "
+                f"{self._timeout:g} s. Check that the server is running and reachable "
+                "(host, port, firewall)."
+            ) from exc
+        except psycopg.Error as exc:
+            raise _wrapped(self.dsn, exc) from exc
+        await conn.close()
 
     async def _prepare(self, conn: AsyncConnection[Any]) -> None:
         """Create or upgrade the tables (under a lock: several processes may open a new
@@ -386,10 +414,20 @@ class PostgresCheckpointStore:
         async with self._transaction(read_only=True) as conn:
             return await _read_records(conn, run_id, upto)
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, "%s")
         async with self._transaction() as conn:
-            cur = await conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id")
+            cur = await conn.execute(f"{RUN_SELECT}{where}", params)
             return [run_from_row(row) for row in await cur.fetchall()]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
@@ -543,10 +581,16 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
 
 
 def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:
-    return CheckpointError(
-        f"PostgreSQL store `{_redact(dsn)}` failed: {_redact(str(exc))}. Check that the server "
-        "is running and the DSN's user may create tables."
-    )
+    import psycopg
+
+    detail = " ".join(_redact(str(exc)).split())  # libpq's message spans lines
+    if isinstance(exc, psycopg.OperationalError):
+        hint = "Check that the server is running and reachable, and the DSN's user and database."
+    elif isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        hint = "The DSN's user needs the right to create and write flowlib's tables."
+    else:
+        hint = "Check the server's log for the statement that failed."
+    return CheckpointError(f"PostgreSQL store `{_redact(dsn)}` failed: {detail}. {hint}")
 
 
 def _redact(dsn: str) -> str:

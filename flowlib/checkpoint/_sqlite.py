@@ -7,10 +7,11 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
+from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._common import (
     SNAPSHOT_EVERY,
@@ -22,9 +23,11 @@ from ._common import (
     check_snapshot_every,
     check_upto,
     closed_error,
+    filter_sql,
     first_run,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
     updated_run,
 )
@@ -148,8 +151,8 @@ class SQLiteCheckpointStore:
             return fn(self._conn)
         except sqlite3.Error as exc:
             raise CheckpointError(
-                f"SQLite store `{self.path}` failed: {exc}. Check that the file's directory "
-                "exists and is writable."
+                f"SQLite store `{self.path}` failed: {clause(exc)}. Check that the file's "
+                "directory exists and is writable."
             ) from exc
 
     def _exists(self) -> bool:
@@ -379,11 +382,21 @@ class SQLiteCheckpointStore:
 
         return await self._call(work)
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, "?")
 
         def work(conn: sqlite3.Connection) -> list[RunRecord]:
-            rows = conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id").fetchall()
+            rows = conn.execute(f"{RUN_SELECT}{where}", params).fetchall()
             return [run_from_row(row) for row in rows]
 
         return await self._call(work)

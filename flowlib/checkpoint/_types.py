@@ -121,6 +121,12 @@ class RunRecord(BaseModel):
     lease_owner: str | None = None
     lease_expires_at: float | None = None
 
+    @property
+    def cursor(self) -> str:
+        """Where a listing continues after this run: pass it as
+        ``list_runs(cursor=...)`` to get the runs listed after it."""
+        return f"{self.created_at!r}/{self.run_id}"
+
 
 class Lease(BaseModel):
     """Who executes a run, until when: held in the store, renewed while the run executes.
@@ -203,8 +209,29 @@ class CheckpointStore(Protocol):
         ``records``."""
         ...
 
-    async def list_runs(self) -> Sequence[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Sequence[RunRecord]:
+        """The runs, newest first (by ``created_at``, then ``run_id``).
+
+        Args:
+            status: Only runs with this status (or one of these).
+            updated_since: Only runs updated at or after this unix time.
+            flow: Only runs of this team class (``team_type``) or graph signature.
+            limit: At most this many runs.
+            cursor: Only the runs listed after the run whose ``RunRecord.cursor`` this
+                is (the next page: ``cursor=page[-1].cursor``).
+
+        Raises:
+            CheckpointArgumentError: A filter is malformed (an unknown status, a limit
+                below 1, a cursor not made by ``RunRecord.cursor``).
+        """
         ...
 
     async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
