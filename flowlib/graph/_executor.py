@@ -46,6 +46,7 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
+from ..tools._keys import call_scope, keyed_turn, turn_scope
 from ._guard import Attempts, NodeGuard
 from ._map import MapInstances, instance_name, run_map
 from ._node import Node, NodeContext, TurnOutput, as_node
@@ -191,6 +192,7 @@ class GraphExecutor:
         self._dead_end_reason = dead_end_reason
         self._termination = termination_condition
         self._max_turns = max_turns
+        self._run_id: str | None = None  # of the current run (idempotency keys)
         self._factory = message_factory
         self._is_running = False
         # The run's budget (docs/state.md): whether a run is open (started and not yet
@@ -364,8 +366,11 @@ class GraphExecutor:
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | TurnOutput, None]:
         # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
+        # The turn runs in its idempotency-key scope (flowlib/tools/_keys.py).
         runner = self._nodes[node]
-        return trace_node_turn(self, node, runner.turn(messages, token), runner.participant)
+        scope = turn_scope(self._run_id, self._plan.names[node], self._sched.node_turns[node])
+        stream = keyed_turn(runner.turn(messages, token), scope)
+        return trace_node_turn(self, node, stream, runner.participant)
 
     async def _drive(
         self,
@@ -440,17 +445,20 @@ class GraphExecutor:
             self.trace.note_instance(step, label)
             queue.put_nowait(_Progress(node, label))
 
-        return await run_map(
-            name,
-            items,
-            done,
-            runner,
-            limit=edge.max_concurrency,
-            guard=self._guards[node],
-            token=token,
-            emit=queue.put_nowait,
-            finished=finished,
-        )
+        # The instances' idempotency keys derive from the map turn's (flowlib/tools/_keys.py).
+        scope = turn_scope(self._run_id, name, sched.node_turns[node])
+        with call_scope(scope):
+            return await run_map(
+                name,
+                items,
+                done,
+                runner,
+                limit=edge.max_concurrency,
+                guard=self._guards[node],
+                token=token,
+                emit=queue.put_nowait,
+                finished=finished,
+            )
 
     # --- a run --------------------------------------------------------------------------
 
@@ -485,6 +493,7 @@ class GraphExecutor:
                 "with ExternalTermination or a cancellation token) before starting another."
             )
         self._is_running = True
+        self._run_id = run_id
         sched = self._sched
         token = cancellation_token or CancellationToken()
         consumer = asyncio.current_task()

@@ -26,6 +26,7 @@ from ..base import CancellationToken
 from ..component import dump_component, load_component
 from ..errors import ContractError
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
+from ..tools._keys import current_scope, keyed_turn
 from ._guard import Attempts, NodeGuard, consume
 from ._model import InstanceFactory
 from ._node import Node, NodeContext, TurnOutput, as_node, node_class
@@ -130,8 +131,11 @@ async def run_map(
             def forward(streamed: Item) -> None:
                 emit(_renamed(streamed, original, label))
 
+            parent = current_scope()  # the map turn's: each instance's key derives from it
+
             def turn(given: list[BaseChatMessage]) -> AsyncGenerator[Item | TurnOutput, None]:
-                return node.turn(given, token)
+                stream = node.turn(given, token)
+                return stream if parent is None else keyed_turn(stream, parent.child("item", index))
 
             output: TurnOutput | None
             if guard is not None:

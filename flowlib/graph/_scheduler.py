@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._english import a
 from ..errors import ContractError, NodeExecutionError, StateError
 from ..messages import BaseChatMessage, MessageFactory, TextMessage
 from ._activation import ActivationTracker
@@ -92,6 +93,9 @@ class Scheduler:
         # The thread length an interrupted turn had seen: its re-run sees no more.
         self.limit = [-1] * count
         self.turn_end = [0] * count
+        # Recorded turns per node in the run: numbers each turn for its idempotency key
+        # (an interrupted turn is not counted, so its re-run has the same number).
+        self.node_turns = [0] * count
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
@@ -216,6 +220,7 @@ class Scheduler:
                     mapped.append((edge.target, self._map_items(edge, final)))
         # Nothing below raises: the turn is recorded whole, exactly once.
         self.running[node] = False
+        self.node_turns[node] += 1
         if self.plan.map_in[node] is not None:  # a map's instances all finished
             ran = self.map_taken.pop(node, None)
             if ran is not None and self.map_items.get(node) is ran:
@@ -350,6 +355,7 @@ class Scheduler:
             "absorbed": [self.edge_key(e) for e in absorbed],
             "current_turn": self.current_turn,
             "fresh": self.fresh and not running,
+            "node_turns": {names[i]: n for i, n in enumerate(self.node_turns) if n},
             "map_items": {
                 names[n]: [dict(m.dump()) for m in items] for n, items in self.map_items.items()
             },
@@ -465,6 +471,14 @@ class Scheduler:
             ) from exc
         fired = [edge_of(key) for key in state.fired]
         absorbed = [edge_of(key) for key in state.absorbed]
+        node_turns = [0] * len(self.plan.names)
+        for name, count in state.node_turns.items():
+            if type(count) is not int or count < 0:
+                raise StateError(
+                    f"Saved state gives node `{name}` {count!r} recorded turns; it must be an "
+                    "integer >= 0 (the state is corrupt)."
+                )
+            node_turns[node_of(name, "node_turns")] = count
         return LoadedState(
             thread,
             origins,
@@ -476,6 +490,7 @@ class Scheduler:
             absorbed,
             state.current_turn,
             state.fresh,
+            node_turns,
             map_items,
             map_done,
         )
@@ -498,6 +513,7 @@ class Scheduler:
         self.tracker.load(loaded.fired, loaded.absorbed)
         self.current_turn = loaded.current_turn
         self.fresh = loaded.fresh
+        self.node_turns = list(loaded.node_turns)
         self.map_items = {n: list(items) for n, items in loaded.map_items.items()}
         self.map_done = {n: dict(done) for n, done in loaded.map_done.items()}
 
@@ -505,7 +521,7 @@ class Scheduler:
         message = self.factory.create(data)
         if not isinstance(message, BaseChatMessage):
             raise StateError(
-                f"Saved state holds a {type(message).__name__} where a chat "
+                f"Saved state holds {a(type(message).__name__)} where a chat "
                 "message belongs; the state is corrupt."
             )
         return message
@@ -525,5 +541,6 @@ class LoadedState:
     absorbed: list[int]
     current_turn: int
     fresh: bool
+    node_turns: list[int]
     map_items: dict[int, list[Any]] = field(default_factory=dict)
     map_done: dict[int, dict[int, list[Any]]] = field(default_factory=dict)

@@ -32,6 +32,8 @@ class GraphManagerState(BaseModel):
         absorbed: Edges of ``any`` groups whose next firing is void (see the executor).
         current_turn: Turns run in the run that produced the state.
         fresh: Whether the next run starts again from the entry nodes.
+        node_turns: Per node, its recorded turns in the run (numbers its turns'
+            idempotency keys, see [`call_key`][flowlib.tools.call_key]); absent: none.
         map_items: Per map target whose instances are to run (or running), the items its
             map edge produced, dumped as messages.
         map_done: Per map target, the outputs of the instances that finished, by item
@@ -50,6 +52,7 @@ class GraphManagerState(BaseModel):
     absorbed: list[tuple[str, str, str]] = Field(default_factory=list)
     current_turn: int = 0
     fresh: bool = True
+    node_turns: dict[str, int] = Field(default_factory=dict)
     map_items: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     map_done: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
 

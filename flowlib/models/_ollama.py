@@ -221,7 +221,7 @@ class OllamaChatCompletionClient(_BaseOpenAIClient):
         A call: ``result = await client.create([UserMessage(content="Hi", source="user")])``.
     """
 
-    _otel_system = "ollama"  # gen_ai.system of its spans
+    otel_provider_name = "ollama"  # gen_ai.provider.name of its spans (no registered value)
 
     def __init__(
         self,

@@ -8,19 +8,21 @@ import asyncio
 import json
 
 import pytest
-from openai_server import OpenAIServer, Reply
+from openai_server import OpenAIServer, Reply, ToolCall
 from pydantic import BaseModel
 
 from flowlib.component import dump_component, load_component
 from flowlib.errors import ClientNotProvidedError, FlowlibError
 from flowlib.models import (
     ChatCompletionClient,
+    CreateResult,
     OllamaChatCompletionClient,
     OpenAIChatCompletionClient,
     UserMessage,
 )
 from flowlib.models import _providers as providers
 from flowlib.models._providers import Provider
+from flowlib.tools import FunctionTool
 
 # Every key a user may have in the environment, and OpenAI's other variables the SDK
 # reads: a request may carry only the one that belongs to its endpoint.
@@ -162,6 +164,34 @@ async def test_ollama_options_and_structured_output_reach_the_request(
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["name"] == "Answer"
     assert "options" not in body
+    await client.close()
+
+
+async def test_ollama_streams_tool_calls_with_usage(
+    openai_server: OpenAIServer, secrets: dict[str, str]
+) -> None:
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"Sunny in {city}"
+
+    client = OllamaChatCompletionClient(model="llama3.1", host=openai_server.root_url)
+    openai_server.enqueue(Reply(tool_calls=[ToolCall("get_weather", '{"city": "Paris"}')]))
+    items = [
+        item
+        async for item in client.create_stream(ASK, tools=[FunctionTool(get_weather, "weather")])
+    ]
+    result = items[-1]
+    assert isinstance(result, CreateResult)
+    assert result.finish_reason == "function_calls"
+    assert [call.name for call in result.content] == ["get_weather"]  # type: ignore[union-attr]
+    body = openai_server.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["tools"][0]["function"]["name"] == "get_weather"
+    with pytest.raises(ValueError, match="function calling"):
+        # phi4 cannot call tools, per the table
+        await OllamaChatCompletionClient(model="phi4", host=openai_server.root_url).create(
+            ASK, tools=[FunctionTool(get_weather, "weather")]
+        )
     await client.close()
 
 
@@ -398,3 +428,13 @@ def test_other_missing_names_stay_attribute_errors() -> None:
     assert not hasattr(flowlib.models, "NoSuchClient")
     with pytest.raises(ImportError, match="cannot import name"):
         exec("from flowlib.models import NoSuchClient", {})
+
+
+def test_the_ollama_docstring_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import doctest
+
+    from flowlib.models import _ollama
+
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    failures, tried = doctest.testmod(_ollama)
+    assert (failures, tried > 0) == (0, True)
