@@ -91,6 +91,13 @@ def test_parallel_branches_of_honest_function_nodes_survive() -> None:
     assert report.fired >= 1
 
 
+def test_a_scripted_model_goes_on_with_its_script_after_resume() -> None:
+    """A ReplayChatCompletionClient answers by position (process state); the check moves
+    it past the answers the recorded turns used, as the uninterrupted run counted them."""
+    report = assert_survives_crashes(f"{FLOWS}:build_scripted", max_examples=6)
+    assert report.ok and report.fired >= 1
+
+
 def _examples_taking_a_store() -> list[str]:
     found = []
     for path in sorted(EXAMPLES.glob("*.py")):
