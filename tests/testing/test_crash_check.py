@@ -120,6 +120,7 @@ def test_example_survives_crashes(example: str, monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 @pytest.mark.parametrize("example", _examples_taking_a_store())
 def test_example_survives_many_crashes(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -128,6 +129,7 @@ def test_example_survives_many_crashes(example: str, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_the_fixed_flow_survives_many_crashes() -> None:
     assert assert_survives_crashes(f"{FLOWS}:build_fixed", max_examples=60).ok
 
