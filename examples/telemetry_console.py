@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import model_client, tool_calls
+from _common import model_client
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from flowlib.agents import AssistantAgent
 from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat
+from flowlib.testing import tool_calls
 
 TASK = "A two-sentence note on why bees dance."
 

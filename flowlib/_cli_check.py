@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._english import counted
+
 __all__ = ["outcome_steps", "register", "render_run", "report_warnings"]
 
 
@@ -51,9 +53,14 @@ def report_warnings(graph: Any, analysis: Any, *, strict: bool, out: TextIO) -> 
 def register(commands: Any) -> None:
     """Add ``check`` to the command line's subparsers."""
     check = commands.add_parser(
-        "check", help="property-test a flow with stand-ins; exit 1 on a finding"
+        "check",
+        help="property-test a flow with stand-ins; exit 1 on a finding",
+        description="Explore many runs of a flow with stand-in agents whose replies "
+        "hypothesis chooses, and report what can go wrong (a node never reached, a loop "
+        "that does not end, a run that stops without an answer) with a counterexample "
+        "drawn on the graph. Exit 1 on a finding, 0 when none is found.",
     )
-    check.add_argument("target", help="FILE.py:OBJECT")
+    check.add_argument("target", help="FILE.py:OBJECT: the team or graph to check")
     check.add_argument("--max-turns", type=int, default=25, help="turn bound (default 25)")
     check.add_argument(
         "--max-examples",
@@ -263,5 +270,5 @@ async def _render_run(team: Any, task: str, output: Path, out: TextIO) -> int:
     stop_reason = result.stop_reason if result is not None else None
     steps = steps_from_run(team.trace, items, arrivals=arrivals)
     write_run_page(team, output, steps, trace=team.trace, stop_reason=stop_reason)
-    print(f"wrote the run page ({len(steps)} steps) to {output}", file=out)
+    print(f"wrote the run page ({counted(len(steps), 'step')}) to {output}", file=out)
     return 0

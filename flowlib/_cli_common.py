@@ -10,6 +10,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+from ._english import a
 from .errors import FlowlibError
 
 __all__ = [
@@ -104,7 +105,7 @@ def load_object(reference: str) -> Any:
         obj = obj.build()
     if not isinstance(obj, DiGraph) and not hasattr(obj, "graph"):
         raise CliError(
-            f"`{attribute}` is a {type(obj).__name__}, not a team, DiGraph, DiGraphBuilder "
+            f"`{attribute}` is {a(type(obj).__name__)}, not a team, DiGraph, DiGraphBuilder "
             "or a function returning one"
         )
     return obj

@@ -65,9 +65,19 @@ def register(commands: Any) -> None:
         "--store", metavar="URL", help=_STORE_HELP + "; then --run ID draws that run's path"
     )
 
-    runs = commands.add_parser("runs", help="list, show, resume, prune or delete stored runs")
+    runs = commands.add_parser(
+        "runs",
+        help="list, show, resume, prune or delete stored runs",
+        description="Work with the runs of a checkpoint store: list them, show one, resume "
+        "one in this process, prune old checkpoints, delete a run.",
+    )
     actions = runs.add_subparsers(dest="action", required=True)
-    listing = actions.add_parser("list", help="the stored runs, newest first")
+    listing = actions.add_parser(
+        "list",
+        help="the stored runs, newest first",
+        description="List the store's runs, newest first: id, status, turns, last update; "
+        "filtered by status, time or flow, a page at a time (--limit, --cursor).",
+    )
     _store_option(listing)
     listing.add_argument(
         "--status",
@@ -87,8 +97,12 @@ def register(commands: Any) -> None:
         "--cursor", metavar="C", help="continue a listing (the next_cursor of --json)"
     )
     listing.add_argument("--json", action="store_true", help="print JSON, for programs")
-    show = actions.add_parser("show", help="a run's status, checkpoints and messages")
-    show.add_argument("run_id", metavar="ID")
+    show = actions.add_parser(
+        "show",
+        help="a run's status, checkpoints and messages",
+        description="Show one run: its status, its checkpoints and its messages.",
+    )
+    show.add_argument("run_id", metavar="ID", help="the run's id (flowlib runs list)")
     _store_option(show)
     show.add_argument(
         "--limit",
@@ -98,8 +112,14 @@ def register(commands: Any) -> None:
         help="show the newest N checkpoints and messages (default 50; 0: all)",
     )
     show.add_argument("--json", action="store_true", help="print JSON, for programs")
-    resume = actions.add_parser("resume", help="continue a run from its latest checkpoint")
-    resume.add_argument("run_id", metavar="ID")
+    resume = actions.add_parser(
+        "resume",
+        help="continue a run from its latest checkpoint",
+        description="Build the team with the store and continue the run from its latest "
+        "checkpoint, streaming to the console; --task delivers a person's answer as the "
+        "run's next input.",
+    )
+    resume.add_argument("run_id", metavar="ID", help="the run to continue")
     resume.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
     _store_option(resume)
     resume.add_argument("--task", help="deliver this as a new turn of the run (human input)")
@@ -112,11 +132,17 @@ def register(commands: Any) -> None:
         "the pruned turns no longer show on the run page (flowlib render --store --run ID "
         "-o run.html) or in its drawn path, and their checkpoints cannot be forked from.",
     )
-    prune.add_argument("run_id", metavar="ID")
-    prune.add_argument("--keep-last", type=int, required=True, metavar="N")
+    prune.add_argument("run_id", metavar="ID", help="the run to prune")
+    prune.add_argument(
+        "--keep-last", type=int, required=True, metavar="N", help="how many checkpoints to keep"
+    )
     _store_option(prune)
-    delete = actions.add_parser("delete", help="remove a run and all its checkpoints")
-    delete.add_argument("run_id", metavar="ID")
+    delete = actions.add_parser(
+        "delete",
+        help="remove a run and all its checkpoints",
+        description="Remove a run and every checkpoint of it from the store.",
+    )
+    delete.add_argument("run_id", metavar="ID", help="the run to delete")
     _store_option(delete)
     runs.set_defaults(handler=_cmd_runs)
 
@@ -206,13 +232,11 @@ async def run_stored(args: argparse.Namespace, out: TextIO) -> int:
     store = _open(args.store)
     try:
         team = _build_team(args.target, store)
-        started = time.perf_counter()
         result = await _stream(team, out, task=task, run_id=run_id)
         if args.trace:
             render.render(team, Path(args.trace), trace=True)
             print(f"wrote the path taken to {args.trace}", file=out)
-        elapsed = time.perf_counter() - started
-        print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+        print(f"stop reason: {result.stop_reason}", file=out)
         print(f"run id: {result.run_id or run_id}", file=out)
         return 0
     finally:
@@ -351,10 +375,8 @@ async def _show(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 async def _resume(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     await _known(store, args.run_id)
     team = _build_team(args.target, store)
-    started = time.perf_counter()
     result = await _stream(team, out, task=args.task, run_id=args.run_id)
-    elapsed = time.perf_counter() - started
-    print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+    print(f"stop reason: {result.stop_reason}", file=out)
     print(f"run id: {args.run_id}", file=out)
     return 0
 

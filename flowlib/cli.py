@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO, cast
@@ -26,6 +25,7 @@ from ._cli_common import (
     load_object,
 )
 from ._cli_errors import add_traceback_option
+from ._english import counted
 
 __all__ = ["CliError", "ExitCode", "load_object", "main"]
 
@@ -39,16 +39,25 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
     _cli_check.report_warnings(graph_of(obj), analysis, strict=args.strict, out=out)
-    print(f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out)
+    nodes = counted(len(analysis.names), "node")
+    print(f"ok: {nodes}, {counted(edges, 'edge')}, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 
 
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
 
-    if args.store is not None:  # --run names a stored run (_cli_runs.py)
-        return _cli_runs.render_stored(args, out)
+    # --run is the old spelling of both --task and, with --store, --run-id.
     if args.run is not None:
+        if args.store is not None:
+            args.run_id = args.run_id or args.run
+        else:
+            args.task = args.task or args.run
+    if args.store is not None:  # --run-id names a stored run (_cli_runs.py)
+        args.run = args.run_id
+        return _cli_runs.render_stored(args, out)
+    if args.task is not None:
+        args.run = args.task
         return _cli_check.render_run(args, out)
     obj = load_object(args.target)
     fmt = args.format
@@ -75,7 +84,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     obj = load_object(args.target)
     if not hasattr(obj, "run_stream"):
         raise CliError(f"`{args.target}` is a graph, not a team; `run` needs a team")
-    started = time.perf_counter()
+    # Console's summary (messages, tokens, duration) is the run's one account of its time.
     result = await Console(
         obj.run_stream(task=task), output=out, output_stats=True, raw=not escapes(out)
     )
@@ -84,8 +93,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     if args.trace:
         render.render(obj, Path(args.trace), trace=True)
         print(f"wrote the path taken to {args.trace}", file=out)
-    elapsed = time.perf_counter() - started
-    print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+    print(f"stop reason: {result.stop_reason}", file=out)
     return EXIT_OK
 
 
@@ -97,34 +105,70 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="flowlib",
         description="Multi-agent LLM workflows, graph-first.",
         epilog="TARGET is FILE.py:OBJECT: a team, a DiGraph, a DiGraphBuilder, or a "
-        "function returning one.",
+        "function returning one. Exit codes: docs/cli.md.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--version", action="version", version=f"flowlib {__version__}", help="print the version"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _cli_batch.register(commands)  # flowlib batch
 
-    render = commands.add_parser("render", help="draw a flow as SVG, PNG, DOT or Mermaid")
-    render.add_argument("target", help="FILE.py:OBJECT")
+    render = commands.add_parser(
+        "render",
+        help="draw a flow as SVG, PNG, DOT or Mermaid",
+        description="Draw a flow without running it (DOT or Mermaid on stdout, or a file "
+        "whose suffix picks the format); with --task, run it and write its run page; with "
+        "--store and --run-id, draw a stored run's path or write its run page.",
+    )
+    render.add_argument("target", help="FILE.py:OBJECT: the team or graph to draw")
     render.add_argument("-o", "--output", help="output file (format from its suffix)")
-    render.add_argument("--format", choices=["svg", "png", "dot", "mermaid"], default=None)
-    render.add_argument("--run", metavar="TASK", help="run the team on TASK; -o run.html page")
+    render.add_argument(
+        "--format",
+        choices=["svg", "png", "dot", "mermaid"],
+        default=None,
+        help="the format, when the output file's suffix does not say (default: DOT on stdout)",
+    )
+    render.add_argument("--task", help="run the team on TASK and write its run page (-o run.html)")
+    render.add_argument("--run-id", metavar="ID", help="with --store: the stored run to draw")
+    render.add_argument(
+        "--run", metavar="TASK|ID", help="old spelling of --task (or of --run-id with --store)"
+    )
 
-    validate = commands.add_parser("validate", help="check a flow's graph; exit 1 if invalid")
-    validate.add_argument("target", help="FILE.py:OBJECT")
+    validate = commands.add_parser(
+        "validate",
+        help="check a flow's graph; exit 1 if invalid",
+        description="Build the flow and validate its graph: exit 0 with a one-line summary "
+        "when it is valid, 1 with the error (naming the nodes and edges and the fix) when not.",
+    )
+    validate.add_argument("target", help="FILE.py:OBJECT: the team or graph to check")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
 
-    run = commands.add_parser("run", help="run a team on a task, streaming to the console")
-    run.add_argument("target", help="FILE.py:OBJECT")
+    run = commands.add_parser(
+        "run",
+        help="run a team on a task, streaming to the console",
+        description="Run a team on a task and stream its messages to the console; with "
+        "--store, checkpoint the run so that it can be resumed (flowlib runs resume).",
+    )
+    run.add_argument("target", help="FILE.py:OBJECT: the team to run")
     run.add_argument("--task", help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
 
     _cli_runs.register(commands)  # run --store, runs ..., render --store --run
     _cli_check.register(commands)
 
-    demo = commands.add_parser("demo", help="run the built-in demo flow")
+    demo = commands.add_parser(
+        "demo",
+        help="run the built-in demo flow",
+        description="Run the demo team (fan-out, join, a tool call and a review loop) and "
+        "print its stream and the path taken: offline on scripted models, or on a real "
+        "model when OPENAI_API_KEY or OPENAI_BASE_URL is set.",
+    )
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
     add_traceback_option(parser, commands)
     _add_raw_option(parser, commands)

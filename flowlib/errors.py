@@ -70,6 +70,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ._english import clause
+
 __all__ = [
     "ActivationConflictError",
     "ArgumentTypeError",
@@ -178,7 +180,7 @@ class NodeExecutionError(FlowlibError, RuntimeError):
     def __init__(self, node: str, cause: BaseException, *, during: str | None = None) -> None:
         where = f" in {during}" if during else ""
         super().__init__(
-            f"Node `{node}` raised {type(cause).__name__}{where}: {cause}. "
+            f"Node `{node}` raised {type(cause).__name__}{where}: {clause(cause)}. "
             "The team kept its state; fix the cause and call `run()` with no task to retry "
             "the node, or `reset()` to start over."
         )

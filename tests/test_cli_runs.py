@@ -472,8 +472,8 @@ def test_render_draws_a_stored_runs_path(flow_file: Path, tmp_path: Path) -> Non
         "render", f"{flow_file}:plain", "--store", url, "--run", "r1", "-o", str(full)
     )
     assert code == 0 and "the path of run r1" in out
-    code, _ = run_cli(
-        "render", f"{flow_file}:plain", "--store", url, "--run", "r2", "-o", str(short)
+    code, _ = run_cli(  # --run-id, the new spelling of --run with --store
+        "render", f"{flow_file}:plain", "--store", url, "--run-id", "r2", "-o", str(short)
     )
     assert code == 0
     assert {"#1", "#2", "#3"} <= _step_labels(full)
@@ -534,7 +534,9 @@ def test_run_without_store_keeps_working(
     flow_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out = run_cli("run", f"{flow_file}:plain", "write it")  # TASK given positionally
-    assert code == 0 and "done in" in out
+    assert code == 0 and "stop reason:" in out
+    # One duration: the Console summary's, not a second "done in" line.
+    assert out.count("Duration:") == 1 and "done in" not in out
     assert run_cli("run", f"{flow_file}:plain")[0] == 1
     assert "give the task" in capsys.readouterr().err
     assert run_cli("run", f"{flow_file}:plain", "a", "--task", "b")[0] == 1

@@ -315,7 +315,12 @@ class _ConsoleReader:
         stream = sys.stdin
         if stream is None:
             raise AgentError("There is no standard input to read the user's answer from.")
-        fd = stream.fileno()
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            # No descriptor (an io.StringIO put in place by a test or an embedding app):
+            # `input` reads it as before; such a stream holds no buffer lock of stdin.
+            return await _run_in_thread(builtins.input, prompt)
         if prompt:
             out = sys.stdout
             if out is not None:

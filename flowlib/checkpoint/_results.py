@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._english import a
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._memory import InMemoryCheckpointStore
 from ._postgres import PostgresCheckpointStore
@@ -267,7 +268,7 @@ class CallResults:
         else:
             raise CheckpointArgumentError(
                 f"CallResults keeps its table beside an InMemoryCheckpointStore, "
-                f"SQLiteCheckpointStore or PostgresCheckpointStore, not a {type(store).__name__}."
+                f"SQLiteCheckpointStore or PostgresCheckpointStore, not {a(type(store).__name__)}."
             )
         self._backend = backend
         self._store = store

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
+from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._common import (
     SNAPSHOT_EVERY,
@@ -150,8 +151,8 @@ class SQLiteCheckpointStore:
             return fn(self._conn)
         except sqlite3.Error as exc:
             raise CheckpointError(
-                f"SQLite store `{self.path}` failed: {exc}. Check that the file's directory "
-                "exists and is writable."
+                f"SQLite store `{self.path}` failed: {clause(exc)}. Check that the file's "
+                "directory exists and is writable."
             ) from exc
 
     def _exists(self) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._english import a
 from ..errors import ContractError, NodeExecutionError, StateError
 from ..messages import BaseChatMessage, MessageFactory, TextMessage
 from ._activation import ActivationTracker
@@ -520,7 +521,7 @@ class Scheduler:
         message = self.factory.create(data)
         if not isinstance(message, BaseChatMessage):
             raise StateError(
-                f"Saved state holds a {type(message).__name__} where a chat "
+                f"Saved state holds {a(type(message).__name__)} where a chat "
                 "message belongs; the state is corrupt."
             )
         return message

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .._english import a
 from ..errors import InvalidTypeError
 from ..graph import DiGraph, DiGraphEdge, NodeKind, describe_condition
 from ..graph._validate import GraphAnalysis, analyse
@@ -118,7 +119,7 @@ def graph_of(obj: DiGraph | SupportsGraph) -> DiGraph:
     if isinstance(graph, DiGraph):
         return graph
     raise InvalidTypeError(
-        f"Cannot draw a {type(obj).__name__}: pass a DiGraph or a team (anything with a "
+        f"Cannot draw {a(type(obj).__name__)}: pass a DiGraph or a team (anything with a "
         "`graph` attribute holding a DiGraph), e.g. `to_dot(builder.build())`."
     )
 

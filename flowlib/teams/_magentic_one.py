@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import Self
 
+from .._english import clause
 from ..base import CancellationToken, ChatAgent, TerminationCondition
 from ..checkpoint import CheckpointStore
 from ..component import dump_field, load_field
@@ -785,7 +786,7 @@ class MagenticOneOrchestrator(Router):
                 message = self.message_factory.create(data)
             except ValueError as exc:
                 raise StateError(
-                    f"`{self.name}` cannot rebuild its transcript: {exc}. Pass the message "
+                    f"`{self.name}` cannot rebuild its transcript: {clause(exc)}. Pass the message "
                     "classes the participants produce as `custom_message_types`."
                 ) from exc
             if not isinstance(message, BaseChatMessage):

@@ -1,5 +1,7 @@
 """Property testing as a feature: fake agents, a reference run checker, graph strategies.
 
+- [`tool_calls`][flowlib.testing.tool_calls]: a scripted model reply that calls tools, for a
+  ``ReplayChatCompletionClient`` (see "Scripting models" in the testing docs).
 - Fake agents that never call a model: [`ScriptedAgent`][flowlib.testing.ScriptedAgent] (replies
 from a script),
   [`EchoAgent`][flowlib.testing.EchoAgent], and [`GatedAgent`][flowlib.testing.GatedAgent] with a
@@ -46,6 +48,7 @@ from ._agents import (
     TurnRecorder,
 )
 from ._checks import RunTimeline, TraceCheckError, check_run, check_trace
+from ._scripting import tool_calls
 
 if TYPE_CHECKING:
     from ._crash import (
@@ -155,4 +158,5 @@ __all__ = [
     "check_trace",
     "explore",
     "routing_outcomes",
+    "tool_calls",
 ]

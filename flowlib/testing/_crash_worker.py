@@ -31,6 +31,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._english import a
 from ..base import CancellationToken, Response
 from ..checkpoint import SQLiteCheckpointStore, fold
 from ..errors import FlowlibError, InvalidArgumentError
@@ -76,7 +77,7 @@ def load_factory(reference: str) -> Callable[..., Any]:
         raise InvalidArgumentError(f"`{where}` has no `{name}`.", argument="factory")
     if not callable(found) or hasattr(found, "run_stream"):
         raise InvalidArgumentError(
-            f"`{name}` in `{where}` is a {type(found).__name__}, not a function: the crash "
+            f"`{name}` in `{where}` is {a(type(found).__name__)}, not a function: the crash "
             "check builds the flow again in every fresh process, so give it a function "
             "`def build(*, checkpoint_store=None)` that passes the store to the team.",
             argument="factory",

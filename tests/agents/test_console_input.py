@@ -251,3 +251,14 @@ def test_console_prompts_take_turns_in_any_event_loop(console: _Pipe) -> None:
 
     assert asyncio.run(two_at_once("a\nb\n")) == ["a", "b"]
     assert asyncio.run(two_at_once("c\nd\n")) == ["c", "d"]  # a new loop, the same reader
+
+
+async def test_a_stdin_without_a_descriptor_is_read_with_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("typed answer\n"))
+    monkeypatch.setattr(upa, "_CONSOLE", upa._ConsoleReader())
+    assert await _answer(UserProxyAgent("user")) == "typed answer"
+    assert capsys.readouterr().out == upa.PROMPT

@@ -428,3 +428,13 @@ def test_other_missing_names_stay_attribute_errors() -> None:
     assert not hasattr(flowlib.models, "NoSuchClient")
     with pytest.raises(ImportError, match="cannot import name"):
         exec("from flowlib.models import NoSuchClient", {})
+
+
+def test_the_ollama_docstring_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import doctest
+
+    from flowlib.models import _ollama
+
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    failures, tried = doctest.testmod(_ollama)
+    assert (failures, tried > 0) == (0, True)
