@@ -21,7 +21,7 @@ def build(checkpoint_store: CheckpointStore | None = None) -> GraphFlow:
     clients, _ = demo_model_clients()
     flow = build_demo_flow(clients)
     return GraphFlow(
-        flow.participants,
+        flow.participants,  # type: ignore[arg-type]  # the demo's own nodes, as built
         flow.graph,
         termination_condition=MaxMessageTermination(20),
         checkpoint_store=checkpoint_store,
