@@ -337,7 +337,13 @@ async def _best(repeat: int, once: Callable[[], Awaitable[float]]) -> float:
 
 
 async def _timings(
-    turns: int, repeat: int, folder: Path, dsn: str | None, kinds: Sequence[str]
+    turns: int,
+    repeat: int,
+    folder: Path,
+    dsn: str | None,
+    kinds: Sequence[str],
+    *,
+    peers: bool = True,
 ) -> dict[str, dict[str, float]]:
     """Best time per turn of each framework and store. flowlib's and LangGraph's runs
     alternate, so both see the same load on a shared machine and disk."""
@@ -349,16 +355,18 @@ async def _timings(
         langgraph_once: Callable[[], Awaitable[float]],
     ) -> None:
         await flowlib_once()  # warm-up: imports, tables, connection pools
-        await langgraph_once()
+        if peers:
+            await langgraph_once()
         mine, theirs = [], []
         for _ in range(repeat):
             mine.append(await flowlib_once())
-            theirs.append(await langgraph_once())
+            if peers:
+                theirs.append(await langgraph_once())
         per_turn["flowlib"][label] = min(mine) / turns
-        per_turn["langgraph"][label] = min(theirs) / turns
+        per_turn["langgraph"][label] = min(theirs) / turns if theirs else float("nan")
         print(
             f"  {label}: flowlib {min(mine) / turns * 1e6:.0f} us/turn, "
-            f"LangGraph {min(theirs) / turns * 1e6:.0f} us/turn",
+            f"LangGraph {per_turn['langgraph'][label] * 1e6:.0f} us/turn",
             file=sys.stderr,
         )
 
@@ -377,10 +385,89 @@ async def _timings(
                     best = await _best(repeat, lambda: _langgraph_run(turns, saver, "async"))
                     per_turn["langgraph"][f"{kind} (async)"] = best / turns
 
-            await _with_langgraph_saver(kind, folder, dsn, work)
+            if peers:
+                await _with_langgraph_saver(kind, folder, dsn, work)
+            else:
+                await pair(kind, lambda store=store: _flowlib_run(turns, store), _nothing)
         finally:
             await store.close()
     return per_turn
+
+
+async def _nothing() -> float:
+    return float("nan")
+
+
+# --- resume time -------------------------------------------------------------------------
+
+RESUME_TURNS = (200, 2_000, 10_000)
+
+
+async def _resume_times(
+    kind: str, folder: Path, dsn: str | None, repeat: int, sizes: Sequence[int]
+) -> dict[int, dict[str, float]]:
+    """Per run length: the best time to load the stored run (``store.load``, or folding
+    all its records where the store has no ``load``), and to resume it in a fresh team
+    and store and run one more turn (``team.run(run_id=...)``)."""
+    from flowlib.checkpoint import PostgresCheckpointStore, SQLiteCheckpointStore, fold
+
+    def open_store() -> Any:
+        if kind == "sqlite":
+            return SQLiteCheckpointStore(folder / "resume.db")
+        assert dsn is not None
+        return PostgresCheckpointStore(dsn)
+
+    figures: dict[int, dict[str, float]] = {}
+    for turns in sizes:
+        run_id = f"resume-{turns}-{uuid.uuid4().hex[:6]}"
+        store = open_store()
+        started = time.perf_counter()
+        await _flowlib_team(turns, store).run(task="go", run_id=run_id)
+        built = time.perf_counter() - started
+        await store.close()
+        loads, resumes = [], []
+        for attempt in range(repeat + 1):  # the first is a warm-up
+            store = open_store()
+            await store.list_runs()  # connect and open the file outside the timing
+            started = time.perf_counter()
+            if hasattr(store, "load"):
+                folded = await store.load(run_id)
+            else:  # the store before snapshots: every record
+                folded = fold(await store.records(run_id))
+            load = time.perf_counter() - started
+            assert folded.turn >= turns, (folded.turn, turns)
+            await store.close()
+            store = open_store()
+            await store.list_runs()
+            team = _flowlib_team(1, store)
+            started = time.perf_counter()
+            result = await team.run(run_id=run_id)
+            resume = time.perf_counter() - started
+            assert len(result.messages) == 1, result
+            await store.close()
+            if attempt:
+                loads.append(load)
+                resumes.append(resume)
+        figures[turns] = {"load_s": min(loads), "resume_s": min(resumes)}
+        print(
+            f"  resume {kind} {turns} turns (built in {built:.1f} s): load "
+            f"{min(loads) * 1e3:.1f} ms, resume + 1 turn {min(resumes) * 1e3:.1f} ms",
+            file=sys.stderr,
+        )
+    return figures
+
+
+def _resume_report(times: dict[str, dict[int, dict[str, float]]]) -> list[str]:
+    lines = ["## Resume time (ms): load the stored run; resume it and run one turn", ""]
+    lines.append("| store | turns | load | resume + 1 turn |")
+    lines.append("| --- | ---: | ---: | ---: |")
+    for kind, figures in times.items():
+        for turns, figure in figures.items():
+            lines.append(
+                f"| {kind} | {turns:,} | {figure['load_s'] * 1e3:.1f} | "
+                f"{figure['resume_s'] * 1e3:.1f} |"
+            )
+    return lines
 
 
 def _report(
@@ -457,8 +544,20 @@ async def _main(args: argparse.Namespace) -> int:
         kinds = ["memory", "sqlite", "sqlite-full"] + (["postgres"] if dsn else [])
         with tempfile.TemporaryDirectory(prefix="flowlib-bench-") as tmp:
             folder = Path(tmp)
+            if args.resume:
+                sizes_ = [int(n) for n in args.resume.split(",")]
+                times = {}
+                for kind in ["sqlite"] + (["postgres"] if dsn else []):
+                    fresh = _fresh_dsn(server, dsn) if kind == "postgres" else None
+                    times[kind] = await _resume_times(kind, folder, fresh, args.repeat, sizes_)
+                print("\n".join(_resume_report(times)))
+                if args.json:
+                    Path(args.json).write_text(json.dumps({"resume": times}, indent=2))
+                return 0
             print(f"timing {args.turns}-turn runs, {args.repeat} repeats", file=sys.stderr)
-            per_turn = await _timings(args.turns, args.repeat, folder, dsn, kinds)
+            per_turn = await _timings(
+                args.turns, args.repeat, folder, dsn, kinds, peers=not args.no_peers
+            )
             sizes: dict[str, dict[str, dict[str, float]]] = {"flowlib": {}, "langgraph": {}}
             if not args.no_bytes:
                 for kind in [k for k in kinds if k not in ("memory", "sqlite-full")]:
@@ -466,10 +565,12 @@ async def _main(args: argparse.Namespace) -> int:
                     fresh = _fresh_dsn(server, dsn) if kind == "postgres" else None
                     print(f"bytes per turn: flowlib {kind} (10,000 turns)", file=sys.stderr)
                     sizes["flowlib"][kind] = await _flowlib_bytes(kind, folder, fresh)
+                    if args.no_peers:
+                        continue
                     fresh = _fresh_dsn(server, dsn) if kind == "postgres" else None
                     print(f"bytes per turn: LangGraph {kind}", file=sys.stderr)
                     sizes["langgraph"][kind] = await _langgraph_bytes(kind, folder, fresh)
-        lines = _report(per_turn, sizes) + _targets(per_turn, sizes)
+        lines = _report(per_turn, sizes) + ([] if args.no_peers else _targets(per_turn, sizes))
         print("\n".join(lines))
         if args.json:
             Path(args.json).write_text(
@@ -495,6 +596,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--postgres", metavar="DSN|auto", help="also time PostgreSQL stores")
     parser.add_argument("--no-bytes", action="store_true", help="skip the bytes-per-turn runs")
     parser.add_argument("--json", metavar="OUT.json", help="also write the figures as JSON")
+    parser.add_argument(
+        "--no-peers", action="store_true", help="time flowlib only (no LangGraph runs)"
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=",".join(map(str, RESUME_TURNS)),
+        metavar="N,N,...",
+        help="only time resuming runs of these lengths (default 200,2000,10000) on "
+        "SQLite (and PostgreSQL with --postgres)",
+    )
     parser.add_argument(
         "--stateless",
         action="store_true",

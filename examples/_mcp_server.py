@@ -2,7 +2,8 @@
 
 It runs on stdin/stdout: ``python examples/_mcp_server.py`` (the example starts it as a
 subprocess through ``StdioServerParams``). Its tools: ``convert_temperature`` and
-``city_population``.
+``city_population``; a resource ``facts://sources``, a resource template
+``facts://city/{name}`` and a prompt ``compare``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,25 @@ def city_population(city: str) -> int:
     if found is None:
         raise ValueError(f"no population data for {city!r}")
     return found
+
+
+@server.resource("facts://sources")
+def sources() -> str:
+    """Where the figures come from."""
+    return "City population figures: a small built-in table."
+
+
+@server.resource("facts://city/{name}")
+def city(name: str) -> str:
+    """One line about a city of the table."""
+    found = _POPULATION.get(name.lower())
+    return f"{name}: {found:,} people" if found else f"{name}: not in the table"
+
+
+@server.prompt()
+def compare(first: str, second: str) -> str:
+    """Ask for a comparison of two cities."""
+    return f"Compare {first} and {second} by population, with the tools you have."
 
 
 if __name__ == "__main__":

@@ -23,11 +23,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from _common import model_client, tool_calls
+from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.conditions import MaxMessageTermination, TextMessageTermination
 from flowlib.teams import RoundRobinGroupChat
+from flowlib.testing import tool_calls
 from flowlib.tools.mcp import McpWorkbench, StdioServerParams
 from flowlib.ui import Console
 
@@ -61,11 +62,24 @@ def build(workbench: McpWorkbench | None = None) -> RoundRobinGroupChat:
     )
 
 
+async def show_resources_and_prompts(workbench: McpWorkbench) -> None:
+    """What else the server offers: resources, resource templates and prompts."""
+    resources = await workbench.list_resources()
+    print("resources:", ", ".join(str(resource.uri) for resource in resources.resources))
+    templates = await workbench.list_resource_templates()
+    print("templates:", ", ".join(t.uriTemplate for t in templates.resourceTemplates))
+    oslo = await workbench.read_resource("facts://city/Oslo")  # a template, filled in
+    print("read facts://city/Oslo:", oslo.contents[0].text)
+    prompt = await workbench.get_prompt("compare", {"first": "Oslo", "second": "Kyoto"})
+    print("prompt compare:", prompt.messages[0].content.text)
+
+
 async def main() -> None:
     """Start the server, run the team, print its stream and how it stopped."""
     async with McpWorkbench(SERVER) as workbench:  # one server process for the whole run
         tools = await workbench.list_tools()
         print("MCP tools:", ", ".join(tool["name"] for tool in tools))
+        await show_resources_and_prompts(workbench)
         team = build(workbench)
         result = await Console(team.run_stream(task=TASK))
     print("stop reason:", result.stop_reason)

@@ -6,9 +6,11 @@ from ._code_executor_agent import ApprovalRequest, ApprovalResponse, CodeExecuto
 from ._function_agent import FunctionAgent, NodeFunction
 from ._message_filter_agent import MessageFilterAgent, MessageFilterConfig, PerSourceFilter
 from ._society_of_mind_agent import SocietyOfMindAgent
+from ._tool_calls import DEFAULT_MAX_TOOL_CALLS
 from ._user_proxy_agent import UserProxyAgent
 
 __all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
     "ApprovalRequest",
     "ApprovalResponse",
     "AssistantAgent",

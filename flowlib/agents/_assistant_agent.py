@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import Self
 
+from .._english import a
 from ..base import CancellationToken, Handoff, Response
 from ..base._arguments import check_state_argument
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
@@ -72,6 +73,7 @@ from ..tools import BaseTool, Tool, Workbench
 from ..tools._workbench import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
 from ._tool_calls import (
+    DEFAULT_MAX_TOOL_CALLS,
     SummaryFormatter,
     ToolInput,
     build_handoffs,
@@ -136,6 +138,7 @@ class AssistantAgentConfig(BaseModel):
     reflect_on_tool_use: bool = False
     tool_call_summary_format: str = "{result}"
     max_tool_iterations: int = 1
+    max_tool_calls: int | None = None
     metadata: dict[str, str] | None = None
     output_content_type_format: str | None = None
     structured_message_factory: ComponentModel | None = None
@@ -185,6 +188,10 @@ class AssistantAgent(BaseChatAgent):
         reflect_on_tool_use: Make one more model call on the tool results instead of
             returning a summary. Defaults to ``True`` iff ``output_content_type`` is set.
         max_tool_iterations: How many model calls may request tools in one turn (>= 1).
+        max_tool_calls: How many tool calls of one model reply are run
+            ([`DEFAULT_MAX_TOOL_CALLS`][flowlib.agents.DEFAULT_MAX_TOOL_CALLS], 100); the
+            calls past it are not run and get an error result naming the limit, so a
+            reply of 20,000 calls costs no more than 100.
         tool_call_summary_format: Template per tool result, joined with newlines; fields
             ``{tool_name}``, ``{arguments}``, ``{result}``, ``{is_error}``.
         tool_call_summary_formatter: ``(call, result) -> str`` per tool call; overrides
@@ -226,6 +233,7 @@ class AssistantAgent(BaseChatAgent):
         model_client_stream: bool = False,
         reflect_on_tool_use: bool | None = None,
         max_tool_iterations: int = 1,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
         tool_call_summary_format: str = "{result}",
         tool_call_summary_formatter: SummaryFormatter | None = None,
         output_content_type: type[BaseModel] | None = None,
@@ -241,6 +249,16 @@ class AssistantAgent(BaseChatAgent):
                 f"Agent `{name}`: max_tool_iterations must be at least 1, got "
                 f"{max_tool_iterations}.",
                 argument="max_tool_iterations",
+            )
+        if isinstance(max_tool_calls, bool) or not isinstance(max_tool_calls, int):
+            raise ArgumentTypeError(
+                f"Agent `{name}`: max_tool_calls must be an int, not {max_tool_calls!r}.",
+                argument="max_tool_calls",
+            )
+        if max_tool_calls < 1:
+            raise InvalidArgumentError(
+                f"Agent `{name}`: max_tool_calls must be at least 1, got {max_tool_calls}.",
+                argument="max_tool_calls",
             )
         if output_content_type is not None and not (
             isinstance(output_content_type, type) and issubclass(output_content_type, BaseModel)
@@ -277,6 +295,7 @@ class AssistantAgent(BaseChatAgent):
             output_content_type is not None if reflect_on_tool_use is None else reflect_on_tool_use
         )
         self._max_tool_iterations = max_tool_iterations
+        self._max_tool_calls = max_tool_calls
         self._tool_call_summary_format = tool_call_summary_format
         self._tool_call_summary_formatter = tool_call_summary_formatter
         self._output_content_type = output_content_type
@@ -304,6 +323,11 @@ class AssistantAgent(BaseChatAgent):
         if self._handoffs:
             types.append(HandoffMessage)
         return tuple(types)
+
+    @property
+    def model_client(self) -> ChatCompletionClient:
+        """The model client the agent calls."""
+        return self._model_client
 
     @property
     def model_context(self) -> ChatCompletionContext:
@@ -360,6 +384,9 @@ class AssistantAgent(BaseChatAgent):
             reflect_on_tool_use=self._reflect_on_tool_use,
             tool_call_summary_format=self._tool_call_summary_format,
             max_tool_iterations=self._max_tool_iterations,
+            max_tool_calls=(
+                None if self._max_tool_calls == DEFAULT_MAX_TOOL_CALLS else self._max_tool_calls
+            ),
             metadata=dict(self._metadata) or None,
             output_content_type_format=self._output_content_type_format,
         )
@@ -396,6 +423,9 @@ class AssistantAgent(BaseChatAgent):
             model_client_stream=config.model_client_stream,
             reflect_on_tool_use=config.reflect_on_tool_use,
             max_tool_iterations=config.max_tool_iterations,
+            max_tool_calls=(
+                DEFAULT_MAX_TOOL_CALLS if config.max_tool_calls is None else config.max_tool_calls
+            ),
             tool_call_summary_format=config.tool_call_summary_format,
             output_content_type_format=config.output_content_type_format,
             memory=memory or None,
@@ -675,9 +705,9 @@ class AssistantAgent(BaseChatAgent):
         handoffs = [index for index, call in enumerate(calls) if call.name in self._handoffs]
         skipped = set(handoffs[1:])
         if not skipped:
-            return await run_tool_calls(calls, tools_by_name, token)
+            return await run_tool_calls(calls, tools_by_name, token, limit=self._max_tool_calls)
         kept = [call for index, call in enumerate(calls) if index not in skipped]
-        ran = iter(await run_tool_calls(kept, tools_by_name, token))
+        ran = iter(await run_tool_calls(kept, tools_by_name, token, limit=self._max_tool_calls))
         first = self._handoffs[calls[handoffs[0]].name].target
         results: list[FunctionExecutionResult] = []
         for index, call in enumerate(calls):
@@ -826,7 +856,7 @@ def _memories(agent: str, memory: Sequence[Memory] | None) -> list[Memory]:
     for index, entry in enumerate(memory):
         if not isinstance(entry, Memory):
             raise ArgumentTypeError(
-                f"Agent `{agent}`: memory[{index}] is a {type(entry).__name__}, not a "
+                f"Agent `{agent}`: memory[{index}] is {a(type(entry).__name__)}, not a "
                 "Memory; pass Memory objects such as ListMemory().",
                 argument=f"memory[{index}]",
             )

@@ -6,43 +6,19 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from ..errors import CheckpointError
 from ._patch import apply_patch
-from ._types import CheckpointRecord, StepKind
+from ._types import CheckpointRecord, FoldedRun
 
 __all__ = ["FoldedRun", "base_record", "fold"]
 
 
-class FoldedRun(BaseModel):
-    """A run's state at one checkpoint: what its records add up to.
-
-    Attributes:
-        run_id: The run the records belong to.
-        messages: The whole thread (dumped messages), in order.
-        message_nodes: For each message, the node that published it (None: task).
-        bookkeeping: The executor's bookkeeping from the newest record that had one.
-        participants: Every participant's full state (participants never recorded are
-            absent).
-        turn: Agent turns run so far.
-        last_checkpoint: The newest folded record's ``checkpoint_id`` (0: no records).
-        last_kind: The newest folded record's kind (None: no records).
-        stop_reason: The newest record's stop reason (a ``stop`` record), else None.
-    """
-
-    run_id: str
-    messages: list[dict[str, Any]] = Field(default_factory=list)
-    message_nodes: list[str | None] = Field(default_factory=list)
-    bookkeeping: dict[str, Any] = Field(default_factory=dict)
-    participants: dict[str, Any] = Field(default_factory=dict)
-    turn: int = 0
-    last_checkpoint: int = 0
-    last_kind: StepKind | None = None
-    stop_reason: str | None = None
-
-
-def fold(records: Iterable[CheckpointRecord], *, run_id: str | None = None) -> FoldedRun:
+def fold(
+    records: Iterable[CheckpointRecord],
+    *,
+    run_id: str | None = None,
+    start: FoldedRun | None = None,
+) -> FoldedRun:
     """Add up a run's records, oldest first, into the state after the last one.
 
     A ``base`` record (a fork's first record, or pruned records folded into one) is a
@@ -53,28 +29,42 @@ def fold(records: Iterable[CheckpointRecord], *, run_id: str | None = None) -> F
     Args:
         records: The run's records in order (``store.records(run_id, upto=...)``).
         run_id: The run's id, used when ``records`` is empty.
+        start: The run's state at the checkpoint before the first of ``records`` (a
+            stored snapshot); it is not changed. Default: fold from the run's start.
 
     Raises:
         CheckpointError: The records are not one run's, or not consecutive (a missing or
             reordered checkpoint), or a patch does not fit.
     """
-    state: FoldedRun | None = None
+    # Plain locals while folding (setting attributes of a pydantic model costs ~10x).
+    started = start is not None
+    current = start.run_id if start is not None else None
+    messages = list(start.messages) if start is not None else []
+    nodes = list(start.message_nodes) if start is not None else []
+    bookkeeping = start.bookkeeping if start is not None else {}
+    participants = dict(start.participants) if start is not None else {}
+    turn = start.turn if start is not None else 0
+    last = start.last_checkpoint if start is not None else 0
+    last_kind = start.last_kind if start is not None else None
+    stop_reason = start.stop_reason if start is not None else None
+    owned: dict[int, Any] = {}
     for record in records:
-        if state is None:
+        if not started:
             if record.kind != "base" and record.checkpoint_id != 1:
                 raise CheckpointError(
                     f"Run `{record.run_id}` starts at checkpoint {record.checkpoint_id}, "
                     "not 1 or a `base` record: earlier records are missing."
                 )
-            state = FoldedRun(run_id=record.run_id)
-        elif record.run_id != state.run_id:
+            started = True
+            current = record.run_id
+        elif record.run_id != current:
             raise CheckpointError(
-                f"Cannot fold records of run `{record.run_id}` into run `{state.run_id}`."
+                f"Cannot fold records of run `{record.run_id}` into run `{current}`."
             )
-        elif record.checkpoint_id != state.last_checkpoint + 1:
+        elif record.checkpoint_id != last + 1:
             raise CheckpointError(
-                f"Run `{state.run_id}`: checkpoint {record.checkpoint_id} follows "
-                f"{state.last_checkpoint}; records must be consecutive."
+                f"Run `{current}`: checkpoint {record.checkpoint_id} follows "
+                f"{last}; records must be consecutive."
             )
         if len(record.message_nodes) != len(record.messages):
             raise CheckpointError(
@@ -83,26 +73,61 @@ def fold(records: Iterable[CheckpointRecord], *, run_id: str | None = None) -> F
                 "publishers: the record is corrupt."
             )
         if record.kind == "base":
-            state.messages = list(record.messages)
-            state.message_nodes = list(record.message_nodes)
-            state.participants = {}
-            state.bookkeeping = {}
+            messages = list(record.messages)
+            nodes = list(record.message_nodes)
+            participants = {}
+            bookkeeping = {}
         else:
-            state.messages.extend(record.messages)
-            state.message_nodes.extend(record.message_nodes)
+            messages.extend(record.messages)
+            nodes.extend(record.message_nodes)
         if record.bookkeeping:
-            state.bookkeeping = record.bookkeeping
+            bookkeeping = record.bookkeeping
         for name, patch in record.participants.items():
-            state.participants[name] = apply_patch(state.participants.get(name), patch)
-        state.turn = record.turn
-        state.last_checkpoint = record.checkpoint_id
-        state.last_kind = record.kind
-        state.stop_reason = record.stop_reason
-    if state is None:
+            participants[name] = _apply(participants.get(name), patch, owned)
+        turn = record.turn
+        last = record.checkpoint_id
+        last_kind = record.kind
+        stop_reason = record.stop_reason
+    if current is None:
         if run_id is None:
             raise CheckpointError("Cannot fold no records without a `run_id`.")
-        return FoldedRun(run_id=run_id)
-    return state
+        current = run_id
+    return FoldedRun.model_construct(
+        run_id=current,
+        messages=messages,
+        message_nodes=nodes,
+        bookkeeping=bookkeeping,
+        participants=participants,
+        turn=turn,
+        last_checkpoint=last,
+        last_kind=last_kind,
+        stop_reason=stop_reason,
+    )
+
+
+def _apply(old: Any, patch: Any, owned: dict[int, Any]) -> Any:
+    """``apply_patch``, but the lists and dicts this fold made (``owned``, by id, kept
+    alive there) are changed in place: an agent's context that grows by one message per
+    record costs one append per record, not a copy of the context."""
+    if type(patch) is dict and len(patch) == 1:
+        if "append" in patch:
+            items = patch["append"]
+            if type(old) is list and type(items) is list:
+                if id(old) in owned:
+                    old.extend(items)
+                    return old
+                made = [*old, *items]
+                owned[id(made)] = made
+                return made
+        elif "update" in patch:
+            update = patch["update"]
+            if type(old) is dict and type(update) is dict:
+                result = old if id(old) in owned else dict(old)
+                owned[id(result)] = result
+                for key, sub in update.items():
+                    result[key] = _apply(old.get(key), sub, owned)
+                return result
+    return apply_patch(old, patch)
 
 
 def base_record(

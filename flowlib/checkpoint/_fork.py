@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..errors import CheckpointArgumentError, CheckpointError
-from ._fold import FoldedRun, base_record, fold
+from ._fold import FoldedRun, base_record
 from ._types import CheckpointRecord, CheckpointStore, RunRecord
 
 __all__ = ["fork_run"]
@@ -52,7 +52,7 @@ async def fork_run(
         _check_same_fork(existing, run)
         if existing.last_checkpoint == 1:
             check(existing)
-            folded = fold(await store.records(run.run_id))
+            folded = await store.load(run.run_id)
             await install(folded)
             return folded
     source = await store.get_run(source_id)
@@ -62,7 +62,7 @@ async def fork_run(
             "(see `store.list_runs()`)."
         )
     check(source)
-    folded = fold(await store.records(source_id, upto=checkpoint_id))
+    folded = await store.load(source_id, upto=checkpoint_id)
     await install(folded)
     base = base_record(folded, run_id=run.run_id, checkpoint_id=1)
     try:

@@ -4,6 +4,7 @@ within one process."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TypeVar
 
 from ..errors import CheckpointError
@@ -19,15 +20,16 @@ from ._common import (
     info_of,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
     updated_run,
 )
-from ._fold import base_record, fold
+from ._fold import FoldedRun, base_record, fold
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = ["InMemoryCheckpointStore"]
 
-_Model = TypeVar("_Model", CheckpointRecord, RunRecord)
+_Model = TypeVar("_Model", CheckpointRecord, RunRecord, FoldedRun)
 
 
 def _copy(model: _Model) -> _Model:
@@ -153,11 +155,32 @@ class InMemoryCheckpointStore:
             records = [r for r in records if r.checkpoint_id <= upto]
         return [_copy(r) for r in records]
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last)."""
+        self._run(run_id)
+        records = self._records[run_id]
+        if upto is not None:
+            first = records[0].checkpoint_id if records else 0
+            check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
+            records = [r for r in records if r.checkpoint_id <= upto]
+        # Folding shares parts with the stored records; the copy keeps them apart.
+        return _copy(fold(records, run_id=run_id))
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
         self._check_open()
-        runs = sorted(self._runs.values(), key=lambda r: r.created_at, reverse=True)
-        return [self._with_lease(_copy(r)) for r in runs]
+        runs = sorted(self._runs.values(), key=lambda r: (-r.created_at, r.run_id))
+        kept = [run for run in runs if filters.keeps(run)][: filters.limit]
+        return [self._with_lease(_copy(r)) for r in kept]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

@@ -3,26 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
 from ._common import (
+    SNAPSHOT_EVERY,
     check_first,
     check_keep_last,
     check_lease_args,
     check_owner,
+    check_snapshot_every,
     check_upto,
     closed_error,
     conflict_error,
+    filter_sql,
     first_run,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
 )
-from ._fold import base_record, fold
+from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
     RECORD_COLUMNS,
@@ -39,6 +45,8 @@ from ._sql import (
     records_from_rows,
     run_from_row,
     run_row,
+    snapshot_body,
+    snapshot_from_body,
     upgrade,
 )
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
@@ -48,6 +56,8 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresCheckpointStore"]
+
+_log = logging.getLogger("flowlib.checkpoint")
 
 _INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
 _INSERT_MESSAGE = "INSERT INTO flowlib_messages VALUES (%s, %s, %s, %s, %s)"
@@ -117,7 +127,11 @@ class PostgresCheckpointStore:
         dsn: A libpq connection string or URL (``postgresql://user@host:5432/db``).
         min_size: Connections the pool keeps open.
         max_size: Most connections the pool opens (concurrent calls beyond wait).
-        connect_timeout: Seconds to wait for the first connection.
+        connect_timeout: Seconds to wait for a connection (an unreachable server fails
+            after this long, with one error).
+        snapshot_every: Every this many checkpoints of a run, the store also keeps a
+            snapshot of the run's whole state (the newest one only), so ``load`` reads
+            the snapshot and the records after it, whatever the run's length; 0: none.
         create: Whether a database without flowlib's tables gets them; False (what
             read-only commands use): the first call raises ``CheckpointError`` saying
             there is no store there, and nothing is created.
@@ -132,7 +146,8 @@ class PostgresCheckpointStore:
         *,
         min_size: int = 1,
         max_size: int = 10,
-        connect_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        snapshot_every: int = SNAPSHOT_EVERY,
         create: bool = True,
     ) -> None:
         if not isinstance(dsn, str) or not dsn:
@@ -162,6 +177,7 @@ class PostgresCheckpointStore:
         self._max_size = max_size
         self._timeout = connect_timeout
         self._create = create
+        self._every = check_snapshot_every(snapshot_every)
         self._pool: AsyncConnectionPool[Any] | None = None
         self._opening: asyncio.Lock | None = None
         self._closed = False
@@ -182,6 +198,7 @@ class PostgresCheckpointStore:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
+                await self._probe()
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     self.dsn,
                     min_size=self._min_size,
@@ -198,6 +215,29 @@ class PostgresCheckpointStore:
                     raise
                 self._pool = pool
         return self._pool
+
+    async def _probe(self) -> None:
+        """One connection before the pool: an unreachable server, a wrong password or
+        database fails here within ``connect_timeout``, as one error (a pool would
+        retry in the background and log a warning per attempt until its timeout)."""
+        import psycopg
+
+        try:
+            conn = await asyncio.wait_for(
+                psycopg.AsyncConnection.connect(
+                    self.dsn, autocommit=True, connect_timeout=max(1, math.ceil(self._timeout))
+                ),
+                self._timeout,
+            )
+        except TimeoutError as exc:
+            raise CheckpointError(
+                f"PostgreSQL store `{_redact(self.dsn)}`: no connection within "
+                f"{self._timeout:g} s. Check that the server is running and reachable "
+                "(host, port, firewall)."
+            ) from exc
+        except psycopg.Error as exc:
+            raise _wrapped(self.dsn, exc) from exc
+        await conn.close()
 
     async def _prepare(self, conn: AsyncConnection[Any]) -> None:
         """Create or upgrade the tables (under a lock: several processes may open a new
@@ -305,6 +345,32 @@ class PostgresCheckpointStore:
                     if held is None or held.owner != lease_owner or held.expires_at <= now:
                         raise lease_lost(record.run_id, lease_owner, held, now=now)
                 raise conflict_error(run, record)
+        if self._every and record.checkpoint_id % self._every == 0:
+            await self._snapshot(record.run_id, record.checkpoint_id)
+
+    async def _snapshot(self, run_id: str, checkpoint_id: int) -> None:
+        """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
+        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        try:
+            async with self._transaction() as conn:
+                folded = await _load(conn, run_id, checkpoint_id)
+                await conn.execute(
+                    "INSERT INTO flowlib_snapshots (run_id, checkpoint_id, body) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (run_id, checkpoint_id) DO NOTHING",
+                    (run_id, checkpoint_id, snapshot_body(folded)),
+                )
+                await conn.execute(
+                    "DELETE FROM flowlib_snapshots WHERE run_id = %s AND checkpoint_id < %s",
+                    (run_id, checkpoint_id),
+                )
+        except CheckpointError as exc:
+            _log.warning("Run `%s`: no snapshot at checkpoint %s: %s", run_id, checkpoint_id, exc)
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last): the newest
+        snapshot at or before it, and the records after the snapshot, folded."""
+        async with self._transaction(read_only=True) as conn:
+            return await _load(conn, run_id, upto)
 
     async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
         """Take the run's lease (see the protocol): one conditional write."""
@@ -348,10 +414,20 @@ class PostgresCheckpointStore:
         async with self._transaction(read_only=True) as conn:
             return await _read_records(conn, run_id, upto)
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, "%s")
         async with self._transaction() as conn:
-            cur = await conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id")
+            cur = await conn.execute(f"{RUN_SELECT}{where}", params)
             return [run_from_row(row) for row in await cur.fetchall()]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
@@ -386,7 +462,7 @@ class PostgresCheckpointStore:
             cut_id = ids[cut - 1]
             old = await _read_records(conn, run_id, cut_id, run=run)
             base = base_record(fold(old), created_at=old[-1].created_at)
-            for table in ("flowlib_messages", "flowlib_records"):
+            for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE run_id = %s AND checkpoint_id <= %s",
                     (run_id, cut_id),
@@ -449,38 +525,72 @@ async def _schema_version(conn: AsyncConnection[Any], dsn: str) -> int | None:
 
 
 async def _read_records(
-    conn: AsyncConnection[Any], run_id: str, upto: int | None, *, run: RunRecord | None = None
+    conn: AsyncConnection[Any],
+    run_id: str,
+    upto: int | None,
+    *,
+    run: RunRecord | None = None,
+    after: int = 0,
 ) -> list[CheckpointRecord]:
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
     run = run or await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
-    if upto is None:
-        upto = run.last_checkpoint
-    else:
-        cur = await conn.execute(
-            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run_id,)
-        )
-        first = await cur.fetchone()
-        check_upto(run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    upto = await _upto(conn, run, upto)
     cur = await conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM flowlib_records "
-        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
-        (run_id, upto),
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = %s "
+        "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
+        (run_id, after, upto),
     )
     rows = await cur.fetchall()
     cur = await conn.execute(
-        "SELECT checkpoint_id, node, body FROM flowlib_messages "
-        "WHERE run_id = %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
-        (run_id, upto),
+        "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = %s "
+        "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
+        (run_id, after, upto),
     )
     return records_from_rows(rows, await cur.fetchall())
 
 
-def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:
-    return CheckpointError(
-        f"PostgreSQL store `{_redact(dsn)}` failed: {_redact(str(exc))}. Check that the server "
-        "is running and the DSN's user may create tables."
+async def _upto(conn: AsyncConnection[Any], run: RunRecord, upto: int | None) -> int:
+    """``upto``, checked against the run's checkpoints (default: the last)."""
+    if upto is None:
+        return run.last_checkpoint
+    cur = await conn.execute(
+        "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run.run_id,)
     )
+    first = await cur.fetchone()
+    check_upto(run.run_id, (first[0] if first else None) or 0, run.last_checkpoint, upto)
+    return upto
+
+
+async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> FoldedRun:
+    run = await _get_run(conn, run_id)
+    if run is None:
+        raise unknown_run(run_id)
+    upto = await _upto(conn, run, upto)
+    cur = await conn.execute(
+        "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = %s "
+        "AND checkpoint_id <= %s ORDER BY checkpoint_id DESC LIMIT 1",
+        (run_id, upto),
+    )
+    row = await cur.fetchone()
+    start = None if row is None else snapshot_from_body(row[1])
+    after = 0 if start is None else start.last_checkpoint
+    records = await _read_records(conn, run_id, upto, run=run, after=after)
+    return fold(records, run_id=run_id, start=start)
+
+
+def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:
+    import psycopg
+
+    detail = " ".join(_redact(str(exc)).split())  # libpq's message spans lines
+    if isinstance(exc, psycopg.OperationalError):
+        hint = "Check that the server is running and reachable, and the DSN's user and database."
+    elif isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        hint = "The DSN's user needs the right to create and write flowlib's tables."
+    else:
+        hint = "Check the server's log for the statement that failed."
+    return CheckpointError(f"PostgreSQL store `{_redact(dsn)}` failed: {detail}. {hint}")
 
 
 def _redact(dsn: str) -> str:

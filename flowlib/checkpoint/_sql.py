@@ -17,6 +17,7 @@ from typing import Any
 from pydantic_core import from_json, to_json
 
 from ..errors import CheckpointError
+from ._fold import FoldedRun
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "records_from_rows",
     "run_from_row",
     "run_row",
+    "snapshot_body",
+    "snapshot_from_body",
     "upgrade",
 ]
 
@@ -292,3 +295,12 @@ def info_from_row(row: Sequence[Any]) -> CheckpointInfo:
         created_at=row[5],
         message_count=row[6],
     )
+
+
+def snapshot_body(folded: FoldedRun) -> str:
+    """A run's folded state as stored in ``flowlib_snapshots.body``."""
+    return folded.model_dump_json()
+
+
+def snapshot_from_body(body: str) -> FoldedRun:
+    return FoldedRun.model_validate_json(body)

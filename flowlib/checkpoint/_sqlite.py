@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
+from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._common import (
+    SNAPSHOT_EVERY,
     check_first,
     check_keep_last,
     check_lease_args,
     check_next,
     check_owner,
+    check_snapshot_every,
     check_upto,
     closed_error,
+    filter_sql,
     first_run,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
     updated_run,
 )
-from ._fold import base_record, fold
+from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
     RECORD_COLUMNS,
@@ -41,11 +47,15 @@ from ._sql import (
     records_from_rows,
     run_from_row,
     run_row,
+    snapshot_body,
+    snapshot_from_body,
     upgrade,
 )
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
 
 __all__ = ["SQLiteCheckpointStore"]
+
+_log = logging.getLogger("flowlib.checkpoint")
 
 T = TypeVar("T")
 
@@ -78,6 +88,9 @@ class SQLiteCheckpointStore:
             checkpoint).
         busy_timeout: Seconds to wait for another process's write lock (also bounds
             the retries of the file's setup when several connections open it at once).
+        snapshot_every: Every this many checkpoints of a run, the store also keeps a
+            snapshot of the run's whole state (the newest one only), so ``load`` reads
+            the snapshot and the records after it, whatever the run's length; 0: none.
         create: Whether a missing file (or one without flowlib's tables) is made into
             an empty store; False (what read-only commands use): the first call raises
             ``CheckpointError`` saying there is no store there, and nothing is created.
@@ -98,6 +111,7 @@ class SQLiteCheckpointStore:
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 30.0,
+        snapshot_every: int = SNAPSHOT_EVERY,
         create: bool = True,
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
@@ -112,6 +126,7 @@ class SQLiteCheckpointStore:
         self._synchronous = synchronous
         self._busy_ms = int(busy_timeout * 1000)
         self._create = create
+        self._every = check_snapshot_every(snapshot_every)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="flowlib-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
@@ -136,8 +151,8 @@ class SQLiteCheckpointStore:
             return fn(self._conn)
         except sqlite3.Error as exc:
             raise CheckpointError(
-                f"SQLite store `{self.path}` failed: {exc}. Check that the file's directory "
-                "exists and is writable."
+                f"SQLite store `{self.path}` failed: {clause(exc)}. Check that the file's "
+                "directory exists and is writable."
             ) from exc
 
     def _exists(self) -> bool:
@@ -277,8 +292,38 @@ class SQLiteCheckpointStore:
                         new.run_id,
                     ),
                 )
+            if self._every and record.checkpoint_id % self._every == 0:
+                self._snapshot(conn, record.run_id, record.checkpoint_id)
 
         await self._call(work)
+
+    def _snapshot(self, conn: sqlite3.Connection, run_id: str, checkpoint_id: int) -> None:
+        """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
+        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        try:
+            with _transaction(conn):
+                folded = _load(conn, run_id, checkpoint_id)
+                conn.execute(
+                    "INSERT OR REPLACE INTO flowlib_snapshots (run_id, checkpoint_id, body) "
+                    "VALUES (?, ?, ?)",
+                    (run_id, checkpoint_id, snapshot_body(folded)),
+                )
+                conn.execute(
+                    "DELETE FROM flowlib_snapshots WHERE run_id = ? AND checkpoint_id < ?",
+                    (run_id, checkpoint_id),
+                )
+        except (sqlite3.Error, CheckpointError) as exc:
+            _log.warning("Run `%s`: no snapshot at checkpoint %s: %s", run_id, checkpoint_id, exc)
+
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """The run's state at checkpoint ``upto`` (default: its last): the newest
+        snapshot at or before it, and the records after the snapshot, folded."""
+
+        def work(conn: sqlite3.Connection) -> FoldedRun:
+            with _transaction(conn, "BEGIN"):
+                return _load(conn, run_id, upto)
+
+        return await self._call(work)
 
     async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
         """Take the run's lease (see the protocol): one conditional write."""
@@ -337,11 +382,21 @@ class SQLiteCheckpointStore:
 
         return await self._call(work)
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, "?")
 
         def work(conn: sqlite3.Connection) -> list[RunRecord]:
-            rows = conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id").fetchall()
+            rows = conn.execute(f"{RUN_SELECT}{where}", params).fetchall()
             return [run_from_row(row) for row in rows]
 
         return await self._call(work)
@@ -382,7 +437,7 @@ class SQLiteCheckpointStore:
                 ).fetchone()
                 old = _read_records(conn, run_id, cut_id, run=run)
                 base = base_record(fold(old), created_at=old[-1].created_at)
-                for table in ("flowlib_messages", "flowlib_records"):
+                for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
                     conn.execute(
                         f"DELETE FROM {table} WHERE run_id = ? AND checkpoint_id <= ?",
                         (run_id, cut_id),
@@ -518,24 +573,49 @@ def _run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
 
 
 def _read_records(
-    conn: sqlite3.Connection, run_id: str, upto: int | None, *, run: RunRecord | None = None
+    conn: sqlite3.Connection,
+    run_id: str,
+    upto: int | None,
+    *,
+    run: RunRecord | None = None,
+    after: int = 0,
 ) -> list[CheckpointRecord]:
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
     run = run or _run(conn, run_id)
-    if upto is None:
-        upto = run.last_checkpoint
-    else:
-        (first,) = conn.execute(
-            "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run_id,)
-        ).fetchone()
-        check_upto(run_id, first or 0, run.last_checkpoint, upto)
+    upto = _upto(conn, run, upto)
     rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id <= ? "
-        "ORDER BY checkpoint_id",
-        (run_id, upto),
+        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id > ? "
+        "AND checkpoint_id <= ? ORDER BY checkpoint_id",
+        (run_id, after, upto),
     ).fetchall()
     messages = conn.execute(
-        "SELECT checkpoint_id, node, body FROM flowlib_messages "
-        "WHERE run_id = ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
-        (run_id, upto),
+        "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = ? AND "
+        "checkpoint_id > ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
+        (run_id, after, upto),
     ).fetchall()
     return records_from_rows(rows, messages)
+
+
+def _upto(conn: sqlite3.Connection, run: RunRecord, upto: int | None) -> int:
+    """``upto``, checked against the run's checkpoints (default: the last)."""
+    if upto is None:
+        return run.last_checkpoint
+    (first,) = conn.execute(
+        "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run.run_id,)
+    ).fetchone()
+    check_upto(run.run_id, first or 0, run.last_checkpoint, upto)
+    return upto
+
+
+def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
+    run = _run(conn, run_id)
+    upto = _upto(conn, run, upto)
+    row = conn.execute(
+        "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = ? "
+        "AND checkpoint_id <= ? ORDER BY checkpoint_id DESC LIMIT 1",
+        (run_id, upto),
+    ).fetchone()
+    start = None if row is None else snapshot_from_body(row[1])
+    after = 0 if start is None else start.last_checkpoint
+    records = _read_records(conn, run_id, upto, run=run, after=after)
+    return fold(records, run_id=run_id, start=start)

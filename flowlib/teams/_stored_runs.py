@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..base import TaskResult
-from ..checkpoint import CheckpointStore, FoldedRun, RunRecord, fold
+from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
 from ..checkpoint._fork import fork_run
 from ..errors import (
     RunExistsError,
@@ -259,7 +259,7 @@ class StoredRuns:
             or current.run_id != run_id
             or current.last_checkpoint != run.last_checkpoint
         ):
-            folded = fold(await store.records(run_id))
+            folded = await store.load(run_id)
             await self._install(folded)
             current = StoredRun(
                 run_id,
@@ -337,7 +337,7 @@ async def pending_requests(store: CheckpointStore) -> list[PendingRequest]:
     for run in await store.list_runs():
         if run.status != "stopped" or run.last_checkpoint == 0:
             continue
-        state = run_state_of(fold(await store.records(run.run_id), run_id=run.run_id))
+        state = run_state_of(await store.load(run.run_id))
         if state is None or state.open:
             continue
         found.extend(PendingRequest(run.run_id, request) for request in state.requests)

@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
+from .._english import counted
 from ..base import TerminationCondition
 from ..errors import (
     ArgumentTypeError,
@@ -127,7 +128,9 @@ class Finding:
     def __str__(self) -> str:
         lines = [f"[{self.rule}] {', '.join(f'`{n}`' for n in self.nodes)}: {self.message}"]
         if self.counterexample:
-            lines.append(f"  counterexample ({len(self.counterexample)} replies):")
+            lines.append(
+                f"  counterexample ({counted(len(self.counterexample), 'reply', 'replies')}):"
+            )
             shown = self.counterexample[:12]
             lines.extend(f"    {i}. {turn}" for i, turn in enumerate(shown, start=1))
             if len(self.counterexample) > len(shown):
@@ -602,7 +605,7 @@ def _explore(flow: _Flow, strategy: Any, max_examples: int, max_findings: int) -
                 Finding(
                     "unreachable_node",
                     (name,),
-                    f"no explored run reached `{name}` ({len(seen)} runs); check the "
+                    f"no explored run reached `{name}` ({counted(len(seen), 'run')}); check the "
                     "conditions on the edges into it, or remove it.",
                 )
             )

@@ -48,7 +48,7 @@ class Backend:
     opened: list[CheckpointStore] = field(default_factory=list)
     _memory: InMemoryCheckpointStore | None = None
 
-    def open(self) -> CheckpointStore:
+    def open(self, **options: Any) -> CheckpointStore:
         """A store on the backend: a new one each time (memory: the same one)."""
         store: CheckpointStore
         if self.kind == "memory":
@@ -56,9 +56,9 @@ class Backend:
                 self._memory = InMemoryCheckpointStore()
             store = self._memory
         elif self.kind == "sqlite":
-            store = SQLiteCheckpointStore(self.where)
+            store = SQLiteCheckpointStore(self.where, **options)
         else:
-            store = PostgresCheckpointStore(self.where)
+            store = PostgresCheckpointStore(self.where, **options)
         self.opened.append(store)
         return store
 
@@ -570,20 +570,25 @@ async def test_an_owner_may_renew_its_expired_lease_until_taken_over(backend: Ba
 
 
 async def test_concurrent_acquirers_one_wins(backend: Backend) -> None:
-    """Several executors (separate stores, so separate connections) race for a lease,
-    then for the expired lease: one wins each time."""
+    """Several executors (separate stores, so separate connections) race for a free
+    lease, then for an expired one: one wins each time. (The leases raced for last a
+    minute, so a slow machine cannot expire a winner's lease during the race.)"""
     stores = [backend.open() for _ in range(4)]
     await stores[0].create_run(_run())
-    for round_ in range(3):
+    for round_, run_id in enumerate(["r1", "r1", "fresh"]):
+        if round_ == 1:  # the winner's process died: its lease expires
+            held = await stores[0].get_lease(run_id)
+            assert held is not None
+            await stores[0].release_lease(run_id, held.owner)
+            await _until_expired(await stores[0].acquire_lease(run_id, "dead", ttl=0.05))
         outcomes = await asyncio.gather(
-            *(s.acquire_lease("r1", f"w{round_}-{i}", ttl=0.2) for i, s in enumerate(stores)),
+            *(s.acquire_lease(run_id, f"w{round_}-{i}", ttl=60) for i, s in enumerate(stores)),
             return_exceptions=True,
         )
         won = [o for o in outcomes if isinstance(o, Lease)]
         assert len(won) == 1, outcomes
         assert all(isinstance(o, (Lease, RunLeaseError)) for o in outcomes)
-        assert await stores[0].get_lease("r1") == won[0]
-        await _until_expired(won[0])
+        assert await stores[0].get_lease(run_id) == won[0]
 
 
 async def test_a_deleted_run_loses_its_lease(backend: Backend) -> None:
@@ -636,3 +641,122 @@ async def test_a_run_and_its_first_record_are_stored_together(backend: Backend) 
             await store.create_run(_run("new"), first=wrong)
     assert await store.list_runs() == before
     assert await store.get_run("new") is None
+
+
+# --- load: snapshots ---------------------------------------------------------------------
+
+
+def _snapshot_ids(backend: Backend, run_id: str) -> list[int]:
+    query = "SELECT checkpoint_id FROM flowlib_snapshots WHERE run_id = {p} ORDER BY 1"
+    if backend.kind == "sqlite":
+        with sqlite3.connect(backend.where) as conn:
+            return [r[0] for r in conn.execute(query.format(p="?"), (run_id,))]
+    import psycopg
+
+    with psycopg.connect(backend.where) as conn:
+        return [r[0] for r in conn.execute(query.format(p="%s"), (run_id,))]
+
+
+async def test_load_equals_folding_every_record(backend: Backend) -> None:
+    """``load`` (a snapshot every 3 checkpoints, and the records after it) gives what
+    folding all records gives, at every checkpoint, before and after a prune."""
+    store = backend.open(snapshot_every=3)
+    await store.create_run(_run())
+    await _write(store, "r1", 10)
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == [9]  # the newest only
+    for upto in (None, *range(1, 11)):
+        expected = fold(await store.records("r1", upto=upto))
+        assert await store.load("r1", upto=upto) == expected, upto
+    folded = await store.load("r1")
+    folded.messages.clear()  # the caller's copy: the store is not changed
+    assert len((await store.load("r1")).messages) == 10
+
+    assert await store.prune("r1", keep_last=4) == 5  # 1..6 folded into a base at 6
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == [9]
+    for upto in (None, 6, 8, 9, 10):
+        assert await store.load("r1", upto=upto) == fold(await store.records("r1", upto=upto))
+    await _write(store, "r1", 3, start=11)  # a snapshot at 12 replaces the one at 9
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == [12]
+    assert await store.load("r1") == fold(await store.records("r1"))
+    with pytest.raises(CheckpointError, match="pruned"):
+        await store.load("r1", upto=5)
+    with pytest.raises(CheckpointArgumentError, match="no checkpoint"):
+        await store.load("r1", upto=14)
+    with pytest.raises(CheckpointError, match="Unknown run"):
+        await store.load("nope")
+    await store.delete("r1")
+    if backend.kind != "memory":
+        assert _snapshot_ids(backend, "r1") == []
+
+
+async def test_load_reads_only_what_follows_the_snapshot(backend: Backend) -> None:
+    """A record before the newest snapshot is not read by ``load``: once it is gone
+    from the table, ``load`` still gives the whole state."""
+    if backend.kind == "memory":
+        pytest.skip("the in-memory store folds its records in place")
+    store = backend.open(snapshot_every=5)
+    await store.create_run(_run())
+    await _write(store, "r1", 7)
+    whole = await store.load("r1")
+    query = "DELETE FROM flowlib_records WHERE run_id = 'r1' AND checkpoint_id <= 5"
+    if backend.kind == "sqlite":
+        with sqlite3.connect(backend.where) as conn:
+            conn.execute(query)
+    else:
+        import psycopg
+
+        with psycopg.connect(backend.where) as conn:
+            conn.execute(query)
+    assert await store.load("r1") == whole
+
+
+# --- listing -----------------------------------------------------------------------------
+
+
+async def test_list_runs_filters_and_pages(backend: Backend) -> None:
+    store = backend.open()
+    for i in range(7):
+        run = _run(f"r{i}", created_at=float(10 + i % 3))  # ties on created_at: by run_id
+        run = run.model_copy(update={"team_type": "GraphFlow" if i % 2 else "RoundRobinGroupChat"})
+        await store.create_run(run)
+    await store.append(_record("r1", 1).model_copy(update={"created_at": 40.0}), status="complete")
+    await store.append(_record("r4", 1).model_copy(update={"created_at": 50.0}), status="failed")
+    everything = [r.run_id for r in await store.list_runs()]
+    assert everything == ["r2", "r5", "r1", "r4", "r0", "r3", "r6"]
+
+    async def ids(**filters: Any) -> list[str]:
+        return [r.run_id for r in await store.list_runs(**filters)]
+
+    assert await ids(status="complete") == ["r1"]
+    assert await ids(status=["complete", "failed"]) == ["r1", "r4"]
+    assert await ids(status="running") == ["r2", "r5", "r0", "r3", "r6"]
+    assert await ids(updated_since=12.0) == ["r2", "r5", "r1", "r4"]
+    assert await ids(flow="GraphFlow") == ["r5", "r1", "r3"]
+    assert await ids(flow="sig") == everything  # the graph signature
+    assert await ids(limit=2) == ["r2", "r5"]
+    assert await ids(status="running", limit=2, flow="RoundRobinGroupChat") == ["r2", "r0"]
+
+    pages, cursor = [], None
+    while True:
+        page = await store.list_runs(limit=3, cursor=cursor)
+        if not page:
+            break
+        pages.append([r.run_id for r in page])
+        cursor = page[-1].cursor
+    assert pages == [everything[:3], everything[3:6], everything[6:]]
+    assert await ids(cursor=(await store.get_run("r4")).cursor, status="running") == [
+        "r0",
+        "r3",
+        "r6",
+    ]  # type: ignore[union-attr]
+
+    for bad in ({"status": "done"}, {"status": []}, {"limit": 0}, {"limit": 1.5}):
+        with pytest.raises(CheckpointArgumentError, match=next(iter(bad))):
+            await store.list_runs(**bad)  # type: ignore[arg-type]
+    with pytest.raises(CheckpointArgumentError, match="cursor"):
+        await store.list_runs(cursor="not a cursor")
+    with pytest.raises(CheckpointArgumentError, match="updated_since"):
+        await store.list_runs(updated_since="yesterday")  # type: ignore[arg-type]

@@ -98,7 +98,7 @@ async def client(openai_server: OpenAIServer) -> AsyncIterator[OpenAIChatComplet
 async def test_stdio_workbench_lists_and_calls_tools() -> None:
     async with McpWorkbench(STDIO) as workbench:
         tools = {schema["name"]: schema for schema in await workbench.list_tools()}
-        assert set(tools) == {"add", "shout", "fail", "slow", "die"}
+        assert set(tools) == {"add", "shout", "fail", "slow", "big", "die", "distance"}
         assert tools["add"]["description"] == "Add two integers."
         assert tools["add"]["parameters"]["required"] == ["a", "b"]
         result = await workbench.call_tool("add", {"a": 2, "b": 40})
@@ -149,7 +149,7 @@ async def test_agent_calls_mcp_tools_over_http(
     assert "refused: bad day" in execution.content[1].content
     assert result.messages[-1].to_text() == "3 + 4 = 7, and fail refused."
     sent_tools = {tool["function"]["name"] for tool in openai_server.requests[0].body["tools"]}
-    assert sent_tools == {"add", "shout", "fail", "slow", "die"}
+    assert sent_tools == {"add", "shout", "fail", "slow", "big", "die", "distance"}
     tool_messages = [m for m in openai_server.requests[1].body["messages"] if m["role"] == "tool"]
     assert tool_messages[0]["content"] == "7"
 
@@ -278,3 +278,43 @@ def test_bad_arguments_are_clear_errors(client: OpenAIChatCompletionClient) -> N
         AssistantAgent("a", model_client=client, workbench="nope")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not both"):
         AssistantAgent("a", model_client=client, tools=[len], workbench=StaticWorkbench([]))
+
+
+async def test_a_tool_with_model_arguments_keeps_its_definitions(
+    openai_server: OpenAIServer, client: OpenAIChatCompletionClient
+) -> None:
+    """A FastMCP tool taking pydantic models: its schema reaches the model whole, so the
+    ``$ref`` to ``Point`` resolves, and the nested arguments the model sends work."""
+    arguments = {"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}}
+    openai_server.enqueue(
+        Reply(tool_calls=[ToolCall("distance", json.dumps(arguments))]), Reply("5 apart.")
+    )
+    async with McpWorkbench(STDIO) as workbench:
+        agent = AssistantAgent(
+            "geometer", model_client=client, workbench=workbench, reflect_on_tool_use=True
+        )
+        result = await agent.run(task="How far is (3, 4) from the origin?")
+    sent = {t["function"]["name"]: t["function"] for t in openai_server.requests[0].body["tools"]}
+    parameters = sent["distance"]["parameters"]
+    reference = parameters["properties"]["start"]["$ref"]
+    assert reference == "#/$defs/Point"
+    assert parameters["$defs"]["Point"]["properties"].keys() == {"x", "y"}
+    assert parameters["required"] == ["start", "end"]
+    execution = next(m for m in result.messages if isinstance(m, ToolCallExecutionEvent))
+    assert (execution.content[0].content, execution.content[0].is_error) == ("5.0", False)
+
+
+async def test_resources_resource_templates_and_prompts() -> None:
+    async with McpWorkbench(STDIO) as workbench:
+        resources = await workbench.list_resources()
+        templates = await workbench.list_resource_templates()
+        units = await workbench.read_resource("config://units")
+        weather = await workbench.read_resource("weather://Lisbon")
+        prompts = await workbench.list_prompts()
+        greeting = await workbench.get_prompt("greet", {"name": "Ada"})
+    assert [str(r.uri) for r in resources.resources] == ["config://units"]
+    assert [t.uriTemplate for t in templates.resourceTemplates] == ["weather://{city}"]
+    assert units.contents[0].text == "metric"
+    assert weather.contents[0].text == "sunny in Lisbon"
+    assert [p.name for p in prompts.prompts] == ["greet"]
+    assert greeting.messages[0].content.text == "Say hello to Ada."

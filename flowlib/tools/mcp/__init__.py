@@ -12,14 +12,17 @@ See the [MCP tools](../mcp.md) page.
 
 from ._adapter import McpToolAdapter, mcp_server_tools
 from ._params import (
+    DEFAULT_MCP_READ_TIMEOUT,
     McpServerParams,
     SseServerParams,
     StdioServerParams,
     StreamableHttpServerParams,
 )
-from ._workbench import McpWorkbench, McpWorkbenchConfig, ToolOverride
+from ._workbench import DEFAULT_MAX_RESULT_BYTES, McpWorkbench, McpWorkbenchConfig, ToolOverride
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "DEFAULT_MCP_READ_TIMEOUT",
     "McpServerParams",
     "McpToolAdapter",
     "McpWorkbench",

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -23,6 +23,7 @@ from ..._cancellation import CancellationToken
 from ...component._registry import register_builtin
 from ...errors import InvalidTypeError, InvalidValueError, McpServerError, MissingExtraError
 from ...models._image import Image
+from .._keys import mcp_meta
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
 from ._params import (
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult
     from mcp.types import Tool as McpTool
 
-__all__ = ["McpWorkbench", "McpWorkbenchConfig", "ToolOverride"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "McpWorkbench", "McpWorkbenchConfig", "ToolOverride"]
 
 _T = TypeVar("_T")
 _PARAMS: TypeAdapter[McpServerParams] = TypeAdapter(McpServerParams)
@@ -50,11 +51,41 @@ class ToolOverride(BaseModel):
     description: str | None = None
 
 
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+"""The largest tool result (its text and base64 images together) an ``McpWorkbench``
+passes on by default, 1 MiB; a larger one becomes an error result (issue 21.7)."""
+
+
+_META_SUPPORTED: dict[type, bool] = {}
+
+
+def call_with_key(
+    session: Any, name: str, args: dict[str, Any], meta: dict[str, str] | None
+) -> Awaitable[Any]:
+    """``session.call_tool(name, args)`` with the call's idempotency key in the request's
+    ``_meta`` (``flowlib/call_key``, see [`call_key`][flowlib.tools.call_key]); an mcp
+    SDK older than ``call_tool(meta=...)`` sends none."""
+    kind = type(session)
+    supported = _META_SUPPORTED.get(kind)
+    if supported is None:
+        import inspect
+
+        try:
+            supported = "meta" in inspect.signature(session.call_tool).parameters
+        except (TypeError, ValueError):
+            supported = False
+        _META_SUPPORTED[kind] = supported
+    if meta is not None and supported:
+        return session.call_tool(name, args, meta=meta)  # type: ignore[no-any-return]
+    return session.call_tool(name, args)  # type: ignore[no-any-return]
+
+
 class McpWorkbenchConfig(BaseModel):
     """The component config of `McpWorkbench`."""
 
     server_params: McpServerParams
     tool_overrides: dict[str, ToolOverride] = {}
+    max_result_bytes: int | None = None
 
 
 def _import_mcp() -> Any:
@@ -87,6 +118,10 @@ class McpWorkbench(Workbench):
         server_params: `StdioServerParams`, `SseServerParams` or
             `StreamableHttpServerParams`.
         tool_overrides: New names/descriptions for tools, by the server's tool name.
+        max_result_bytes: The largest tool result passed on, in characters of text and
+            base64 image data (``DEFAULT_MAX_RESULT_BYTES``, 1 MiB); a larger one becomes
+            an error result starting ``McpResultTooLarge``, so a hostile server cannot
+            fill the agent's context.
 
     Raises:
         TypeError: If ``server_params`` is not one of the three parameter models.
@@ -110,7 +145,16 @@ class McpWorkbench(Workbench):
         server_params: McpServerParams,
         *,
         tool_overrides: Mapping[str, ToolOverride] | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
+        if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int):
+            raise InvalidTypeError(
+                f"McpWorkbench: max_result_bytes must be an int, not {max_result_bytes!r}."
+            )
+        if max_result_bytes < 1:
+            raise InvalidValueError(
+                f"McpWorkbench: max_result_bytes must be at least 1, not {max_result_bytes}."
+            )
         if not isinstance(
             server_params, StdioServerParams | SseServerParams | StreamableHttpServerParams
         ):
@@ -129,6 +173,7 @@ class McpWorkbench(Workbench):
             )
         self._params = server_params
         self._overrides = overrides
+        self._max_result_bytes = max_result_bytes
         self._original_name = {o.name: name for name, o in overrides.items() if o.name}
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -304,18 +349,10 @@ class McpWorkbench(Workbench):
 
     def _schema(self, tool: McpTool) -> ToolSchema:
         override = self._overrides.get(tool.name, ToolOverride())
-        input_schema = dict(tool.inputSchema or {})
-        parameters = ParametersSchema(
-            type="object", properties=dict(input_schema.get("properties", {}))
-        )
-        if "required" in input_schema:
-            parameters["required"] = list(input_schema["required"])
-        if "additionalProperties" in input_schema:
-            parameters["additionalProperties"] = bool(input_schema["additionalProperties"])
         return ToolSchema(
             name=override.name or tool.name,
             description=override.description or tool.description or "",
-            parameters=parameters,
+            parameters=_parameters(tool.inputSchema),
         )
 
     async def call_tool(
@@ -333,12 +370,13 @@ class McpWorkbench(Workbench):
         """
         server_name = self._original_name.get(name, name)
         args = dict(arguments or {})
+        meta = mcp_meta()  # read here: the request may run in the session's own task
         result = await self._request(
             f"the call of tool `{name}`",
-            lambda session: session.call_tool(server_name, args),
+            lambda session: call_with_key(session, server_name, args, meta),
             cancellation_token,
         )
-        return _tool_result(name, result)
+        return _tool_result(name, result, self._max_result_bytes)
 
     async def list_prompts(self) -> Any:
         """The server's prompts (the SDK's ``ListPromptsResult``)."""
@@ -352,6 +390,13 @@ class McpWorkbench(Workbench):
     async def list_resources(self) -> Any:
         """The server's resources (the SDK's ``ListResourcesResult``)."""
         return await self._request("`resources/list`", lambda s: s.list_resources(), None)
+
+    async def list_resource_templates(self) -> Any:
+        """The server's resource templates (the SDK's ``ListResourceTemplatesResult``):
+        URI patterns such as ``weather://{city}`` that `read_resource` fills in."""
+        return await self._request(
+            "`resources/templates/list`", lambda s: s.list_resource_templates(), None
+        )
 
     async def read_resource(self, uri: str) -> Any:
         """Read one resource (the SDK's ``ReadResourceResult``)."""
@@ -368,17 +413,66 @@ class McpWorkbench(Workbench):
     # --- component ------------------------------------------------------------------------
 
     def _to_config(self) -> McpWorkbenchConfig:
-        return McpWorkbenchConfig(server_params=self._params, tool_overrides=self._overrides)
+        limit = self._max_result_bytes
+        return McpWorkbenchConfig(
+            server_params=self._params,
+            tool_overrides=self._overrides,
+            max_result_bytes=None if limit == DEFAULT_MAX_RESULT_BYTES else limit,
+        )
 
     @classmethod
     def _from_config(cls, config: McpWorkbenchConfig) -> McpWorkbench:
-        return cls(config.server_params, tool_overrides=config.tool_overrides)
+        limit = config.max_result_bytes
+        return cls(
+            config.server_params,
+            tool_overrides=config.tool_overrides,
+            max_result_bytes=DEFAULT_MAX_RESULT_BYTES if limit is None else limit,
+        )
 
     def __repr__(self) -> str:
         return f"McpWorkbench({_describe(self._params)!r})"
 
 
-def _tool_result(name: str, result: CallToolResult) -> ToolResult:
+def _parameters(input_schema: Mapping[str, Any] | None) -> ParametersSchema:
+    """A tool's input schema as the model gets it: whole, ``$defs`` and all.
+
+    A server's schema for an argument that is a model (a FastMCP tool taking a pydantic
+    class) refers to its definition with ``{"$ref": "#/$defs/Point"}``; keeping only
+    ``properties`` would leave the model a reference to nothing. Only ``type`` and
+    ``properties`` are made sure of, as the Chat Completions API needs an object schema.
+    """
+    schema = dict(input_schema or {})
+    schema["type"] = "object"
+    schema["properties"] = dict(schema.get("properties") or {})
+    return cast(ParametersSchema, schema)
+
+
+def _result_size(result: CallToolResult) -> int:
+    size = 0
+    for content in result.content:
+        for field in ("text", "data", "blob"):
+            value = getattr(content, field, None)
+            if isinstance(value, str):
+                size += len(value)
+        resource = getattr(content, "resource", None)
+        for field in ("text", "blob"):
+            value = getattr(resource, field, None)
+            if isinstance(value, str):
+                size += len(value)
+    return size
+
+
+def _tool_result(name: str, result: CallToolResult, limit: int) -> ToolResult:
+    size = _result_size(result)
+    if size > limit:
+        # Passed on, it would go into every later model call of the agent (and its
+        # summaries, logs and checkpoints); the model is told instead.
+        message = (
+            f"McpResultTooLarge: the result of `{name}` holds {size:,} characters, more "
+            f"than this workbench passes on (max_result_bytes={limit:,}); nothing of it is "
+            "kept. Ask the tool for less."
+        )
+        return ToolResult(name=name, result=[TextResultContent(content=message)], is_error=True)
     parts: list[TextResultContent | ImageResultContent] = []
     for content in result.content:
         kind = getattr(content, "type", None)

@@ -1,0 +1,94 @@
+"""``flowlib batch --ray local`` interrupted with Ctrl-C (SIGINT): the runs on the workers
+record their stop before the command exits, and the batch run again completes them."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from _batch_flows import NODES, build, lines, transcript  # noqa: E402
+
+from flowlib.batch import LocalRunner, open_store  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+TESTS = Path(__file__).parents[1]
+ROOT = TESTS.parent
+
+
+async def _statuses(url: str, run_ids: list[str]) -> collections.Counter[str]:
+    store = open_store(url)
+    try:
+        counts: collections.Counter[str] = collections.Counter()
+        for run_id in run_ids:
+            record = await store.get_run(run_id)
+            counts["absent" if record is None else str(record.status)] += 1
+        return counts
+    finally:
+        await store.close()
+
+
+@pytest.mark.timeout(900)
+async def test_ctrl_c_stops_the_runs_on_the_workers_and_a_rerun_completes_them(
+    tmp_path: Path,
+) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(
+        "import functools\nfrom _batch_flows import build as _build\n\n"
+        f"build = functools.partial(_build, log_dir={str(tmp_path)!r})\n",
+        encoding="utf-8",
+    )
+    ids = [f"q{i}" for i in range(60)]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": t, "run_id": t}) + "\n" for t in ids), "utf-8")
+    url = f"sqlite:///{tmp_path}/runs.db"
+    argv = [sys.executable, "-m", "flowlib", "batch", f"{flows}:build", str(tasks)]
+    argv += ["--store", url, "--out", str(tmp_path / "out.jsonl"), "--ray", "local"]
+    argv += ["--workers", "1", "--concurrency", "4", "--no-dashboard"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), str(tmp_path)])}
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    attempts = 1
+    try:
+        deadline = time.monotonic() + 600
+        while len(lines(tmp_path, "ends.txt")) < 40:
+            if child.poll() is not None:
+                out, err = child.communicate()
+                # Ray gives a node 30 s to start, which an overloaded machine can miss.
+                assert b"try again" in err and attempts < 3, (out, err)
+                attempts += 1
+                child = subprocess.Popen(
+                    argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                )
+            assert time.monotonic() < deadline, "the batch did not get going"
+            await asyncio.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=240)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode != 0 and b"interrupted" in err, (out, err)
+    statuses = await _statuses(url, ids)
+    # Every run that began recorded its stop before the workers went away.
+    assert statuses["running"] == 0, statuses
+    assert statuses["stopped"] > 0, statuses
+    ends_before = len(lines(tmp_path, "ends.txt"))
+    assert ends_before < len(ids) * len(NODES)
+    results = await LocalRunner(
+        f"{flows}:build", checkpoint_store=url, max_concurrency=20
+    ).run_many(ids, run_ids=ids)
+    reference = [transcript((await build(think=0).run(task=t)).messages) for t in ids]
+    assert [transcript(r.messages) for r in results] == reference  # type: ignore[union-attr]
+    ends = collections.Counter(lines(tmp_path, "ends.txt"))
+    assert sorted(ends) == sorted(f"{t} {n}" for t in ids for n in NODES)
+    assert max(ends.values()) <= 2
