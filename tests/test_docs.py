@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-REST_ROLE = re.compile(r":(class|meth|func|attr|mod|data|exc|obj|ref):`")
+REST_ROLE = re.compile(r":(class|meth|func|attr|mod|data|exc|obj|ref|doc):`")
 
 
 def _docs_status() -> str:

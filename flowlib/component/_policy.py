@@ -65,7 +65,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A function as allow_functions= takes it: ``package.module:Outer.name``.
 _FUNCTION = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 # A host as allow_hosts= takes it: a name or an address, optionally ``:port``.
-_HOST = re.compile(r"(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?")
+_HOST = re.compile(
+    r"\[[0-9a-fA-F:.]+\](:[0-9]{1,5})?|[0-9a-fA-F.]*:[0-9a-fA-F:.]*|[A-Za-z0-9_.-]+(:[0-9]{1,5})?"
+)
 
 
 def host_of(address: str) -> tuple[str, int | None]:
@@ -159,7 +161,7 @@ class LoadPolicy:
             approval_func,
             _names(allow_env, "allow_env", _ENV_NAME, "an environment variable name"),
             frozenset(
-                name.lower()
+                _host_entry(name)
                 for name in _names(allow_hosts, "allow_hosts", _HOST, "a host or host:port")
             ),
             _names(
@@ -198,9 +200,10 @@ class LoadPolicy:
         """Refuse a config that would connect ``what`` to the host of ``address``
         unless that host (or ``host:port``) is in ``allow_hosts``."""
         host, port = host_of(address)
-        if host in self.allow_hosts or (port is not None and f"{host}:{port}" in self.allow_hosts):
+        with_port = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if host in self.allow_hosts or (port is not None and with_port in self.allow_hosts):
             return
-        target = host if port is None else f"{host}:{port}"
+        target = host if port is None else with_port
         raise loader.error(
             f"this {what} would connect to `{target}`, a host this load may not reach (a "
             f"config from elsewhere could make it talk to your internal services). Pass "
@@ -226,7 +229,8 @@ class LoadPolicy:
             host = config.get("host", "localhost")
             port = config.get("port", 6379)
             if isinstance(host, str):
-                address = f"redis://{host}:{port}" if isinstance(port, int) else host
+                bracketed = f"[{host}]" if ":" in host else host
+                address = f"redis://{bracketed}:{port}" if isinstance(port, int) else host
                 self.check_host(address, "host", "RedisStore", loader)
         if isinstance(config.get("dsn"), str):
             self.check_host(config["dsn"], "dsn", name, loader)
@@ -286,6 +290,15 @@ class LoadPolicy:
                 "`allow_commands=True` to `load_component` if the config is trusted.",
                 "server_params",
             )
+
+
+def _host_entry(entry: str) -> str:
+    """An ``allow_hosts`` entry as hosts are compared: lower case, an IPv6 address
+    without its brackets unless a port follows (``[::1]:8080``)."""
+    entry = entry.lower()
+    if entry.startswith("[") and entry.endswith("]"):
+        return entry[1:-1]
+    return entry
 
 
 def _names(

@@ -549,9 +549,18 @@ class _BaseOpenAIClient(ChatCompletionClient):
 
     def _describe(self, kwargs: Mapping[str, Any]) -> None:
         """Tell the current model-call span where the request goes and what it sets."""
-        url = self._client.base_url
-        port = url.port or {"https": 443, "http": 80}.get(url.scheme)
-        describe_request(server=url.host or None, port=port, options=kwargs)
+        # A client given as ``client=`` need not be the SDK's (an instrumented wrapper):
+        # its address is then unknown, and only the options are told.
+        url = getattr(self._client, "base_url", None)
+        host = getattr(url, "host", None)
+        port = getattr(url, "port", None) or {"https": 443, "http": 80}.get(
+            str(getattr(url, "scheme", ""))
+        )
+        describe_request(
+            server=host if isinstance(host, str) and host else None,
+            port=port if isinstance(port, int) else None,
+            options=kwargs,
+        )
 
     def _record_usage(self, usage: RequestUsage) -> None:
         self._actual += usage

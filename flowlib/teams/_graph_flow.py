@@ -35,7 +35,7 @@ class GraphFlow(BaseGroupChat):
     conditional branches and loops with exits.
 
     Nodes start eagerly as soon as their activation is satisfied; independent nodes run
-    concurrently. See :doc:`graph-semantics` for every rule.
+    concurrently. See "Graph semantics" in the docs for every rule.
 
     Args:
         participants: The agents, nested teams and function nodes of the graph

@@ -135,10 +135,10 @@ def _check_format_specs(prompt: str) -> None:
         if field is None or not spec:
             continue
         if "{" in spec or "}" in spec:
-            raise ValueError(f"the field {{{field}}} has a nested field in its format spec")
+            raise InvalidValueError(f"the field {{{field}}} has a nested field in its format spec")
         numbers = [int(number) for number in re.findall(r"\d+", spec)]
         if any(number > _MAX_FORMAT_NUMBER for number in numbers):
-            raise ValueError(
+            raise InvalidValueError(
                 f"the format spec of {{{field}}} (`{spec[:40]}`) asks for more than "
                 f"{_MAX_FORMAT_NUMBER:,} characters"
             )

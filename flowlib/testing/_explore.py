@@ -21,11 +21,16 @@ Rules (``Finding.rule``):
 - ``node_error``: a condition or a router raised during the run;
 - ``unreachable_node``: no explored run reached the node;
 - ``termination_never_fires``: no explored run fired the termination condition.
+
+Map edges are explored with 0, 1 and 3 items (``MAP_COUNTS``), each instance being the
+target's stand-in; node policies are honoured without their waits and stores (no
+deadline, no cache, retries at once).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -72,6 +77,10 @@ __all__ = [
     "explore",
     "routing_outcomes",
 ]
+
+MAP_COUNTS = (0, 1, 3)
+"""How many items a map edge produces in exploration: none (the branch is skipped and
+the reduce still fires), one, and several (instances run concurrently)."""
 
 Rule = Literal[
     "join_never_completes",
@@ -262,6 +271,9 @@ class _Flow:
                 f"SelectorGroupChat, ...) or a DiGraph, not {type(obj).__name__}.",
                 argument="team",
             )
+        self._current: dict[str, Any] = {}  # this run's stand-ins by node name
+        self._draw: Draw[Any] | None = None  # this run's draw
+        self.plan = self._exploration_plan(self.plan)
         self.graph: DiGraph = self.plan.graph
         self.participants = participants
         self.names = list(self.plan.names)
@@ -274,6 +286,46 @@ class _Flow:
         self.judge_termination = bool(leaves) and all(
             type(leaf).__name__ in _EXPLORABLE for leaf in leaves
         )
+
+    def _exploration_plan(self, plan: ExecutionPlan) -> ExecutionPlan:
+        """The plan explored: node policies made instant and storeless (no deadline, no
+        cache, retries without waiting), each map edge drawing its item count (0, 1 or
+        many) and each map instance the node's stand-in."""
+        graph = plan.graph
+        has_policies = any(
+            node.timeout is not None or node.retry is not None or node.cache is not None
+            for node in graph.nodes.values()
+        )
+        if not has_policies and all(edge is None for edge in plan.map_in):
+            return plan
+        nodes = {}
+        for name, node in graph.nodes.items():
+            update: dict[str, Any] = {"timeout": None, "cache": None}
+            if node.retry is not None:
+                update["retry"] = node.retry.model_copy(
+                    update={"initial_interval": 0.0, "jitter": False}
+                )
+            if plan.map_in[plan.index[name]] is not None:
+                update["instances"] = functools.partial(self._instance, name)
+            nodes[name] = node.model_copy(update=update)
+        explored = DiGraph.model_construct(
+            nodes=nodes, default_start_node=graph.default_start_node, pattern=graph.pattern
+        )
+        copy = ExecutionPlan(explored, plan.analysis)
+        for edge in copy.edges:
+            if edge.mapper is not None:
+                edge.mapper = self._items
+        return copy
+
+    def _instance(self, name: str, index: int) -> Any:
+        """A map instance in exploration: the node's stand-in (its replies are drawn)."""
+        return self._current[name]
+
+    def _items(self, message: BaseChatMessage | None) -> list[str]:
+        """A map edge in exploration: none, one or several items, drawn."""
+        assert self._draw is not None
+        count = self._draw(st.sampled_from(MAP_COUNTS))
+        return [f"item {index}" for index in range(count)]
 
     def stand_ins(self, draw: Draw[Any], record: Any) -> list[Any]:
         from ..teams._selector import SelectorRouter
@@ -328,6 +380,8 @@ class _Flow:
     async def _run(self, draw: GuardedDraw) -> RoutingOutcome:
         turns: list[Turn] = []
         stand_ins = self.stand_ins(draw, turns.append)
+        self._current = dict(zip(self.names, stand_ins, strict=True))
+        self._draw = draw
         termination = _Terminations(self.termination) if self.termination is not None else None
         if termination is not None:
             await termination.reset()
