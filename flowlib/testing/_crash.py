@@ -48,6 +48,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from ..errors import ContractError, FlowlibError, InvalidArgumentError
+from ..graph import COMPLETE_REASON
 
 __all__ = [
     "CRASH_RULES",
@@ -161,7 +162,9 @@ class CrashFinding:
 
     def __str__(self) -> str:
         shown = ", ".join(f"`{n}`" for n in self.nodes)
-        lines = [f"[{self.rule}] {shown}: {self.message}"]
+        lines = [
+            f"[{self.rule}] {shown}: {self.message}" if shown else f"[{self.rule}] {self.message}"
+        ]
         if self.interruption is not None:
             lines.append(f"  interruption: {self.interruption}; resumed in a fresh process")
         if self.position is not None:
@@ -269,7 +272,11 @@ class _Worker:
         return answer
 
     def run(
-        self, db: Path, task: str | None, interruption: Interruption | None
+        self,
+        db: Path,
+        task: str | None,
+        interruption: Interruption | None,
+        model_calls: dict[str, list[int]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Run one job; return the process's status and the run's outcome (None if the
         process died before writing it)."""
@@ -283,6 +290,7 @@ class _Worker:
             "out": str(out),
             "log": str(self.folder / f"job{self.jobs}.log"),
             "timeout": self.job_timeout,
+            "model_calls": model_calls or {},
         }
         stdin = self._process.stdin
         assert stdin is not None
@@ -330,11 +338,26 @@ class _Difference:
     detail: str
 
 
+def _same_stop(want: str | None, got: str | None) -> bool:
+    """Whether two stop reasons agree. A completion's note about dead ends and waiting
+    joins is left out: a run resumed after its last turn was recorded (killed before its
+    stop checkpoint) completes without it, as the note is not checkpointed."""
+    if want == got:
+        return True
+    if want is None or got is None:
+        return False
+    return bool(
+        want.startswith(COMPLETE_REASON)
+        and got.startswith(COMPLETE_REASON)
+        and want.split(":")[0] == got.split(":")[0]
+    )
+
+
 def _difference(want: RunOutcome, got: RunOutcome, kinds: dict[str, str]) -> _Difference | None:
     """The first difference of ``got`` from ``want``: per node, each node's messages in
     order (parallel branches may interleave differently after a resume), then the stop
     reason."""
-    if want.messages == got.messages and want.stop_reason == got.stop_reason:
+    if want.messages == got.messages and _same_stop(want.stop_reason, got.stop_reason):
         return None
     theirs: dict[str, list[tuple[str, str, str]]] = {}
     for message in got.messages:
@@ -393,7 +416,7 @@ def _difference(want: RunOutcome, got: RunOutcome, kinds: dict[str, str]) -> _Di
                 f"run stopped ({want.stop_reason!r}): a termination condition's state is "
                 "not restored, or the stop depends on something outside the checkpoint",
             )
-    if capped or want.stop_reason == got.stop_reason:
+    if capped or _same_stop(want.stop_reason, got.stop_reason):
         return None  # only the interleaving of parallel branches differs, or max_turns
         # (which counts per run() call) let the resumed run go further
     return _Difference(
@@ -533,6 +556,7 @@ def _search(
     kinds: dict[str, str] = first.get("kinds", {})
     steps: list[str] = first.get("steps", [])
     checkpoints = len(first.get("records", []))
+    model_calls: dict[str, list[int]] = first.get("model_calls", {})
 
     def report(findings: tuple[CrashFinding, ...], runs: int = 0, **extra: Any) -> CrashReport:
         return CrashReport(
@@ -584,7 +608,7 @@ def _search(
             )
         fired = status.get("status") == "signal" or bool(first_half and first_half.get("fired"))
         counts["fired"] += fired
-        status, resumed = worker.run(db, None, None)
+        status, resumed = worker.run(db, None, None, model_calls)
         if resumed is None or resumed.get("error"):
             error = resumed.get("error") if resumed else f"the process ended with {status}"
             node = interruption.node

@@ -132,6 +132,7 @@ class _Interrupter:
         self.plan = plan
         self.token = token
         self.fired = False
+        self.model_calls: dict[str, list[int]] = {}  # scripted-model calls per agent turn
         self.current: dict[int, int] = {}  # plan node -> its running step
         self.steps: list[int] = []
 
@@ -184,20 +185,30 @@ class _Interrupter:
             kind = as_node(participant).kind
             if kind == "agent" and hasattr(participant, "on_messages_stream"):
                 participant.on_messages_stream = self._wrap_stream(
-                    node, participant.on_messages_stream
+                    node, participant.on_messages_stream, _replay_client(participant)
                 )
             elif kind == "function" and hasattr(participant, "call"):
                 participant.call = self._wrap_call(node, participant.call)
 
-    def _wrap_stream(self, node: int, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap_stream(
+        self, node: int, original: Callable[..., Any], client: Any
+    ) -> Callable[..., Any]:
+        name = getattr(original, "__self__", None)
+        agent = getattr(name, "name", str(node))
+
         async def stream(
             messages: Sequence[Any], cancellation_token: CancellationToken
         ) -> AsyncGenerator[Any, None]:
             if self.due(node, "start"):
                 self.fire()
+            before = len(client.requests) if client is not None else 0
             async for item in original(messages, cancellation_token):
-                if isinstance(item, Response) and self.due(node, "after"):
-                    self.fire()
+                if isinstance(item, Response):
+                    if client is not None:
+                        calls = self.model_calls.setdefault(agent, [])
+                        calls.append(len(client.requests) - before)
+                    if self.due(node, "after"):
+                        self.fire()
                 yield item
 
         return stream
@@ -212,6 +223,42 @@ class _Interrupter:
             return answer
 
         return call
+
+
+def _replay_client(participant: Any) -> Any:
+    """The participant's scripted model (a ``ReplayChatCompletionClient``), if it has one."""
+    from ..models import ReplayChatCompletionClient
+
+    client = getattr(participant, "model_client", None)
+    return client if isinstance(client, ReplayChatCompletionClient) else None
+
+
+async def _fast_forward(team: Any, records: list[Any], model_calls: dict[str, list[int]]) -> None:
+    """Move each scripted model past the answers its agent's recorded turns used.
+
+    A ``ReplayChatCompletionClient`` answers by position, which is process state: in a
+    fresh process it would start its script again. The uninterrupted run counted each
+    agent's model calls per turn; the store says how many turns of each agent are recorded.
+    """
+    from ..models import UserMessage
+
+    if not records:
+        return
+    recorded = fold(records).bookkeeping.get("node_turns", {})
+    skip: dict[int, tuple[Any, int]] = {}
+    for participant in team.participants:
+        client = _replay_client(participant)
+        calls = model_calls.get(participant.name)
+        if client is None or not calls:
+            continue
+        count = sum(calls[: int(recorded.get(participant.name, 0))])
+        held = skip.get(id(client), (client, 0))
+        skip[id(client)] = (client, held[1] + count)
+    for client, count in skip.values():
+        for _ in range(min(count, client.remaining)):
+            await client.create(
+                [UserMessage(content="(answered before the crash)", source="check")]
+            )
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -235,6 +282,8 @@ async def _job(factory: Callable[..., Any], job: dict[str, Any]) -> dict[str, An
         outcome["kinds"] = {p.name: as_node(p).kind for p in getattr(team, "participants", [])}
         team.trace.add_observer(interrupter)
         interrupter.wrap(team)
+        if job["task"] is None and job.get("model_calls"):
+            await _fast_forward(team, list(await inner.records(job["run_id"])), job["model_calls"])
         if job["task"] is not None:
             try:
                 await team.run(task=job["task"], run_id=job["run_id"], cancellation_token=token)
@@ -251,6 +300,7 @@ async def _job(factory: Callable[..., Any], job: dict[str, Any]) -> dict[str, An
         names = list(team.graph.nodes)
         outcome["steps"] = [names[node] for node in interrupter.steps]
         outcome["fired"] = interrupter.fired
+        outcome["model_calls"] = interrupter.model_calls
         run = await inner.get_run(job["run_id"])
         records = list(await inner.records(job["run_id"]))
         folded = fold(records, run_id=job["run_id"])

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flowlib.agents import BaseChatAgent, FunctionAgent
+from flowlib.agents import AssistantAgent, BaseChatAgent, FunctionAgent
 from flowlib.base import CancellationToken, Response
 from flowlib.graph import Not
 from flowlib.messages import BaseChatMessage, TextMessage
+from flowlib.models import ReplayChatCompletionClient
 from flowlib.teams import DiGraphBuilder, GraphFlow
 
 
@@ -93,3 +94,23 @@ def build_honest(*, checkpoint_store: Any = None) -> GraphFlow:
     builder.add_edge(writer, left).add_edge(writer, right)
     builder.add_edge(left, join).add_edge(right, join)
     return GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=checkpoint_store)
+
+
+def build_scripted(*, checkpoint_store: Any = None) -> GraphFlow:
+    """An AssistantAgent on a scripted model that answers on several turns, in a loop with
+    a function-node critic: a resumed run must go on with the script where it was."""
+    writer = AssistantAgent(
+        "writer",
+        model_client=ReplayChatCompletionClient(["draft 1", "draft 2", "draft 3"]),
+    )
+    critic = FunctionAgent(
+        lambda messages: "APPROVE" if "draft 3" in messages[-1].to_text() else "REVISE",
+        name="critic",
+    )
+    builder = DiGraphBuilder().add_node(writer).add_node(critic)
+    builder.add_edge(writer, critic)
+    builder.add_edge(critic, writer, condition="REVISE")
+    builder.set_entry_point(writer)
+    return GraphFlow(
+        builder.get_participants(), builder.build(), max_turns=20, checkpoint_store=checkpoint_store
+    )

@@ -91,6 +91,13 @@ def test_parallel_branches_of_honest_function_nodes_survive() -> None:
     assert report.fired >= 1
 
 
+def test_a_scripted_model_goes_on_with_its_script_after_resume() -> None:
+    """A ReplayChatCompletionClient answers by position (process state); the check moves
+    it past the answers the recorded turns used, as the uninterrupted run counted them."""
+    report = assert_survives_crashes(f"{FLOWS}:build_scripted", max_examples=6)
+    assert report.ok and report.fired >= 1
+
+
 def _examples_taking_a_store() -> list[str]:
     found = []
     for path in sorted(EXAMPLES.glob("*.py")):
@@ -113,6 +120,7 @@ def test_example_survives_crashes(example: str, monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 @pytest.mark.parametrize("example", _examples_taking_a_store())
 def test_example_survives_many_crashes(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -121,6 +129,7 @@ def test_example_survives_many_crashes(example: str, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_the_fixed_flow_survives_many_crashes() -> None:
     assert assert_survives_crashes(f"{FLOWS}:build_fixed", max_examples=60).ok
 

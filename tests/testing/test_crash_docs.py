@@ -67,6 +67,7 @@ def test_check_crash_passes_the_fixed_flow(tmp_path: Path, monkeypatch: pytest.M
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_the_pages_pytest_test_passes_on_the_fixed_flow(tmp_path: Path) -> None:
     blocks = _blocks()
     (tmp_path / "flow.py").write_text(_fixed(blocks["flow.py"], blocks["flow.py, the fix"]))
