@@ -6,7 +6,8 @@ only "already running" guard; the executor trusts it). With a checkpoint store,
 taken before the first model or tool call, renewed by a heartbeat every ``ttl / 3``
 seconds (a timer, never a write per turn), given up when the run stops. A second
 executor of the same run, in any process, gets ``RunLeaseError`` before it calls
-anything; a lease whose holder died expires after ``ttl`` seconds and may be taken over.
+anything; a lease whose holder died expires after ``ttl`` seconds and may be taken over
+(at once when the holder was a process of this machine that no longer exists).
 """
 
 from __future__ import annotations
@@ -34,6 +35,22 @@ to start closing; Python closes such a stream through the event loop, in 2 or 3.
 def new_owner() -> str:
     """A lease owner id unique to this executor: ``host:pid:random``."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _dead_local(owner: str) -> bool:
+    """Whether ``owner`` (``host:pid:random``) names a process of this machine that no
+    longer exists. A pid reused by a new process looks alive: the lease then expires."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by another user
+        return False
+    return False
 
 
 class RunLifecycle:
@@ -100,7 +117,16 @@ class RunLifecycle:
         """
         owner = new_owner()
         ttl = self.lease_ttl
-        await store.acquire_lease(run_id, owner, ttl=ttl)
+        try:
+            await store.acquire_lease(run_id, owner, ttl=ttl)
+        except RunLeaseError as exc:
+            # A holder that was a process of this machine and is gone (killed) is not
+            # waited for: its lease is released on its behalf (a no-op if it is no longer
+            # the holder) and taken, still by one conditional write.
+            if exc.holder is None or not _dead_local(exc.holder):
+                raise
+            await store.release_lease(run_id, exc.holder)
+            await store.acquire_lease(run_id, owner, ttl=ttl)
         self.owner = owner
         heartbeat = asyncio.ensure_future(self._heartbeat(store, run_id, owner, ttl))
         try:
