@@ -14,13 +14,15 @@ from ..errors import (
     CheckpointError,
     RunLeaseError,
 )
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._types import CheckpointInfo, CheckpointRecord, FoldedRun, Lease, RunRecord, RunStatus
 
 __all__ = [
     "SNAPSHOT_EVERY",
     "RunFilter",
+    "check_consistent",
     "check_first",
     "check_keep_last",
+    "check_last",
     "check_lease_args",
     "check_next",
     "check_owner",
@@ -301,3 +303,40 @@ def filter_sql(filters: RunFilter, param: str) -> tuple[str, list[object]]:
         sql += f" LIMIT {param}"
         params.append(filters.limit)
     return sql, params
+
+
+_FIX = (
+    "The row was edited or the store is damaged (a running writer never leaves it so); "
+    "restore the store from a backup, or set the column back to match the records."
+)
+
+
+def check_last(run: RunRecord, newest: int) -> None:
+    """Refuse a run row whose ``last_checkpoint`` is not its newest record's (``newest``:
+    the highest stored checkpoint id): an edit, not another writer."""
+    if newest != run.last_checkpoint:
+        raise CheckpointError(
+            f"Table `flowlib_runs`, run `{run.run_id}`: column `last_checkpoint` holds "
+            f"{run.last_checkpoint}, but the run's newest record in `flowlib_records` is "
+            f"checkpoint {newest}. {_FIX}"
+        )
+
+
+def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) -> None:
+    """Refuse a run row that disagrees with its newest record (an edited ``turns`` or
+    ``stop_reason``)."""
+    where = f"Table `flowlib_runs`, run `{run.run_id}`"
+    fix = _FIX
+    check_last(run, newest)
+    if upto != run.last_checkpoint or newest == 0:
+        return
+    # Each append sets these from the record it appends.
+    for column, stored, recorded in (
+        ("turns", run.turns, folded.turn),
+        ("stop_reason", run.stop_reason, folded.stop_reason),
+    ):
+        if stored != recorded:
+            raise CheckpointError(
+                f"{where}: column `{column}` holds {stored!r}, but the run's newest record "
+                f"(checkpoint {folded.last_checkpoint}) says {recorded!r}. {fix}"
+            )

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
 from ._common import (
     SNAPSHOT_EVERY,
+    check_consistent,
     check_first,
     check_keep_last,
+    check_last,
     check_lease_args,
     check_owner,
     check_snapshot_every,
@@ -59,7 +61,7 @@ __all__ = ["PostgresCheckpointStore"]
 
 _log = logging.getLogger("flowlib.checkpoint")
 
-_INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
+_INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})"
 _INSERT_MESSAGE = "INSERT INTO flowlib_messages VALUES (%s, %s, %s, %s, %s)"
 _DIALECT = Dialect(text="TEXT", real="DOUBLE PRECISION", bigint="BIGINT", without_rowid="")
 # One statement, so one round trip and one implicit transaction: advance the run only if
@@ -85,7 +87,7 @@ WITH held AS (
     INSERT INTO flowlib_records (RECORD_COLUMNS)
     SELECT run_id, %(checkpoint_id)s, %(kind)s::text, %(turn)s, %(node)s::text,
         %(stop_reason)s::text, %(created_at)s, %(message_count)s, %(bookkeeping)s::text,
-        %(participants)s::text
+        %(participants)s::text, %(checksum)s::text
     FROM advanced
 ), messages AS (
     INSERT INTO flowlib_messages (run_id, checkpoint_id, position, node, body)
@@ -289,7 +291,7 @@ class PostgresCheckpointStore:
         check_first(run, first)
         async with self._transaction() as conn:
             cur = await conn.execute(
-                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 13)}) "
+                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) "
                 "ON CONFLICT (run_id) DO NOTHING",
                 run_row(first_run(run, first)),
             )
@@ -326,6 +328,7 @@ class PostgresCheckpointStore:
             "message_count": row[7],
             "bookkeeping": row[8],
             "participants": row[9],
+            "checksum": row[10],
             "status": status,
             "nodes": list(record.message_nodes),
             "bodies": [dump(message) for message in record.messages],
@@ -440,7 +443,7 @@ class PostgresCheckpointStore:
                 "ORDER BY checkpoint_id",
                 (run_id,),
             )
-            return [info_from_row(row) for row in await cur.fetchall()]
+            return [info_from_row(row, run_id) for row in await cur.fetchall()]
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
@@ -567,6 +570,12 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
     run = await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
+    cur = await conn.execute(
+        "SELECT max(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run_id,)
+    )
+    found = await cur.fetchone()
+    newest = int((found[0] if found else 0) or 0)
+    check_last(run, newest)
     upto = await _upto(conn, run, upto)
     cur = await conn.execute(
         "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = %s "
@@ -574,10 +583,12 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
         (run_id, upto),
     )
     row = await cur.fetchone()
-    start = None if row is None else snapshot_from_body(row[1])
+    start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
     records = await _read_records(conn, run_id, upto, run=run, after=after)
-    return fold(records, run_id=run_id, start=start)
+    folded = fold(records, run_id=run_id, start=start)
+    check_consistent(run, folded, upto, newest)
+    return folded
 
 
 def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:

@@ -73,7 +73,7 @@ class Backend:
         messages = [m for r in records for m in message_rows(r)]
         params = "?" if self.kind == "sqlite" else "%s"
         insert_record = (
-            f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join([params] * 10)})"
+            f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join([params] * 11)})"
         )
         insert_message = f"INSERT INTO flowlib_messages VALUES ({', '.join([params] * 5)})"
         advance = f"UPDATE flowlib_runs SET last_checkpoint = {params} WHERE run_id = {params}"
