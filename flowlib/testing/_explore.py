@@ -24,7 +24,8 @@ Rules (``Finding.rule``):
 
 Map edges are explored with 0, 1 and 3 items (``MAP_COUNTS``), each instance being the
 target's stand-in; node policies are honoured without their waits and stores (no
-deadline, no cache, retries at once).
+deadline, no cache, retries at once), and a node with a retry policy draws, per turn, how
+many attempts fail first with an error the policy retries (fewer than it allows).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from .._english import counted
-from ..base import TerminationCondition
+from ..base import CancellationToken, Response, TerminationCondition
 from ..errors import (
     ArgumentTypeError,
     FlowlibError,
@@ -354,18 +355,39 @@ class _Flow:
             if participant is None and self.graph.nodes[name].kind == "router":
                 stand_ins.append(StandInRouter(name, targets, draw, can_stop=False, record=record))
                 continue
-            stand_ins.append(
-                StandIn(
-                    name,
-                    self.out_edges[name],
-                    draw,
-                    self.vocabulary,
-                    handoffs=handoff_targets(participant),
-                    speakers=inner_speakers(participant),
-                    record=record,
-                )
+            failures = self._transient_failures(name)
+            stand_in_class = StandIn if failures is None else _FlakyStandIn
+            stand_in = stand_in_class(
+                name,
+                self.out_edges[name],
+                draw,
+                self.vocabulary,
+                handoffs=handoff_targets(participant),
+                speakers=inner_speakers(participant),
+                record=record,
             )
+            if isinstance(stand_in, _FlakyStandIn) and failures is not None:
+                stand_in.failures = failures
+            stand_ins.append(stand_in)
         return stand_ins
+
+    def _transient_failures(self, name: str) -> tuple[int, type[BaseException]] | None:
+        """For a node with a retry policy (not a map target): how many failed attempts a
+        turn may draw (fewer than the policy allows, so it recovers) and of what type."""
+        retry = self.graph.nodes[name].retry
+        if retry is None or retry.max_attempts < 2:
+            return None
+        if self.plan.map_in[self.plan.index[name]] is not None:
+            return None  # instances share the stand-in: their draws would interleave
+        candidates: list[type[BaseException]] = [ConnectionError, *(retry.retry_on or ())]
+        for error in candidates:
+            try:
+                sample = error("drawn")
+            except Exception:
+                continue  # an error class that needs other arguments
+            if retry.retries(sample):
+                return retry.max_attempts - 1, error
+        return None
 
     # --- one run -------------------------------------------------------------------------
 
@@ -524,6 +546,28 @@ class _Flow:
                 "activation_condition='any' (or separate activation groups).",
             )
         return found
+
+
+class _FlakyStandIn(StandIn):
+    """A stand-in for a node with a retry policy: before each reply it draws how many
+    attempts fail first with an error the policy retries (fewer than it allows), so the
+    exploration walks the retried turns too."""
+
+    failures: tuple[int, type[BaseException]] = (0, ConnectionError)
+    _pending: int | None = None
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Fail as drawn, then reply with a drawn message."""
+        most, error = self.failures
+        if self._pending is None:
+            self._pending = self._draw(st.integers(0, most))
+        if self._pending > 0:
+            self._pending -= 1
+            raise error(f"stand-in `{self.name}`: a drawn transient failure")
+        self._pending = None
+        return await super().on_messages(messages, cancellation_token)
 
 
 def _run_sync(flow: _Flow, draw: Draw[Any]) -> RoutingOutcome:

@@ -1,5 +1,6 @@
 """`explore` / `flowlib check` over map edges and node policies (issue 23.5): maps run
-with 0, 1 and several items, policies without their waits and stores."""
+with 0, 1 and several items, retried turns with drawn transient failures, policies
+without their waits and stores."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 
 from flowlib.agents import AssistantAgent
 from flowlib.graph import CachePolicy, RetryPolicy
-from flowlib.messages import BaseChatMessage
+from flowlib.messages import BaseChatMessage, NodeRetryEvent, TextMessage
 from flowlib.models import ReplayChatCompletionClient, SQLiteStore
 from flowlib.teams import DiGraphBuilder, GraphFlow
 from flowlib.testing import RoutingOutcome, explore, routing_outcomes
@@ -72,3 +73,27 @@ def test_exploration_draws_none_one_and_several_instances(tmp_path: Path) -> Non
 
     check()
     assert seen == {0, 1, 3}
+
+
+def test_exploration_walks_retried_turns_and_records_each_once() -> None:
+    builder = DiGraphBuilder().add_node(agent("fetch"), retry=RetryPolicy(max_attempts=3))
+    builder.add_node(agent("summarise")).add_edge("fetch", "summarise")
+    team = GraphFlow(builder.get_participants(), builder.build())
+    failures: set[int] = set()
+
+    @settings(max_examples=40, database=None)
+    @given(routing_outcomes(team))
+    def check(outcome: RoutingOutcome) -> None:
+        retries = [m for m in outcome.messages if isinstance(m, NodeRetryEvent)]
+        failures.add(len(retries))
+        assert outcome.trace.steps == ["fetch", "summarise"]
+        assert [m.source for m in outcome.messages if isinstance(m, TextMessage)] == [
+            "user",
+            "fetch",
+            "summarise",
+        ]
+        assert not outcome.findings
+
+    check()
+    assert failures == {0, 1, 2}  # never the third: the turn always recovers
+    assert explore(team, max_examples=30).ok

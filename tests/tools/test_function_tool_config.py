@@ -114,3 +114,15 @@ def test_allow_functions_entries_are_checked(bad: Any) -> None:
     config = _config(_agent(get_weather))
     with pytest.raises(FlowlibError, match="allow_functions"):
         load_component(config, allow_functions=bad)
+
+
+def test_the_permission_reaches_an_agent_inside_an_agent_tool() -> None:
+    from flowlib.tools import AgentTool
+
+    inner = _agent(get_weather)
+    outer = AssistantAgent("outer", ReplayChatCompletionClient(["ok"]), tools=[AgentTool(inner)])
+    config = _config(outer)
+    with pytest.raises(ComponentLoadError, match="allow_functions"):
+        load_component(config)
+    loaded = load_component(config, allow_functions=["_tool_functions:get_weather"])
+    assert isinstance(loaded, AssistantAgent)
