@@ -285,17 +285,19 @@ def create_app(
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
+    # A run id may hold "/" (the path is percent-decoded before routing): the suffixed
+    # routes come first, so ".../events" is the event stream, not a run id.
     routes = [
         Route("/", index),
         Route("/static/{name}", static),
         Route("/api/runs", handler(runs), methods=["GET"]),
         Route("/api/runs", handler(start), methods=["POST"]),
         Route("/api/flows", handler(flows), methods=["GET"]),
-        Route("/api/runs/{run_id}", handler(detail), methods=["GET"]),
-        Route("/api/runs/{run_id}", handler(delete), methods=["DELETE"]),
-        Route("/api/runs/{run_id}/events", handler(events), methods=["GET"]),
-        Route("/api/runs/{run_id}/resume", handler(resume), methods=["POST"]),
-        Route("/api/runs/{run_id}/fork", handler(fork), methods=["POST"]),
-        Route("/api/runs/{run_id}/answer", handler(answer), methods=["POST"]),
+        Route("/api/runs/{run_id:path}/events", handler(events), methods=["GET"]),
+        Route("/api/runs/{run_id:path}/resume", handler(resume), methods=["POST"]),
+        Route("/api/runs/{run_id:path}/fork", handler(fork), methods=["POST"]),
+        Route("/api/runs/{run_id:path}/answer", handler(answer), methods=["POST"]),
+        Route("/api/runs/{run_id:path}", handler(detail), methods=["GET"]),
+        Route("/api/runs/{run_id:path}", handler(delete), methods=["DELETE"]),
     ]
     return Guard(Starlette(routes=routes), hosts=hosts, token=token)

@@ -172,6 +172,7 @@ class Studio:
         self._tokens: dict[tuple[str, int], tuple[int, int]] = {}
         self.tasks: dict[str, asyncio.Task[Any]] = {}
         self.errors: dict[str, str] = {}
+        self._answered: set[tuple[str, str]] = set()
 
     # --- reading ------------------------------------------------------------------------
 
@@ -343,33 +344,43 @@ class Studio:
         if task is not None and not task.done():
             raise StudioError(f"run `{run_id}` is running in this studio already", status=409)
 
-    def _launch(self, flow: Flow, run_id: str, **kwargs: Any) -> asyncio.Task[Any]:
+    def _launch(
+        self, flow: Flow, key: str, how: str, /, *args: Any, **kwargs: Any
+    ) -> asyncio.Task[Any]:
+        """Run ``team.<how>(*args, **kwargs)`` (an entry point of the stored run) on a
+        fresh team of ``flow`` in the studio's process."""
         from ..batch import build_team
 
         team = build_team(flow.factory, self.store)
+        entry = getattr(team, how)
 
         async def go() -> None:
             try:
-                await team.run(run_id=run_id, **kwargs)
-                self.errors.pop(run_id, None)
+                await entry(*args, **kwargs)
+                self.errors.pop(key, None)
             except Exception as exc:  # shown on the run's page; the store has the state
-                self.errors[run_id] = f"{type(exc).__name__}: {exc}"
+                self.errors[key] = f"{type(exc).__name__}: {exc}"
+                raise
 
-        task = asyncio.get_running_loop().create_task(go(), name=f"studio run {run_id}")
-        self.tasks[run_id] = task
+        task = asyncio.get_running_loop().create_task(go(), name=f"studio run {key}")
+        task.add_done_callback(_retrieved)
+        self.tasks[key] = task
         return task
 
-    async def _wait_stored(self, run_id: str, task: asyncio.Task[Any]) -> None:
-        """Wait until the run is in the store (or its task ended), so the reply can link
-        to it."""
+    async def _settle(self, run_id: str, task: asyncio.Task[Any], *, since: int) -> None:
+        """Wait until the run wrote a checkpoint after ``since`` (or its task ended), so
+        the reply can link to it and an entry point's refusal (a lease held elsewhere, a
+        request answered already) is the reply's error."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not task.done():
             run = await self.store.get_run(run_id)
-            if run is not None and run.last_checkpoint > 0:
+            if run is not None and run.last_checkpoint > since:
                 return
             await asyncio.sleep(0.02)
-        if task.done() and run_id in self.errors:
-            raise StudioError(self.errors[run_id], status=500)
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            status = 409 if isinstance(exc, FlowlibError) else 500
+            raise StudioError(f"{type(exc).__name__}: {exc}", status=status)
 
     async def start(self, flow_name: str, task: str, run_id: str | None = None) -> str:
         """Start a run of a named flow on ``task``; returns its id."""
@@ -382,16 +393,29 @@ class Studio:
         run_id = run_id or uuid.uuid4().hex
         if await self.store.get_run(run_id) is not None:
             raise StudioError(f"run `{run_id}` exists already; pick another id", status=409)
-        launched = self._launch(flow, run_id, task=task)
-        await self._wait_stored(run_id, launched)
+        launched = self._launch(flow, run_id, "start_run", task, run_id=run_id)
+        await self._settle(run_id, launched, since=0)
         return run_id
 
     async def resume(self, run_id: str, task: str | None = None) -> str:
-        """Continue a stored run from its latest checkpoint (``task``: new input)."""
+        """Go on with a stored run: an interrupted or failed one resumes from its latest
+        checkpoint (``resume_run``); a stopped or complete one continues with ``task``
+        as new input (``continue_run``)."""
         run = await self._known(run_id)
         flow = self._flow_for(run)
         self._busy(run_id)
-        self._launch(flow, run_id, task=task or None)
+        state = (await self.store.load(run_id)).bookkeeping.get("run")
+        still_open = isinstance(state, dict) and bool(state.get("open"))
+        if run.status in ("running", "failed") or still_open:
+            if task:
+                raise StudioError(
+                    f"run `{run_id}` was interrupted mid-run: resume it without new input first",
+                    status=409,
+                )
+            launched = self._launch(flow, run_id, "resume_run", run_id)
+        else:
+            launched = self._launch(flow, run_id, "continue_run", run_id, task or None)
+        await self._settle(run_id, launched, since=run.last_checkpoint)
         return run_id
 
     async def fork(self, run_id: str, checkpoint_id: int, new_id: str | None = None) -> str:
@@ -432,22 +456,29 @@ class Studio:
         await self.store.delete(run_id)
 
     async def answer(self, run_id: str, request_id: str, text: str) -> str:
-        """Answer a pending human request by its id and let the run continue."""
+        """Answer a pending human request by its id (``team.answer``); the run goes on.
+        A request answered already (here or by any other process) is refused."""
         run = await self._known(run_id)
         flow = self._flow_for(run)
         if not text.strip():
             raise StudioError("give the answer: a non-empty text")
-        folded = await self.store.load(run_id)
-        pending = {r["request_id"] for r in _pending(folded.bookkeeping)}
-        if request_id not in pending:
-            raise StudioError(
-                f"run `{run_id}` has no pending request `{request_id}` (answered already, "
-                "or never asked)",
-                status=409,
-            )
+        if (run_id, request_id) in self._answered:
+            raise StudioError(f"request `{request_id}` was answered already", status=409)
         self._busy(run_id)
-        self._launch(flow, run_id, task=text)
+        self._answered.add((run_id, request_id))
+        launched = self._launch(flow, run_id, "answer", run_id, request_id, text)
+        try:
+            await self._settle(run_id, launched, since=run.last_checkpoint)
+        except StudioError:
+            self._answered.discard((run_id, request_id))
+            raise
         return run_id
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark a run task's exception as seen (it is kept in ``Studio.errors``)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def step_dict(step: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from flowlib.conditions import MaxMessageTermination
 from flowlib.graph import Not
-from flowlib.teams import DiGraphBuilder, GraphFlow
+from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat
 from flowlib.testing import ScriptedAgent
 
 
@@ -30,16 +30,20 @@ def build(checkpoint_store: Any = None) -> GraphFlow:
 
 
 def build_slow(checkpoint_store: Any = None) -> GraphFlow:
-    """A ring of ``a -> b -> c -> a`` whose turns each take 0.5 s, 12 turns in all: a run
-    another process is writing while the page watches."""
-    names = ("a", "b", "c")
+    """A loop ``a -> b -> c -> a`` (until ``c`` says done, which it never does) whose turns
+    each take 0.5 s, stopped by ``max_turns`` after 12 turns: a run another process is
+    writing while the page watches."""
     agents = [
-        ScriptedAgent(name, [f"{name} turn {i}" for i in range(6)], delay=0.5) for name in names
+        ScriptedAgent(name, [f"{name} turn {i}" for i in range(6)], delay=0.5)
+        for name in ("a", "b", "c")
     ]
     builder = DiGraphBuilder()
     for agent in agents:
         builder.add_node(agent)
-    builder.add_edge("a", "b").add_edge("b", "c").add_edge("c", "a")
+    builder.add_node(ScriptedAgent("end", ["ended"]))
+    builder.add_edge("a", "b").add_edge("b", "c")
+    builder.add_edge("c", "a", condition=Not(condition="done"))
+    builder.add_edge("c", "end", condition="done")
     builder.set_entry_point("a")
     return GraphFlow(
         builder.get_participants(),
@@ -47,3 +51,23 @@ def build_slow(checkpoint_store: Any = None) -> GraphFlow:
         max_turns=int(os.environ.get("STUDIO_TEST_TURNS", "12")),
         checkpoint_store=checkpoint_store,
     )
+
+
+HOSTILE = (
+    '</script><script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+    "<b>bold?</b> & \u202e"
+)
+
+
+def build_hostile(checkpoint_store: Any = None) -> GraphFlow:
+    """One agent whose reply is markup that must stay text on the page."""
+    builder = DiGraphBuilder().add_node(ScriptedAgent("writer", [HOSTILE]))
+    builder.set_entry_point("writer")
+    return GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=checkpoint_store)
+
+
+def build_ask(checkpoint_store: Any = None) -> RoundRobinGroupChat:
+    """``max_turns=1``: after each turn the run waits for a person's reply (a pending
+    request with an id)."""
+    helper = ScriptedAgent("helper", lambda turn, _: f"Question {turn}: which colour?")
+    return RoundRobinGroupChat([helper], max_turns=1, checkpoint_store=checkpoint_store)

@@ -90,8 +90,8 @@ def test_fork_at_step_3_starts_with_the_first_three_steps(tmp_path: Path) -> Non
         forked, source = asyncio.run(threads())
         assert forked == source and len(forked) == 4  # the task and three turns
         # Resuming the fork runs it on from step 3, in the studio's process.
-        status, _ = served.request("POST", f"/api/runs/{made['run_id']}/resume", {})
-        assert status == 200
+        status, reply = served.request("POST", f"/api/runs/{made['run_id']}/resume", {})
+        assert status == 200, reply
         for _ in range(200):
             fork = served.get(f"/api/runs/{made['run_id']}")
             if fork["run"]["status"] == "complete":

@@ -9,7 +9,7 @@
     runId: null, detail: null, source: null, step: 0, flows: null,
   };
   // For tests and measurements: when the run view last showed new data.
-  window.studio = { rendered: 0, lastCheckpoint: 0, steps: 0, loads: 0 };
+  window.studio = { rendered: 0, lastCheckpoint: 0, steps: 0, loads: 0, log: [] };
 
   function el(tag, text, cls) {
     var e = document.createElement(tag);
@@ -279,6 +279,9 @@
     window.studio.rendered = Date.now();
     window.studio.lastCheckpoint = run.checkpoints;
     window.studio.steps = d.steps.length;
+    if (window.studio.log.length < 10000) {
+      window.studio.log.push({ run: run.run_id, steps: d.steps.length, at: Date.now() });
+    }
   }
   function loadDetail(fresh) {
     var id = state.runId;
