@@ -471,3 +471,13 @@ async def test_workers_that_never_become_ready_raise_within_ready_timeout(cluste
     async with RayRunner(build, checkpoint_store=None, workers=2) as runner:
         [result] = await runner.run_many(["after"])
     assert transcript(result.messages)[-1] == "join:join|after"  # type: ignore[union-attr]
+
+
+async def test_a_local_working_dir_needs_the_runner_to_join_ray(
+    cluster: None, tmp_path: Path
+) -> None:
+    # This process joined Ray in the fixture: Ray uploads folders only for a job.
+    runner = RayRunner(build, checkpoint_store=None, runtime_env={"working_dir": str(tmp_path)})
+    with pytest.raises(InvalidArgumentError, match="joined Ray before the runner did"):
+        await runner.start()
+    assert runner.actors == []
