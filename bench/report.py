@@ -181,6 +181,12 @@ def _targets(by_fw: dict[str, dict[str, dict[str, Any]]], out: TextIO) -> None:
             f"{'PASS' if a <= 1.05 else 'FAIL'}  fanout: wall within 5% of the slowest "
             f"branch ({a:.3f})"
         )
+    a = val(mine, "map")
+    if a is not None:
+        lines.append(
+            f"{'PASS' if a <= 1.1 else 'FAIL'}  map: 100 items x 50 ms within 1.1x of the "
+            f"ideal at its concurrency bound ({a:.3f})"
+        )
     for key in ("uneven", "uneven_skewed"):
         a = val(mine, key)
         if a is not None:

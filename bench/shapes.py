@@ -53,6 +53,7 @@ SHAPES = (
     "chain",
     "loop",
     "fanout",
+    "map",
     "uneven",
     "validate",
     "memory",
@@ -88,6 +89,10 @@ class Sizes:
     longrun_turns: int = 5_000
     msgmem_turns: int = 1_000
     realclient_turns: tuple[int, ...] = (150, 1_000)
+    map_items: int = 100
+    map_sleep: float = 0.05
+    map_concurrency: int = 10
+    map_repeats: int = 3
 
 
 FULL = Sizes(
@@ -127,6 +132,7 @@ QUICK = Sizes(
     longrun_turns=1_000,
     msgmem_turns=300,
     realclient_turns=(50, 150),
+    map_repeats=1,
 )
 
 # Uneven branches: source -> [branch] ... -> join. Sleep times in seconds.
@@ -307,6 +313,25 @@ async def run_fanout(peer: Any, sizes: Sizes) -> list[Row]:
         )
         row.value = wall / s
         row.detail = f"best of {sizes.fanout_repeats}: {wall:.3f} s (ideal {s} s)"
+    except Exception as exc:
+        row.error = _reason(exc)
+    return [row]
+
+
+async def run_map(peer: Any, sizes: Sizes) -> list[Row]:
+    """Map-reduce over a list decided at run time: ``map_items`` workers of
+    ``map_sleep`` seconds, at most ``map_concurrency`` at once. The ideal is the bound's
+    waves: ceil(items / concurrency) x sleep."""
+    n, s, c = sizes.map_items, sizes.map_sleep, sizes.map_concurrency
+    row = Row("map", f"map {n} items x {s}s, {c} at once + reduce", "wall/ideal")
+    if not hasattr(peer, "make_map"):
+        row.error = "no dynamic fan-out (a list decided at run time)"
+        return [row]
+    ideal = -(-n // c) * s
+    try:
+        wall = await _best_wall(lambda: peer.make_map(n, s, c), sizes.map_repeats, n, "map")
+        row.value = wall / ideal
+        row.detail = f"best of {sizes.map_repeats}: {wall:.3f} s (ideal {ideal:.2f} s)"
     except Exception as exc:
         row.error = _reason(exc)
     return [row]
@@ -610,6 +635,7 @@ RUNNERS: dict[str, Callable[[Any, Sizes], Awaitable[list[Row]]]] = {
     "chain": run_chain,
     "loop": run_loop,
     "fanout": run_fanout,
+    "map": run_map,
     "uneven": run_uneven,
     "validate": run_validate,
     "memory": run_memory,

@@ -14,25 +14,18 @@ same way every time. With ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` set it is an
 from __future__ import annotations
 
 import functools
-import itertools
-import json
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from flowlib.models import (
     ChatCompletionClient,
     CreateResult,
-    FunctionCall,
     ModelInfo,
     OpenAIChatCompletionClient,
     ReplayChatCompletionClient,
-    RequestUsage,
 )
 
-__all__ = ["model_client", "tool_calls", "uses_real_model"]
-
-_call_ids = itertools.count(1)  # deterministic ids, so the printed stream is too
+__all__ = ["model_client", "uses_real_model"]
 
 
 def uses_real_model() -> bool:
@@ -67,7 +60,7 @@ def model_client(
 
     Args:
         script: The answers a scripted model gives, in order (strings, or
-            :func:`tool_calls` results).
+            ``flowlib.testing.tool_calls(...)`` replies).
         latency: Seconds the scripted model takes per answer (to show concurrency).
 
     Returns:
@@ -77,22 +70,3 @@ def model_client(
     if uses_real_model():
         return _real_client()
     return ReplayChatCompletionClient(script, latency=latency)
-
-
-def tool_calls(*calls: tuple[str, dict[str, Any]], thought: str | None = None) -> CreateResult:
-    """A scripted model answer that calls tools: ``tool_calls(("get_weather", {...}))``.
-
-    Args:
-        calls: ``(tool name, arguments)`` pairs; they run concurrently.
-        thought: Text the model says along with the calls.
-    """
-    return CreateResult(
-        finish_reason="function_calls",
-        content=[
-            FunctionCall(id=f"call_{next(_call_ids)}", name=name, arguments=json.dumps(args))
-            for name, args in calls
-        ],
-        usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
-        cached=False,
-        thought=thought,
-    )

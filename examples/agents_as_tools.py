@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import model_client, tool_calls
+from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.conditions import MaxMessageTermination, TextMentionTermination, TextMessageTermination
 from flowlib.teams import RoundRobinGroupChat
+from flowlib.testing import tool_calls
 from flowlib.tools import AgentTool, TeamTool
 from flowlib.ui import Console
 

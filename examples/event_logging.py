@@ -20,12 +20,13 @@ import asyncio
 import logging
 import sys
 
-from _common import model_client, tool_calls
+from _common import model_client
 
 from flowlib import EVENT_LOGGER_NAME, TRACE_LOGGER_NAME
 from flowlib.agents import AssistantAgent
 from flowlib.logging import LLMCallEvent, MessageEvent, ToolCallEvent
 from flowlib.teams import DiGraphBuilder, GraphFlow
+from flowlib.testing import tool_calls
 
 TASK = "What is 1234 + 4321?"
 

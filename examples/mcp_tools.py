@@ -23,11 +23,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from _common import model_client, tool_calls
+from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.conditions import MaxMessageTermination, TextMessageTermination
 from flowlib.teams import RoundRobinGroupChat
+from flowlib.testing import tool_calls
 from flowlib.tools.mcp import McpWorkbench, StdioServerParams
 from flowlib.ui import Console
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import model_client, tool_calls
+from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.base import Handoff, TaskResult
 from flowlib.conditions import HandoffTermination, MaxMessageTermination, TextMentionTermination
 from flowlib.messages import HandoffMessage
 from flowlib.teams import Swarm
+from flowlib.testing import tool_calls
 from flowlib.ui import Console
 
 TASK = "I need to cancel my flight to Lisbon and get a refund."

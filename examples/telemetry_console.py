@@ -7,11 +7,13 @@ flowlib only depends on ``opentelemetry-api``; it traces as soon as an SDK trace
 is set, and costs nothing otherwise. This example sets one (``opentelemetry-sdk``) whose
 ``ConsoleSpanExporter`` prints each span as it ends, one line each here (drop the
 ``formatter`` to get the full JSON). Spans end children first, so each line shows its own
-id and its parent's: ``run_team`` > ``node_turn`` > ``chat`` / ``execute_tool``, and the
-nested team's ``run_team`` inside the ``node_turn`` that ran it. The model spans carry the
-GenAI semantic conventions (``gen_ai.system``, ``gen_ai.request.model``,
-``gen_ai.usage.input_tokens`` / ``output_tokens``). To send spans to a collector instead,
-use an OTLP exporter (``opentelemetry-exporter-otlp``) in place of the console one.
+id and its parent's: ``invoke_workflow`` (the team) > ``invoke_agent`` (an agent's turn)
+or ``node_turn`` (the nested team's) > ``chat`` / ``execute_tool``, and the nested team's
+``invoke_workflow`` inside the ``node_turn`` that ran it. Names and ``gen_ai.*`` attributes
+follow the OpenTelemetry GenAI semantic conventions (``gen_ai.provider.name``,
+``gen_ai.request.model``, ``gen_ai.usage.input_tokens`` / ``output_tokens``). To send
+spans to a collector instead, use an OTLP exporter (``opentelemetry-exporter-otlp``) in
+place of the console one.
 
 Run offline: python examples/telemetry_console.py
 With a real model: OPENAI_API_KEY=... python examples/telemetry_console.py
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import model_client, tool_calls
+from _common import model_client
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -30,6 +32,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from flowlib.agents import AssistantAgent
 from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat
+from flowlib.testing import tool_calls
 
 TASK = "A two-sentence note on why bees dance."
 
@@ -37,7 +40,7 @@ SHOWN = (
     "flowlib.node.kind",
     "flowlib.turn.index",
     "flowlib.activation.group",
-    "gen_ai.system",
+    "gen_ai.provider.name",
     "gen_ai.request.model",
     "gen_ai.usage.input_tokens",
     "gen_ai.usage.output_tokens",

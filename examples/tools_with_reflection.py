@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 
-from _common import model_client, tool_calls
+from _common import model_client
 
 from flowlib.agents import AssistantAgent
 from flowlib.conditions import MaxMessageTermination, TextMessageTermination
 from flowlib.teams import RoundRobinGroupChat
+from flowlib.testing import tool_calls
 from flowlib.ui import Console
 
 TASK = "I land in Lisbon soon. What's the weather there, and what time is it?"

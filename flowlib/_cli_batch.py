@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._cli_common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, CliError
+from ._english import clause, counted
 
 __all__ = ["BatchProgress", "load_tasks", "register"]
 
@@ -41,8 +43,12 @@ def register(commands: Any) -> None:
     )
     batch.add_argument("factory", help="FILE.py:FUNCTION (or module:function) building a team")
     batch.add_argument("tasks", help="a JSONL file: one task (string or {'task', 'run_id'})")
+    default_store = os.environ.get("FLOWLIB_STORE") or None
     batch.add_argument(
-        "--store", required=True, help="checkpoint store: sqlite:///runs.db or postgresql://..."
+        "--store",
+        default=default_store,
+        required=default_store is None,
+        help="checkpoint store: sqlite:///runs.db or postgresql://... (default: $FLOWLIB_STORE)",
     )
     batch.add_argument(
         "--ray",
@@ -129,7 +135,8 @@ def load_tasks(path: Path) -> tuple[list[str], list[str]]:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CliError(f"{path}:{number}: not JSON ({exc.msg})", EXIT_INVALID) from exc
+            # A bad file is a failed command (1, like a missing file), not a bad command line.
+            raise CliError(f"{path}:{number}: not JSON ({exc.msg})", EXIT_ERROR) from exc
         run_id: Any = None
         if isinstance(value, dict):
             run_id = value.get("run_id")
@@ -138,13 +145,13 @@ def load_tasks(path: Path) -> tuple[list[str], list[str]]:
             raise CliError(
                 f'{path}:{number}: a line is a JSON string or {{"task": "...", "run_id": '
                 '"..."}} with string values',
-                EXIT_INVALID,
+                EXIT_ERROR,
             )
         tasks.append(value)
         run_ids.append(run_id or _stable_id(path.stem, number, value))
     repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
     if repeated:
-        raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_INVALID)
+        raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_ERROR)
     return tasks, run_ids
 
 
@@ -189,16 +196,33 @@ class BatchProgress:
     tokens: int = 0
     started: float = field(default_factory=time.perf_counter)
 
-    def line(self, width: int = 24, *, now: float | None = None) -> str:
-        """The progress bar: runs done/failed, turns, tokens, elapsed time, rate."""
+    def rate(self, *, now: float | None = None) -> float:
+        """Finished runs per second so far."""
         elapsed = (now if now is not None else time.perf_counter()) - self.started
-        finished = self.done + self.failed
-        filled = width * finished // self.total if self.total else width
-        bar = "#" * filled + "." * (width - filled)
-        rate = finished / elapsed if elapsed > 0 else 0.0
+        return (self.done + self.failed) / elapsed if elapsed > 0 else 0.0
+
+    def eta(self, *, now: float | None = None) -> float | None:
+        """Seconds left at the rate so far (None before the first run finishes)."""
+        rate = self.rate(now=now)
+        left = self.total - self.done - self.failed
+        return left / rate if rate > 0 else None
+
+    def counts(self) -> str:
+        """Runs done and failed, turns and tokens: the bar's words."""
         return (
-            f"[{bar}] {finished}/{self.total} runs ({self.done} done, {self.failed} failed)"
-            f" | {self.turns} turns | {self.tokens} tokens | {elapsed:.1f} s | {rate:.1f} runs/s"
+            f"{self.done} done, {self.failed} failed | {counted(self.turns, 'turn')} | "
+            f"{counted(self.tokens, 'token')}"
+        )
+
+    def line(self, *, now: float | None = None) -> str:
+        """The progress as one plain line (logs, pipes): runs, counts, time, rate, ETA."""
+        moment = now if now is not None else time.perf_counter()
+        elapsed = moment - self.started
+        eta = self.eta(now=moment)
+        left = f"{eta:.0f} s left" if eta is not None else "time left unknown"
+        return (
+            f"{self.done + self.failed}/{self.total} runs ({self.counts()}) | "
+            f"{elapsed:.1f} s | {self.rate(now=moment):.1f} runs/s | {left}"
         )
 
     def summary(self, *, now: float | None = None) -> str:
@@ -219,29 +243,43 @@ class BatchProgress:
 
 
 class _Bar:
-    """Redraws the progress line on a terminal (``\\r``), else prints it now and then."""
+    """The batch's progress: a tqdm bar on a terminal (rate and time left, redrawn in
+    place), plain lines now and then otherwise (logs and pipes get no control codes)."""
 
     def __init__(self, progress: BatchProgress, stream: TextIO) -> None:
         self.progress = progress
         self.stream = stream
         self.tty = stream.isatty()
         self._last = 0.0
+        self._shown = 0
+        self._tqdm: Any = None
+        if self.tty:
+            from tqdm import tqdm
+
+            self._tqdm = tqdm(
+                total=progress.total, file=stream, unit="run", dynamic_ncols=True, leave=True
+            )
 
     def draw(self, *, force: bool = False) -> None:
         now = time.perf_counter()
-        gap = 0.1 if self.tty else 2.0
-        if not force and now - self._last < gap:
+        if self._tqdm is not None:
+            finished = self.progress.done + self.progress.failed
+            self._tqdm.set_postfix_str(self.progress.counts(), refresh=False)
+            self._tqdm.update(finished - self._shown)  # tqdm redraws at its own pace
+            self._shown = finished
+            if force:
+                self._tqdm.refresh()
+            return
+        if not force and now - self._last < 2.0:
             return
         self._last = now
-        end = "" if self.tty else "\n"
-        prefix = "\r" if self.tty else ""
-        self.stream.write(prefix + self.progress.line() + end)
+        self.stream.write(self.progress.line(now=now) + "\n")
         self.stream.flush()
 
     def close(self) -> None:
         self.draw(force=True)
-        if self.tty:
-            self.stream.write("\n")
+        if self._tqdm is not None:
+            self._tqdm.close()
 
 
 def _record(index: int, run_id: str, task: str, item: Any, task_count: int) -> dict[str, Any]:
@@ -313,13 +351,15 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     failures: list[RunFailedError] = []
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    same_cause: list[tuple[str, str]] = []  # failures before any turn: (type, message)
+    stopped: tuple[str, str] | None = None
+    # On Ray only results cross to the driver (turns and tokens are counted as each run
+    # ends): the workers do not pickle every message and event, so the command runs at
+    # `run_many`'s speed.
+    events = runner.stream_many(tasks, run_ids=run_ids, events=args.ray is None)
     try:
         with out_path.open("w", encoding="utf-8") as results:
-            # On Ray only results cross to the driver (turns and tokens are counted as
-            # each run ends): the workers do not pickle every message and event, so the
-            # command runs at `run_many`'s speed.
-            events = args.ray is None
-            async for event in runner.stream_many(tasks, run_ids=run_ids, events=events):
+            async for event in events:
                 item, index = event.item, event.index
                 turns, tokens = live.get(index, (0, 0))
                 if isinstance(item, (TaskResult, RunFailedError)):
@@ -329,6 +369,8 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     if isinstance(item, RunFailedError):
                         progress.failed += 1
                         failures.append(item)
+                        if line["turns"] == 0:
+                            same_cause.append((item.error_type, item.error_message))
                     else:
                         progress.done += 1
                         progress.skipped += event.skipped
@@ -336,6 +378,9 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                     results.write(json.dumps(line) + "\n")
                     results.flush()
                     bar.draw(force=progress.done + progress.failed == progress.total)
+                    if _not_the_tasks_fault(progress, same_cause):
+                        stopped = same_cause[0]
+                        break
                     continue
                 if isinstance(item, BaseChatMessage) and item.source != "user":
                     turns += 1
@@ -345,9 +390,17 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 live[index] = (turns, tokens + delta)
                 bar.draw()
     finally:
+        await events.aclose()  # stopped early (or failed): the runs still going are cancelled
         if hasattr(runner, "close"):  # a RayRunner stops its workers
             await runner.close()
     bar.close()
+    if stopped is not None:
+        kind, message = stopped
+        raise CliError(
+            f"stopped after {counted(len(same_cause), 'run')} failed the same way before "
+            f"their first turn, which is no task's fault: {kind}: {clause(message)}. Fix "
+            "it and run the command again (runs that finished are not run again)."
+        )
     print(progress.summary(), file=out)
     for failure in failures[:10]:
         print(f"failed: {failure.run_id}: {failure.error_type}: {failure.error_message}", file=out)
@@ -355,6 +408,20 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"... and {len(failures) - 10} more failures (see {args.out})", file=out)
     print(f"wrote {len(tasks)} results to {args.out}", file=out)
     return EXIT_ERROR if failures else EXIT_OK
+
+
+STOP_AFTER_SAME_FAILURES = 3
+"""A batch stops when its first runs all fail the same way before their first turn (a
+factory or a store that cannot work, not a task): this many of them, and none done."""
+
+
+def _not_the_tasks_fault(progress: BatchProgress, same_cause: list[tuple[str, str]]) -> bool:
+    return (
+        progress.done == 0
+        and len(same_cause) >= STOP_AFTER_SAME_FAILURES
+        and len(same_cause) == progress.failed
+        and len(set(same_cause)) == 1
+    )
 
 
 def run_batch_command(args: argparse.Namespace, out: TextIO) -> int:

@@ -2,9 +2,11 @@
 
 ``check FILE.py:OBJECT`` explores the flow with stand-ins
 ([`explore`][flowlib.testing.explore]), prints the findings and exits 1 when there is one,
-writing the first counterexample as an SVG overlay and a run page. ``validate`` prints
-the static warnings of [`graph_warnings`][flowlib.graph.graph_warnings]; ``--strict``
-makes them errors.
+writing the first counterexample as an SVG overlay and a run page. ``check --crash``
+interrupts the flow's own runs and resumes them in fresh processes
+([`check_crashes`][flowlib.testing.check_crashes]), drawing the resumed run of a finding.
+``validate`` prints the static warnings of
+[`graph_warnings`][flowlib.graph.graph_warnings]; ``--strict`` makes them errors.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
+
+from ._english import counted
 
 __all__ = ["outcome_steps", "register", "render_run", "report_warnings"]
 
@@ -49,11 +53,36 @@ def report_warnings(graph: Any, analysis: Any, *, strict: bool, out: TextIO) -> 
 def register(commands: Any) -> None:
     """Add ``check`` to the command line's subparsers."""
     check = commands.add_parser(
-        "check", help="property-test a flow with stand-ins; exit 1 on a finding"
+        "check",
+        help="property-test a flow with stand-ins; exit 1 on a finding",
+        description="Explore many runs of a flow with stand-in agents whose replies "
+        "hypothesis chooses, and report what can go wrong (a node never reached, a loop "
+        "that does not end, a run that stops without an answer) with a counterexample "
+        "drawn on the graph. Exit 1 on a finding, 0 when none is found.",
     )
-    check.add_argument("target", help="FILE.py:OBJECT")
+    check.add_argument("target", help="FILE.py:OBJECT: the team or graph to check")
     check.add_argument("--max-turns", type=int, default=25, help="turn bound (default 25)")
-    check.add_argument("--max-examples", type=int, default=100, help="runs per search")
+    check.add_argument(
+        "--max-examples",
+        type=int,
+        default=None,
+        help="runs per search (default 100; with --crash, interruptions to try: default 30)",
+    )
+    check.add_argument(
+        "--crash",
+        action="store_true",
+        help="crash-test the flow instead: interrupt its runs (exception, cancellation, "
+        "SIGKILL), resume each in a fresh process, compare with the uninterrupted run; "
+        "OBJECT must be a function taking checkpoint_store=",
+    )
+    check.add_argument("--task", default=None, help="with --crash: the task the runs start with")
+    check.add_argument(
+        "--time-budget",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="with --crash: try no new interruption after this long (default 120)",
+    )
     check.add_argument(
         "-o",
         "--output",
@@ -95,20 +124,9 @@ def _hypothesis_files_in_tmp() -> Iterator[None]:
         set_hypothesis_home_dir(previous)
 
 
-def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    from ._cli_common import CliError, load_object
-    from .render import GraphvizNotFoundError, render, write_run_page
-    from .testing import explore
+def _counterexample_prefix(args: argparse.Namespace) -> Path:
+    from ._cli_common import CliError
 
-    obj = load_object(args.target)
-    with _hypothesis_files_in_tmp():
-        report = explore(obj, max_turns=args.max_turns, max_examples=args.max_examples)
-    print(report, file=out)
-    if report.ok:
-        return 0
-    shown = next((f for f in report.findings if f.outcome is not None), None)
-    if shown is None or shown.outcome is None:
-        return 1
     if args.output is not None:
         prefix = Path(args.output)
     else:
@@ -116,6 +134,91 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         prefix = Path.cwd() / f"{stem}.counterexample"
     if not prefix.parent.is_dir():
         raise CliError(f"{prefix.parent}: no such folder for the counterexample files")
+    return prefix
+
+
+def _cmd_crash(args: argparse.Namespace, out: TextIO) -> int:
+    """``check --crash``: [`check_crashes`][flowlib.testing.check_crashes], printed; the
+    finding's resumed run drawn on the graph (exit 1), or exit 0."""
+    from ._cli_common import CliError
+    from .checkpoint import CheckpointRecord
+    from .errors import InvalidArgumentError
+    from .render import (
+        GraphvizNotFoundError,
+        render,
+        steps_from_records,
+        trace_from_steps,
+        write_run_page,
+    )
+    from .testing import check_crashes
+    from .testing._crash import DEFAULT_TASK
+    from .testing._crash_worker import load_factory
+
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise CliError("--time-budget must be a number of seconds > 0")
+    max_examples = 30 if args.max_examples is None else args.max_examples
+    try:
+        factory = load_factory(args.target)
+        with _hypothesis_files_in_tmp():
+            report = check_crashes(
+                args.target,
+                task=args.task or DEFAULT_TASK,
+                max_examples=max_examples,
+                time_budget=args.time_budget,
+            )
+    except InvalidArgumentError as exc:
+        raise CliError(str(exc)) from exc
+    print(report, file=out)
+    if report.ok:
+        return 0
+    finding = report.findings[0]
+    outcome = finding.outcome
+    if outcome is None or not outcome.records:
+        return 1
+    prefix = _counterexample_prefix(args)
+    team = factory(checkpoint_store=None)
+    records = [CheckpointRecord.model_validate(r) for r in outcome.records]
+    steps = steps_from_records(team, records)
+    trace = trace_from_steps(team, steps)
+    trace.stop_reason = outcome.stop_reason
+    svg, page = prefix.with_name(prefix.name + ".svg"), prefix.with_name(prefix.name + ".html")
+    title = f"[{finding.rule}] after {finding.interruption}"
+    try:
+        render(team, svg, trace=trace, title=title)
+        write_run_page(
+            team,
+            page,
+            steps,
+            trace=trace,
+            title=f"{report.flow}: {title}",
+            stop_reason=outcome.stop_reason,
+            flagged=finding.nodes,
+        )
+    except GraphvizNotFoundError as exc:
+        print(f"(no drawing: {exc})", file=out)
+        return 1
+    print(f"wrote the resumed run of [{finding.rule}] to {svg} and {page}", file=out)
+    return 1
+
+
+def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    from ._cli_common import load_object
+    from .render import GraphvizNotFoundError, render, write_run_page
+    from .testing import explore
+
+    if args.crash:
+        return _cmd_crash(args, out)
+    max_examples = 100 if args.max_examples is None else args.max_examples
+    obj = load_object(args.target)
+    with _hypothesis_files_in_tmp():
+        report = explore(obj, max_turns=args.max_turns, max_examples=max_examples)
+    print(report, file=out)
+    if report.ok:
+        return 0
+    shown = next((f for f in report.findings if f.outcome is not None), None)
+    if shown is None or shown.outcome is None:
+        return 1
+    prefix = _counterexample_prefix(args)
     outcome = shown.outcome
     svg, page = prefix.with_name(prefix.name + ".svg"), prefix.with_name(prefix.name + ".html")
     try:
@@ -167,5 +270,5 @@ async def _render_run(team: Any, task: str, output: Path, out: TextIO) -> int:
     stop_reason = result.stop_reason if result is not None else None
     steps = steps_from_run(team.trace, items, arrivals=arrivals)
     write_run_page(team, output, steps, trace=team.trace, stop_reason=stop_reason)
-    print(f"wrote the run page ({len(steps)} steps) to {output}", file=out)
+    print(f"wrote the run page ({counted(len(steps), 'step')}) to {output}", file=out)
     return 0

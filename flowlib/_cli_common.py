@@ -10,6 +10,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+from ._english import a
 from .errors import FlowlibError
 
 __all__ = [
@@ -33,6 +34,8 @@ class ExitCode(IntEnum):
     """The command line itself is wrong."""
     INTERRUPTED = 130
     """Ctrl-C (128 + SIGINT)."""
+    BROKEN_PIPE = 141
+    """The reader of the output went away (``| head``): 128 + SIGPIPE, as a shell tool."""
 
 
 EXIT_OK, EXIT_ERROR, EXIT_INVALID = ExitCode.OK, ExitCode.ERROR, ExitCode.INVALID
@@ -58,9 +61,20 @@ def _import_file(path: Path) -> Any:
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        raise _exited(path, exc) from None
     finally:
         sys.path.remove(str(path.parent.resolve()))
     return module
+
+
+def _exited(path: Path, exc: SystemExit) -> CliError:
+    """A file or factory called ``sys.exit()`` while flowlib loaded it: an error, never
+    the exit code it chose (``sys.exit(0)`` would pass for a successful validation)."""
+    return CliError(
+        f"{path} called sys.exit({exc.code!r}) while flowlib was loading it, so there is "
+        "nothing to check or run; move the script part under `if __name__ == '__main__':`"
+    )
 
 
 def load_object(reference: str) -> Any:
@@ -83,12 +97,15 @@ def load_object(reference: str) -> Any:
     obj = getattr(module, attribute)
     is_factory = callable(obj) and not isinstance(obj, (type, DiGraph, DiGraphBuilder))
     if is_factory and not hasattr(obj, "graph"):
-        obj = obj()
+        try:
+            obj = obj()
+        except SystemExit as exc:
+            raise _exited(Path(file_part), exc) from None
     if isinstance(obj, DiGraphBuilder):
         obj = obj.build()
     if not isinstance(obj, DiGraph) and not hasattr(obj, "graph"):
         raise CliError(
-            f"`{attribute}` is a {type(obj).__name__}, not a team, DiGraph, DiGraphBuilder "
+            f"`{attribute}` is {a(type(obj).__name__)}, not a team, DiGraph, DiGraphBuilder "
             "or a function returning one"
         )
     return obj

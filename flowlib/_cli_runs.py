@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -26,7 +28,22 @@ __all__ = ["register", "render_stored", "run_stored", "task_of"]
 
 T = TypeVar("T")
 
-_STORE_HELP = "the checkpoint store: sqlite:///runs.db, postgresql://user@host/db"
+_STORE_HELP = (
+    "the checkpoint store: sqlite:///runs.db, postgresql://user@host/db (default: $FLOWLIB_STORE)"
+)
+_STATUSES = ("running", "stopped", "complete", "failed")
+
+
+def _store_option(parser: Any, *, required: bool = True) -> None:
+    """``--store URL``, defaulting to ``$FLOWLIB_STORE`` (required when that is unset)."""
+    default = os.environ.get("FLOWLIB_STORE") or None
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        default=default,
+        required=required and default is None,
+        help=_STORE_HELP,
+    )
 
 
 def register(commands: Any) -> None:
@@ -40,7 +57,7 @@ def register(commands: Any) -> None:
     """
     run = commands.choices["run"]
     run.add_argument("task_text", nargs="?", metavar="TASK", help="the task (or --task)")
-    run.add_argument("--store", metavar="URL", help=_STORE_HELP)
+    _store_option(run, required=False)
     run.add_argument("--run-id", metavar="ID", help="the run's id (default: a new one)")
 
     render = commands.choices["render"]  # its --run is a task; with --store, a stored run
@@ -48,42 +65,103 @@ def register(commands: Any) -> None:
         "--store", metavar="URL", help=_STORE_HELP + "; then --run ID draws that run's path"
     )
 
-    runs = commands.add_parser("runs", help="list, show, resume, prune or delete stored runs")
+    runs = commands.add_parser(
+        "runs",
+        help="list, show, resume, prune or delete stored runs",
+        description="Work with the runs of a checkpoint store: list them, show one, resume "
+        "one in this process, prune old checkpoints, delete a run.",
+    )
     actions = runs.add_subparsers(dest="action", required=True)
-    listing = actions.add_parser("list", help="every stored run, newest first")
-    listing.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
-    show = actions.add_parser("show", help="a run's status, checkpoints and messages")
-    show.add_argument("run_id", metavar="ID")
-    show.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
-    resume = actions.add_parser("resume", help="continue a run from its latest checkpoint")
-    resume.add_argument("run_id", metavar="ID")
+    listing = actions.add_parser(
+        "list",
+        help="the stored runs, newest first",
+        description="List the store's runs, newest first: id, status, turns, last update; "
+        "filtered by status, time or flow, a page at a time (--limit, --cursor).",
+    )
+    _store_option(listing)
+    listing.add_argument(
+        "--status",
+        action="append",
+        choices=_STATUSES,
+        help="only runs with this status (repeat for several)",
+    )
+    listing.add_argument(
+        "--updated-since",
+        metavar="TIME",
+        help="only runs updated since TIME (ISO 8601 "
+        "such as 2026-11-27T09:00, in local time unless it names a zone, or unix seconds)",
+    )
+    listing.add_argument("--flow", metavar="NAME", help="only runs of this team class")
+    listing.add_argument("--limit", type=int, metavar="N", help="at most N runs")
+    listing.add_argument(
+        "--cursor", metavar="C", help="continue a listing (the next_cursor of --json)"
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON, for programs")
+    show = actions.add_parser(
+        "show",
+        help="a run's status, checkpoints and messages",
+        description="Show one run: its status, its checkpoints and its messages.",
+    )
+    show.add_argument("run_id", metavar="ID", help="the run's id (flowlib runs list)")
+    _store_option(show)
+    show.add_argument(
+        "--limit",
+        type=int,
+        default=50,
+        metavar="N",
+        help="show the newest N checkpoints and messages (default 50; 0: all)",
+    )
+    show.add_argument("--json", action="store_true", help="print JSON, for programs")
+    resume = actions.add_parser(
+        "resume",
+        help="continue a run from its latest checkpoint",
+        description="Build the team with the store and continue the run from its latest "
+        "checkpoint, streaming to the console; --task delivers a person's answer as the "
+        "run's next input.",
+    )
+    resume.add_argument("run_id", metavar="ID", help="the run to continue")
     resume.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
-    resume.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    _store_option(resume)
     resume.add_argument("--task", help="deliver this as a new turn of the run (human input)")
-    prune = actions.add_parser("prune", help="fold all but the newest checkpoints into one")
-    prune.add_argument("run_id", metavar="ID")
-    prune.add_argument("--keep-last", type=int, required=True, metavar="N")
-    prune.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
-    delete = actions.add_parser("delete", help="remove a run and all its checkpoints")
-    delete.add_argument("run_id", metavar="ID")
-    delete.add_argument("--store", metavar="URL", required=True, help=_STORE_HELP)
+    prune = actions.add_parser(
+        "prune",
+        help="fold all but the newest checkpoints into one; pruned turns no longer show "
+        "on the run page (render -o run.html) and cannot be forked from",
+        description="Fold all but the newest N checkpoints of a run into one base "
+        "checkpoint. The thread and the state stay whole (the run resumes the same), but "
+        "the pruned turns no longer show on the run page (flowlib render --store --run ID "
+        "-o run.html) or in its drawn path, and their checkpoints cannot be forked from.",
+    )
+    prune.add_argument("run_id", metavar="ID", help="the run to prune")
+    prune.add_argument(
+        "--keep-last", type=int, required=True, metavar="N", help="how many checkpoints to keep"
+    )
+    _store_option(prune)
+    delete = actions.add_parser(
+        "delete",
+        help="remove a run and all its checkpoints",
+        description="Remove a run and every checkpoint of it from the store.",
+    )
+    delete.add_argument("run_id", metavar="ID", help="the run to delete")
+    _store_option(delete)
     runs.set_defaults(handler=_cmd_runs)
 
 
 # --- plumbing -------------------------------------------------------------------------
 
 
-def _open(url: str) -> Any:
+def _open(url: str, *, create: bool = True) -> Any:
     from .checkpoint import open_store
 
-    return open_store(url)
+    return open_store(url, create=create)
 
 
 def _with_store(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Open the store, run ``work(store)`` on a new event loop, close the store."""
+    """Open the existing store (nothing is created), run ``work(store)`` on a new event
+    loop, close the store."""
 
     async def main() -> T:
-        store = _open(url)
+        store = _open(url, create=False)
         try:
             return await work(store)
         finally:
@@ -120,8 +198,11 @@ def _message_line(dumped: dict[str, Any], node: str | None) -> str:
 async def _stream(team: Any, out: TextIO, **kwargs: Any) -> Any:
     from .base import TaskResult
     from .ui import Console
+    from .ui._escape import escapes
 
-    result = await Console(team.run_stream(**kwargs), output=out, output_stats=True)
+    result = await Console(
+        team.run_stream(**kwargs), output=out, output_stats=True, raw=not escapes(out)
+    )
     if not isinstance(result, TaskResult):  # pragma: no cover - teams end with a TaskResult
         raise CliError("the run did not end with a TaskResult")
     return result
@@ -151,13 +232,11 @@ async def run_stored(args: argparse.Namespace, out: TextIO) -> int:
     store = _open(args.store)
     try:
         team = _build_team(args.target, store)
-        started = time.perf_counter()
         result = await _stream(team, out, task=task, run_id=run_id)
         if args.trace:
             render.render(team, Path(args.trace), trace=True)
             print(f"wrote the path taken to {args.trace}", file=out)
-        elapsed = time.perf_counter() - started
-        print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+        print(f"stop reason: {result.stop_reason}", file=out)
         print(f"run id: {result.run_id or run_id}", file=out)
         return 0
     finally:
@@ -186,8 +265,43 @@ async def _known(store: Any, run_id: str) -> Any:
     return run
 
 
+def _since(text: str | None) -> float | None:
+    """``--updated-since``: unix seconds, or an ISO 8601 time (local unless zoned)."""
+    from datetime import datetime
+
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise CliError(
+            f"--updated-since {text!r} is not a time: give ISO 8601 (2026-11-27T09:00) or "
+            "unix seconds"
+        ) from None
+
+
 async def _list(store: Any, args: argparse.Namespace, out: TextIO) -> int:
-    runs = await store.list_runs()
+    if args.limit is not None and args.limit < 1:
+        raise CliError(f"--limit must be 1 or more, got {args.limit}")
+    runs = await store.list_runs(
+        status=args.status,
+        updated_since=_since(args.updated_since),
+        flow=args.flow,
+        limit=args.limit,
+        cursor=args.cursor,
+    )
+    if args.json:
+        more = args.limit is not None and len(runs) == args.limit
+        listing = {
+            "runs": [run.model_dump(mode="json") for run in runs],
+            "next_cursor": runs[-1].cursor if more else None,
+        }
+        print(json.dumps(listing, indent=2), file=out)
+        return 0
     if not runs:
         print("no runs", file=out)
         return 0
@@ -212,9 +326,28 @@ async def _list(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _show(store: Any, args: argparse.Namespace, out: TextIO) -> int:
-    from .checkpoint import fold
-
+    if args.limit < 0:
+        raise CliError(f"--limit must be 0 (all) or more, got {args.limit}")
     run = await _known(store, args.run_id)
+    history = list(await store.history(run.run_id))
+    folded = await store.load(run.run_id)
+    shown = len(history) if args.limit == 0 else min(args.limit, len(history))
+    messages = list(zip(folded.messages, folded.message_nodes, strict=True))
+    said = len(messages) if args.limit == 0 else min(args.limit, len(messages))
+    if args.json:
+        page = {
+            "run": run.model_dump(mode="json"),
+            "checkpoints": [
+                info.model_dump(mode="json") for info in history[len(history) - shown :]
+            ],
+            "checkpoints_omitted": len(history) - shown,
+            "messages": [
+                {"node": node, "message": m} for m, node in messages[len(messages) - said :]
+            ],
+            "messages_omitted": len(messages) - said,
+        }
+        print(json.dumps(page, indent=2), file=out)
+        return 0
     print(f"run {run.run_id} ({run.team_type}): {run.status}, {run.turns} turns", file=out)
     if run.stop_reason:
         print(f"stop reason: {run.stop_reason}", file=out)
@@ -222,16 +355,19 @@ async def _show(store: Any, args: argparse.Namespace, out: TextIO) -> int:
         print(f"forked from {run.forked_from[0]} at checkpoint {run.forked_from[1]}", file=out)
     print(f"created {_when(run.created_at)}, updated {_when(run.updated_at)}", file=out)
     print("checkpoints:", file=out)
-    for info in await store.history(run.run_id):
+    if shown < len(history):
+        print(f"  ... {len(history) - shown} earlier (--limit 0 shows all)", file=out)
+    for info in history[len(history) - shown :]:
         what = info.node or info.stop_reason or ""
         print(
             f"  {info.checkpoint_id:>5}  {info.kind:<5} turn {info.turn:<4} "
             f"+{info.message_count} msg  {_when(info.created_at)}  {what}".rstrip(),
             file=out,
         )
-    folded = fold(await store.records(run.run_id), run_id=run.run_id)
-    print(f"messages ({len(folded.messages)}):", file=out)
-    for dumped, node in zip(folded.messages, folded.message_nodes, strict=True):
+    print(f"messages ({len(messages)}):", file=out)
+    if said < len(messages):
+        print(f"  ... {len(messages) - said} earlier (--limit 0 shows all)", file=out)
+    for dumped, node in messages[len(messages) - said :]:
         print(f"  {_message_line(dumped, node)}", file=out)
     return 0
 
@@ -239,10 +375,8 @@ async def _show(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 async def _resume(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     await _known(store, args.run_id)
     team = _build_team(args.target, store)
-    started = time.perf_counter()
     result = await _stream(team, out, task=args.task, run_id=args.run_id)
-    elapsed = time.perf_counter() - started
-    print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+    print(f"stop reason: {result.stop_reason}", file=out)
     print(f"run id: {args.run_id}", file=out)
     return 0
 

@@ -5,10 +5,14 @@ every helper here returns what it was given, or a shared no-op, after one cheap 
 a run costs nothing extra. With a provider set (``trace.set_tracer_provider``), a run
 produces one tree of spans (see docs/observability.md for names and attributes):
 
-    run_team <team>                  a team's run (nested teams nest under a node turn)
-      node_turn <node>               one node's turn: agent, team, router or function
-        chat <model>                 a model call (GenAI semantic conventions)
+    invoke_workflow <team>           a team's run (nested teams nest under a node turn)
+      invoke_agent <agent>           an agent's turn, in a team or run alone
+      node_turn <node>               a team, router or function node's turn
+        chat <model>                 a model call
         execute_tool <tool>          a tool call (may hold an inner agent's or team's spans)
+
+Names and ``gen_ai.*`` attributes follow the OpenTelemetry GenAI semantic conventions
+(agent, workflow, inference and tool spans); flowlib's own attributes are ``flowlib.*``.
 
 **Parent to child across generators and tasks.** A team's run and a node's turn are async
 generators, suspended at every item they stream. Their span is made current only while
@@ -74,8 +78,13 @@ __all__ = [
     "INSTRUMENTATION_NAME",
     "ModelCall",
     "ToolCall",
+    "describe_request",
+    "describe_response",
+    "error_type",
     "model_call",
+    "provider_name",
     "tool_call",
+    "trace_agent_turn",
     "trace_node_turn",
     "trace_team_run",
     "traced_create",
@@ -124,9 +133,22 @@ def tracer() -> Tracer | None:
     return _tracer
 
 
+def error_type(exc: BaseException) -> str:
+    """``error.type`` of an exception: its class's full name (``openai.RateLimitError``;
+    a built-in's bare name, ``ValueError``)."""
+    cls = type(exc)
+    module = cls.__module__
+    if module == "builtins":
+        return cls.__qualname__
+    # The public package of a private module: flowlib.models._openai -> flowlib.models.
+    public = ".".join(part for part in module.split(".") if not part.startswith("_"))
+    return f"{public}.{cls.__qualname__}" if public else cls.__qualname__
+
+
 def _record_failure(span: Span, exc: BaseException) -> None:
     if isinstance(exc, Exception):
         span.record_exception(exc)
+        span.set_attribute("error.type", error_type(exc))
         span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
     else:  # cancelled, or closed by its consumer: not an error of this span
         span.set_attribute("flowlib.interrupted", True)
@@ -182,7 +204,8 @@ def _observe_team_item(span: Span | None, team: str, item: Any, log_items: bool)
 
 
 def trace_team_run(team: Any, stream: AsyncGenerator[_T, None]) -> AsyncGenerator[_T, None]:
-    """A team run's stream, in a ``run_team <name>`` span and logged; as is when both are off.
+    """A team run's stream, in an ``invoke_workflow <name>`` span and logged; as is when
+    both are off.
 
     Args:
         team: The team (its ``name`` is used).
@@ -198,11 +221,56 @@ def trace_team_run(team: Any, stream: AsyncGenerator[_T, None]) -> AsyncGenerato
     span = None
     if active is not None:
         span = active.start_span(
-            f"run_team {name}",
+            f"invoke_workflow {name}",
             context=parent,
-            attributes={"flowlib.team.name": name, "flowlib.team.type": type(team).__name__},
+            attributes={
+                "gen_ai.operation.name": "invoke_workflow",
+                "gen_ai.workflow.name": name,
+                "flowlib.team.name": name,
+                "flowlib.team.type": type(team).__name__,
+            },
         )
     return _stepped(stream, span, parent, team=name, log_items=logs)
+
+
+def _agent_attributes(agent: Any) -> dict[str, Any]:
+    """The ``invoke_agent`` attributes of an agent: its name and description, and the
+    provider and model of its model client when it has one."""
+    name = str(getattr(agent, "name", type(agent).__name__))
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": name,
+    }
+    description = getattr(agent, "description", None)
+    if isinstance(description, str) and description:
+        attributes["gen_ai.agent.description"] = description
+    client = getattr(agent, "model_client", None)
+    if client is not None:
+        attributes["gen_ai.provider.name"] = provider_name(client)
+        model = getattr(client, "model", None)
+        if isinstance(model, str):
+            attributes["gen_ai.request.model"] = model
+    return attributes
+
+
+def trace_agent_turn(agent: Any, stream: AsyncGenerator[_T, None]) -> AsyncGenerator[_T, None]:
+    """An agent's turn run on its own (``agent.run()``/``run_stream()``) in an
+    ``invoke_agent <name>`` span; as is when tracing is off. In a team the node turn is
+    that span (`trace_node_turn`).
+
+    Args:
+        agent: The agent.
+        stream: Its ``on_messages_stream``.
+    """
+    active = tracer()
+    if active is None:
+        return stream
+    attributes = _agent_attributes(agent)
+    parent = otel_context.get_current()
+    span = active.start_span(
+        f"invoke_agent {attributes['gen_ai.agent.name']}", context=parent, attributes=attributes
+    )
+    return _stepped(stream, span, parent)
 
 
 def _activation_group(executor: GraphExecutor, node: int) -> str | None:
@@ -216,14 +284,20 @@ def _activation_group(executor: GraphExecutor, node: int) -> str | None:
 
 
 def trace_node_turn(
-    executor: GraphExecutor, node: int, stream: AsyncGenerator[_T, None]
+    executor: GraphExecutor,
+    node: int,
+    stream: AsyncGenerator[_T, None],
+    participant: Any = None,
 ) -> AsyncGenerator[_T, None]:
-    """One node turn's stream in a ``node_turn <name>`` span; as is when tracing is off.
+    """One node turn's stream in a span; as is when tracing is off. An agent's turn is an
+    ``invoke_agent <name>`` span (the GenAI conventions' agent span, with flowlib's node
+    attributes too); a team, router or function node's turn a ``node_turn <name>`` span.
 
     Args:
         executor: The executor running the turn (names, kinds, steps, fired edges).
         node: The node's index in the executor's plan.
         stream: The turn.
+        participant: The node's participant (an agent's name, description and model).
     """
     active = tracer()
     debug = trace_logger.isEnabledFor(logging.DEBUG)
@@ -244,19 +318,35 @@ def trace_node_turn(
             "flowlib.turn.index": step,
             "flowlib.activation.group": group,
         }
+        title = f"node_turn {name}"
         if kind == "agent":
+            attributes.update(_agent_attributes(participant) if participant is not None else {})
+            attributes["gen_ai.operation.name"] = "invoke_agent"
             attributes["gen_ai.agent.name"] = name
-        span = active.start_span(f"node_turn {name}", context=parent, attributes=attributes)
+            title = f"invoke_agent {name}"
+        span = active.start_span(title, context=parent, attributes=attributes)
     return _stepped(stream, span, parent)
 
 
 # --- model calls ---------------------------------------------------------------------
 
 
+# Request options recorded as span attributes when a call sets them: option -> attribute.
+_REQUEST_OPTIONS = {
+    "temperature": "gen_ai.request.temperature",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "top_p": "gen_ai.request.top_p",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "seed": "gen_ai.request.seed",
+}
+
+
 class ModelCall:
     """Records one model call: its span (if tracing) and its log events (if logging)."""
 
-    __slots__ = ("_messages", "_model", "_span", "_stream", "_system")
+    __slots__ = ("_messages", "_model", "_reasons_sent", "_span", "_stream", "_system")
 
     def __init__(
         self,
@@ -272,6 +362,44 @@ class ModelCall:
         self._model = model
         self._messages = messages
         self._stream = stream
+        self._reasons_sent = False
+
+    def request(self, *, server: str | None, port: int | None, options: Mapping[str, Any]) -> None:
+        """What the client sends: the server it calls and the request options it set."""
+        span = self._span
+        if span is None:
+            return
+        if server:
+            span.set_attribute("server.address", server)
+            if port is not None:
+                span.set_attribute("server.port", port)
+        for option, attribute in _REQUEST_OPTIONS.items():
+            value = options.get(option)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                span.set_attribute(attribute, value)
+        stop = options.get("stop")
+        if isinstance(stop, str):
+            stop = [stop]
+        if isinstance(stop, list) and all(isinstance(item, str) for item in stop):
+            span.set_attribute("gen_ai.request.stop_sequences", stop)
+        count = options.get("n")
+        if isinstance(count, int) and count != 1:
+            span.set_attribute("gen_ai.request.choice.count", count)
+
+    def response(
+        self, *, response_id: str | None, model: str | None, finish_reasons: Sequence[str]
+    ) -> None:
+        """What the server answered, as it sent it (ids, model, finish reasons)."""
+        span = self._span
+        if span is None:
+            return
+        if response_id:
+            span.set_attribute("gen_ai.response.id", response_id)
+        if model:
+            span.set_attribute("gen_ai.response.model", model)
+        if finish_reasons:
+            span.set_attribute("gen_ai.response.finish_reasons", list(finish_reasons))
+            self._reasons_sent = True
 
     def done(self, result: Any) -> None:
         """The call returned ``result`` (a ``CreateResult``)."""
@@ -283,7 +411,8 @@ class ModelCall:
             span.set_attribute("gen_ai.usage.input_tokens", prompt)
             span.set_attribute("gen_ai.usage.output_tokens", completion)
             reason = getattr(result, "finish_reason", None)
-            if reason is not None:
+            if reason is not None and not self._reasons_sent:
+                # A client that does not report what its server sent: its own reason.
                 span.set_attribute("gen_ai.response.finish_reasons", [str(reason)])
             if getattr(result, "cached", False):
                 span.set_attribute("flowlib.cached", True)
@@ -320,7 +449,7 @@ def model_call(
     """Trace and log one model call; call ``done(result)`` on what it yields.
 
     Args:
-        system: ``gen_ai.system`` (``"openai"``, ``"az.ai.openai"``, ...).
+        system: ``gen_ai.provider.name`` (``"openai"``, ``"azure.ai.openai"``, ...).
         model: The requested model.
         messages: The request's messages (logged only when the event logger is on).
         stream: Whether the call streams.
@@ -341,7 +470,7 @@ def model_call(
             kind=SpanKind.CLIENT,
             attributes={
                 "gen_ai.operation.name": "chat",
-                "gen_ai.system": system,
+                "gen_ai.provider.name": system,
                 "gen_ai.request.model": model,
             },
         )
@@ -358,8 +487,36 @@ def model_call(
             span.end()
 
 
+def provider_name(client: Any) -> str:
+    """``gen_ai.provider.name`` of a model client: the registered value its class declares
+    (``"openai"``, ``"azure.ai.openai"``), else its class name (a client of your own)."""
+    return str(getattr(client, "otel_provider_name", None) or type(client).__name__)
+
+
+_CURRENT_CALL: ContextVar[ModelCall | None] = ContextVar("flowlib_model_call", default=None)
+"""The model call a traced client method is running, for `describe_request` and
+`describe_response` (set around each step, like ``_IN_CALL``)."""
+
+
+def describe_request(*, server: str | None, port: int | None, options: Mapping[str, Any]) -> None:
+    """Called by a client inside its traced ``create``/``create_stream``: the server it
+    calls and the request options it sends (span attributes of the current call)."""
+    call = _CURRENT_CALL.get()
+    if call is not None:
+        call.request(server=server, port=port, options=options)
+
+
+def describe_response(
+    *, response_id: str | None, model: str | None, finish_reasons: Sequence[str]
+) -> None:
+    """Called by a client inside its traced call: the server's answer as it was sent."""
+    call = _CURRENT_CALL.get()
+    if call is not None:
+        call.response(response_id=response_id, model=model, finish_reasons=finish_reasons)
+
+
 def _model_call_of(client: Any, messages: Sequence[Any], *, stream: bool) -> Any:
-    system = str(getattr(client, "_otel_system", type(client).__name__))
+    system = provider_name(client)
     model = getattr(client, "model", None)
     if not isinstance(model, str):  # a client without a model name (a scripted one)
         family = getattr(client, "model_info", {}).get("family", "unknown")
@@ -413,7 +570,11 @@ def traced_create(method: _Create) -> _Create:
         inside = _IN_CALL.set((*_IN_CALL.get(), id(self)))
         try:
             with _model_call_of(self, messages, stream=False) as call:
-                result = await method(self, messages, *args, **kwargs)
+                current = _CURRENT_CALL.set(call)
+                try:
+                    result = await method(self, messages, *args, **kwargs)
+                finally:
+                    _CURRENT_CALL.reset(current)
                 call.done(result)
                 return result
         finally:
@@ -436,11 +597,13 @@ def traced_create_stream(method: _CreateStream) -> _CreateStream:
                     # Marked as inside this client's call only while its stream runs (set
                     # and reset within one step, so the consumer never sees the mark).
                     inside = _IN_CALL.set((*_IN_CALL.get(), id(self)))
+                    current = _CURRENT_CALL.set(call)
                     try:
                         item = await stream.__anext__()
                     except StopAsyncIteration:
                         break
                     finally:
+                        _CURRENT_CALL.reset(current)
                         _IN_CALL.reset(inside)
                     if not isinstance(item, str):
                         call.done(item)
@@ -477,9 +640,15 @@ class ToolCall:
         self._call_id = call_id
         self._arguments = arguments
 
-    def done(self, result: str, *, is_error: bool = False) -> None:
-        """The call ended with ``result`` (the text the model will see)."""
+    def done(
+        self, result: str, *, is_error: bool = False, error: BaseException | None = None
+    ) -> None:
+        """The call ended with ``result`` (the text the model will see); a failed call
+        gives the exception it raised, if any, for ``error.type``."""
         if self._span is not None and is_error:
+            self._span.set_attribute(
+                "error.type", error_type(error) if error is not None else "_OTHER"
+            )
             self._span.set_status(Status(StatusCode.ERROR, result))
         if event_logger.isEnabledFor(logging.INFO):
             event_logger.info(
@@ -522,6 +691,9 @@ def tool_call(
         "gen_ai.tool.name": name,
         "gen_ai.tool.call.id": call_id,
         "gen_ai.tool.description": description,
+        # flowlib's agent runs every call itself (an MCP call too: it sends it to the
+        # server), the conventions' "function" tool.
+        "gen_ai.tool.type": "function",
     }
     with active.start_as_current_span(
         f"execute_tool {name}", attributes=attributes, end_on_exit=True

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 from . import _cli_batch, _cli_check, _cli_runs
 from ._cli_common import (
@@ -25,6 +25,7 @@ from ._cli_common import (
     load_object,
 )
 from ._cli_errors import add_traceback_option
+from ._english import counted
 
 __all__ = ["CliError", "ExitCode", "load_object", "main"]
 
@@ -38,16 +39,25 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
     _cli_check.report_warnings(graph_of(obj), analysis, strict=args.strict, out=out)
-    print(f"ok: {len(analysis.names)} nodes, {edges} edges, {loops}; starts at {entry}", file=out)
+    nodes = counted(len(analysis.names), "node")
+    print(f"ok: {nodes}, {counted(edges, 'edge')}, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 
 
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
 
-    if args.store is not None:  # --run names a stored run (_cli_runs.py)
-        return _cli_runs.render_stored(args, out)
+    # --run is the old spelling of both --task and, with --store, --run-id.
     if args.run is not None:
+        if args.store is not None:
+            args.run_id = args.run_id or args.run
+        else:
+            args.task = args.task or args.run
+    if args.store is not None:  # --run-id names a stored run (_cli_runs.py)
+        args.run = args.run_id
+        return _cli_runs.render_stored(args, out)
+    if args.task is not None:
+        args.run = args.task
         return _cli_check.render_run(args, out)
     obj = load_object(args.target)
     fmt = args.format
@@ -66,6 +76,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     from . import render
     from .base import TaskResult
     from .ui import Console
+    from .ui._escape import escapes
 
     task = _cli_runs.task_of(args)  # TASK or --task
     if args.store is not None:  # checkpointed to a store (_cli_runs.py)
@@ -73,15 +84,16 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     obj = load_object(args.target)
     if not hasattr(obj, "run_stream"):
         raise CliError(f"`{args.target}` is a graph, not a team; `run` needs a team")
-    started = time.perf_counter()
-    result = await Console(obj.run_stream(task=task), output=out, output_stats=True)
+    # Console's summary (messages, tokens, duration) is the run's one account of its time.
+    result = await Console(
+        obj.run_stream(task=task), output=out, output_stats=True, raw=not escapes(out)
+    )
     if not isinstance(result, TaskResult):  # pragma: no cover - teams end with a TaskResult
         raise CliError("the run did not end with a TaskResult")
     if args.trace:
         render.render(obj, Path(args.trace), trace=True)
         print(f"wrote the path taken to {args.trace}", file=out)
-    elapsed = time.perf_counter() - started
-    print(f"done in {elapsed:.2f} s: {result.stop_reason}", file=out)
+    print(f"stop reason: {result.stop_reason}", file=out)
     return EXIT_OK
 
 
@@ -93,62 +105,138 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="flowlib",
         description="Multi-agent LLM workflows, graph-first.",
         epilog="TARGET is FILE.py:OBJECT: a team, a DiGraph, a DiGraphBuilder, or a "
-        "function returning one.",
+        "function returning one. Exit codes: docs/cli.md.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--version", action="version", version=f"flowlib {__version__}", help="print the version"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _cli_batch.register(commands)  # flowlib batch
 
-    render = commands.add_parser("render", help="draw a flow as SVG, PNG, DOT or Mermaid")
-    render.add_argument("target", help="FILE.py:OBJECT")
+    render = commands.add_parser(
+        "render",
+        help="draw a flow as SVG, PNG, DOT or Mermaid",
+        description="Draw a flow without running it (DOT or Mermaid on stdout, or a file "
+        "whose suffix picks the format); with --task, run it and write its run page; with "
+        "--store and --run-id, draw a stored run's path or write its run page.",
+    )
+    render.add_argument("target", help="FILE.py:OBJECT: the team or graph to draw")
     render.add_argument("-o", "--output", help="output file (format from its suffix)")
-    render.add_argument("--format", choices=["svg", "png", "dot", "mermaid"], default=None)
-    render.add_argument("--run", metavar="TASK", help="run the team on TASK; -o run.html page")
+    render.add_argument(
+        "--format",
+        choices=["svg", "png", "dot", "mermaid"],
+        default=None,
+        help="the format, when the output file's suffix does not say (default: DOT on stdout)",
+    )
+    render.add_argument("--task", help="run the team on TASK and write its run page (-o run.html)")
+    render.add_argument("--run-id", metavar="ID", help="with --store: the stored run to draw")
+    render.add_argument(
+        "--run", metavar="TASK|ID", help="old spelling of --task (or of --run-id with --store)"
+    )
 
-    validate = commands.add_parser("validate", help="check a flow's graph; exit 1 if invalid")
-    validate.add_argument("target", help="FILE.py:OBJECT")
+    validate = commands.add_parser(
+        "validate",
+        help="check a flow's graph; exit 1 if invalid",
+        description="Build the flow and validate its graph: exit 0 with a one-line summary "
+        "when it is valid, 1 with the error (naming the nodes and edges and the fix) when not.",
+    )
+    validate.add_argument("target", help="FILE.py:OBJECT: the team or graph to check")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
 
-    run = commands.add_parser("run", help="run a team on a task, streaming to the console")
-    run.add_argument("target", help="FILE.py:OBJECT")
+    run = commands.add_parser(
+        "run",
+        help="run a team on a task, streaming to the console",
+        description="Run a team on a task and stream its messages to the console; with "
+        "--store, checkpoint the run so that it can be resumed (flowlib runs resume).",
+    )
+    run.add_argument("target", help="FILE.py:OBJECT: the team to run")
     run.add_argument("--task", help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
 
     _cli_runs.register(commands)  # run --store, runs ..., render --store --run
     _cli_check.register(commands)
 
-    demo = commands.add_parser("demo", help="run the built-in demo flow")
+    demo = commands.add_parser(
+        "demo",
+        help="run the built-in demo flow",
+        description="Run the demo team (fan-out, join, a tool call and a review loop) and "
+        "print its stream and the path taken: offline on scripted models, or on a real "
+        "model when OPENAI_API_KEY or OPENAI_BASE_URL is set.",
+    )
     demo.add_argument("--task", default=None, help="the task (a default one is provided)")
     add_traceback_option(parser, commands)
+    _add_raw_option(parser, commands)
     return parser
+
+
+def _add_raw_option(parser: argparse.ArgumentParser, commands: object) -> None:
+    """``--raw`` (before or after the subcommand): print text as it is."""
+    text = (
+        "print model, tool and stored text as it is; by default control characters in "
+        "it (escape sequences, carriage returns) are shown escaped, not obeyed"
+    )
+    parser.add_argument("--raw", action="store_true", help=text)
+    for sub in getattr(commands, "choices", {}).values():
+        sub.add_argument("--raw", action="store_true", default=argparse.SUPPRESS, help=text)
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code (an `ExitCode`)."""
     from ._cli_errors import report_error
+    from .ui._escape import TerminalWriter
 
-    stdout = out or sys.stdout
     args = _parser().parse_args(argv)
+    # Model, tool and stored text is printed with its control characters escaped
+    # (issue 21.5): a reply cannot retitle the terminal, write its clipboard or erase
+    # a line. --raw prints it as it is.
+    stdout: TextIO = out or sys.stdout
+    stderr: TextIO = sys.stderr
+    if not args.raw:
+        stdout = cast(TextIO, TerminalWriter(stdout))
+        stderr = cast(TextIO, TerminalWriter(stderr))
     try:
-        if getattr(args, "handler", None) is not None:  # commands registered by modules
-            return int(args.handler(args, stdout))
-        if args.command == "validate":
-            return _cmd_validate(args, stdout)
-        if args.command == "render":
-            return _cmd_render(args, stdout)
-        if args.command == "run":
-            return asyncio.run(_run(args, stdout))
-        return _cmd_demo(args, stdout)
+        code = _dispatch(args, stdout)
+        stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (`flowlib runs show ... | head`): stop quietly, and keep
+        # Python from reporting the pipe again when it flushes stdout at exit.
+        _silence_stdout()
+        return ExitCode.BROKEN_PIPE
     except CliError as exc:
-        print(f"flowlib {args.command}: {exc}", file=sys.stderr)
+        print(f"flowlib {args.command}: {exc}", file=stderr)
         return exc.code
     except Exception as exc:
         # One line: FILE:LINE when the user's code raised, else the command (graph and
         # team errors name their nodes, edges and the fix); --traceback for the whole.
-        return report_error(exc, command=args.command, show_traceback=args.traceback)
+        return report_error(exc, command=args.command, show_traceback=args.traceback, stream=stderr)
     except KeyboardInterrupt:
-        print(f"flowlib {args.command}: interrupted", file=sys.stderr)
+        print(f"flowlib {args.command}: interrupted", file=stderr)
         return ExitCode.INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace, stdout: TextIO) -> int:
+    if getattr(args, "handler", None) is not None:  # commands registered by modules
+        return int(args.handler(args, stdout))
+    if args.command == "validate":
+        return _cmd_validate(args, stdout)
+    if args.command == "render":
+        return _cmd_render(args, stdout)
+    if args.command == "run":
+        return asyncio.run(_run(args, stdout))
+    return _cmd_demo(args, stdout)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO)
+        pass

@@ -16,6 +16,7 @@
     │   ├── ConditionSerializationError         a dumped callable condition cannot be loaded back
     │   ├── InvalidConditionError               an async callable, a regex that does not compile
     │   ├── GraphWarningError                   `validate --strict`: a static warning
+    │   ├── MapEdgeConflictError                a map edge's target is also reached otherwise
     │   └── GraphLoadError                      DiGraph.load was given something not dumped
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
@@ -24,6 +25,7 @@
     │       └── RunLeaseError                   another executor holds the run's lease
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
+    ├── NodeTimeoutError (also TimeoutError)    a node's turn passed its deadline (a cause)
     ├── TeamRunningError (RuntimeError, ValueError) run/reset/load_state while a run is going
     ├── InvalidValueError (also ValueError)     a value flowlib cannot use
     │   └── InvalidArgumentError                an argument's value, named in `argument`
@@ -36,6 +38,8 @@
     ├── TerminatedException (also RuntimeError) a fired termination condition was reused
     ├── ModelResponseError (also RuntimeError)  a model server's answer is not usable
     ├── McpServerError (also RuntimeError)      an MCP server failed
+    ├── ClientNotProvidedError (ImportError)   a model client of AutoGen's flowlib has not
+    │                                           (says which flowlib client to use instead)
     ├── RenderError (also RuntimeError)         drawing failed
     │   └── GraphvizNotFoundError               `dot` is not installed (says how to install)
     ├── ComponentSerializationError (ValueError) a component field cannot go into a config
@@ -65,6 +69,8 @@ Every message names the offending node or edge in backticks and says how to fix 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from ._english import clause
 
 __all__ = [
     "ActivationConflictError",
@@ -174,7 +180,7 @@ class NodeExecutionError(FlowlibError, RuntimeError):
     def __init__(self, node: str, cause: BaseException, *, during: str | None = None) -> None:
         where = f" in {during}" if during else ""
         super().__init__(
-            f"Node `{node}` raised {type(cause).__name__}{where}: {cause}. "
+            f"Node `{node}` raised {type(cause).__name__}{where}: {clause(cause)}. "
             "The team kept its state; fix the cause and call `run()` with no task to retry "
             "the node, or `reset()` to start over."
         )
@@ -461,6 +467,42 @@ class CheckpointConflictError(CheckpointError):
 __all__ += ["CheckpointConflictError"]
 
 
+# --- engine: node policies (issue 23) and the team per-turn deadline (issue 21.4) --------
+
+
+class NodeTimeoutError(FlowlibError, TimeoutError):
+    """A node's turn ran past its deadline (``add_node(..., timeout=)`` or a team's
+    ``turn_timeout=``) and was cancelled. A run raises it as the ``__cause__`` of a
+    [`NodeExecutionError`][flowlib.errors.NodeExecutionError] once no retry is left; the
+    node stays at the front of the ready set, so the run can be resumed.
+
+    Attributes:
+        node: The node whose turn timed out.
+        timeout: The deadline in seconds.
+    """
+
+    def __init__(self, node: str, timeout: float) -> None:
+        super().__init__(
+            f"Node `{node}`'s turn ran past its {timeout:g} s deadline and was cancelled; "
+            "raise `timeout=` on the node (or `turn_timeout=` on the team) if the work is "
+            "just slow, then resume the run"
+        )
+        self.node = node
+        self.timeout = timeout
+
+
+__all__ += ["NodeTimeoutError"]
+
+
+class MapEdgeConflictError(GraphError):
+    """A map edge's target is also the target of another edge (or of a second map edge),
+    or a map edge is drawn where instances cannot run (a self-loop, a router): the
+    target's join would be ambiguous. See docs/graph-semantics.md, "Map edges"."""
+
+
+__all__ += ["MapEdgeConflictError"]
+
+
 class RunLeaseError(CheckpointConflictError):
     """Another executor holds the run's lease (or this one lost it after it expired),
     so this one may not execute the run or write its checkpoints. Nothing was written.
@@ -486,3 +528,14 @@ class RunLeaseError(CheckpointConflictError):
 
 
 __all__ += ["RunLeaseError"]
+
+
+class ClientNotProvidedError(FlowlibError, ImportError):
+    """A model client AutoGen's documents name that flowlib does not provide
+    (``AzureAIChatCompletionClient``, ``SKChatCompletionAdapter``,
+    ``AnthropicChatCompletionClient``, ...), imported from ``flowlib.models``. The
+    message says what to use instead; ``name`` is the client's name.
+    ``except ImportError`` still catches it."""
+
+
+__all__ += ["ClientNotProvidedError"]

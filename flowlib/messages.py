@@ -56,6 +56,8 @@ __all__ = [
     "MessageFactory",
     "ModelClientStreamingChunkEvent",
     "MultiModalMessage",
+    "NodeCacheHitEvent",
+    "NodeRetryEvent",
     "SelectSpeakerEvent",
     "SelectorEvent",
     "StopMessage",
@@ -615,6 +617,52 @@ class CodeExecutionEvent(BaseAgentEvent):
         return self.result.output
 
 
+class NodeRetryEvent(BaseAgentEvent):
+    """A graph node's turn failed with an error its retry policy retries; the node runs
+    the turn again after ``delay`` seconds (``add_node(..., retry=RetryPolicy(...))``).
+
+    Attributes:
+        attempt: The attempt that failed, from 1.
+        max_attempts: How many attempts the policy allows.
+        error: The failure, as ``"<ErrorType>: <message>"``.
+        delay: Seconds until the next attempt.
+    """
+
+    attempt: int
+    """The attempt that failed, from 1."""
+    max_attempts: int
+    """How many attempts the node's retry policy allows."""
+    error: str
+    """The failure, as ``"<ErrorType>: <message>"``."""
+    delay: float
+    """Seconds until the next attempt."""
+    type: Literal["NodeRetryEvent"] = "NodeRetryEvent"
+
+    def to_text(self) -> str:
+        """Say which attempt failed, why, and when the next one starts."""
+        return (
+            f"attempt {self.attempt} of {self.max_attempts} failed ({self.error}); "
+            f"retrying in {self.delay:.3g} s"
+        )
+
+
+class NodeCacheHitEvent(BaseAgentEvent):
+    """A graph node's turn was answered from its cache (``add_node(...,
+    cache=CachePolicy(...))``): its model and tools were not called.
+
+    Attributes:
+        key: The cache key that matched.
+    """
+
+    key: str
+    """The cache key that matched."""
+    type: Literal["NodeCacheHitEvent"] = "NodeCacheHitEvent"
+
+    def to_text(self) -> str:
+        """Say that the turn came from the cache."""
+        return f"cache hit ({self.key[:12]})"
+
+
 # ---------------------------------------------------------------------------------------
 # Unions and the factory
 # ---------------------------------------------------------------------------------------
@@ -635,7 +683,9 @@ AgentEvent = Annotated[
     | SelectSpeakerEvent
     | SelectorEvent
     | CodeGenerationEvent
-    | CodeExecutionEvent,
+    | CodeExecutionEvent
+    | NodeRetryEvent
+    | NodeCacheHitEvent,
     Field(discriminator="type"),
 ]
 """The built-in concrete agent events, told apart by ``type``."""
@@ -656,6 +706,8 @@ _BUILTIN_MESSAGE_TYPES: tuple[type[BaseChatMessage | BaseAgentEvent], ...] = (
     SelectorEvent,
     CodeGenerationEvent,
     CodeExecutionEvent,
+    NodeRetryEvent,
+    NodeCacheHitEvent,
 )
 
 

@@ -35,6 +35,7 @@ __all__ = [
 ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
+    ("flowlib._english",),
     ("flowlib.errors", "flowlib._cancellation", "flowlib.logging"),
     ("flowlib", "flowlib.component", "flowlib.models._image", "flowlib._schema_model"),
     ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools", "flowlib._telemetry"),

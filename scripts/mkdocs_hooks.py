@@ -1,10 +1,11 @@
 """MkDocs hooks: draw every example and list them on the examples page.
 
 Each file in ``examples/`` exposes ``build()`` returning its team (on scripted models, so
-nothing needs a network). Before the build, each team is drawn to
-``docs/examples/<name>.svg`` with Graphviz; the examples page gets one section per
-example: its docstring, its drawing and how to run it. A broken example breaks the docs
-build (``mkdocs build --strict``), which is the point.
+nothing needs a network). Each team is drawn with Graphviz into the built site as
+``examples/<name>.svg`` (a generated file: nothing is written into ``docs/``); the
+examples page gets one section per example: its docstring, its drawing and how to run
+it. A broken example breaks the docs build (``mkdocs build --strict``), which is the
+point.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-OUTPUT = ROOT / "docs" / "examples"
 MARKER = "<!-- examples -->"
 
 
@@ -36,17 +36,19 @@ def _has_build(path: Path) -> bool:
     )
 
 
-def on_pre_build(config: Any) -> None:
-    """Draw each example's team."""
+def on_files(files: Any, config: Any) -> Any:
+    """Add each example's drawing to the site as a generated file."""
+    from mkdocs.structure.files import File
+
     from flowlib.cli import load_object
     from flowlib.render import to_svg
 
-    OUTPUT.mkdir(parents=True, exist_ok=True)
     for path in _examples():
         if not _has_build(path):
             continue
         team = load_object(f"{path}:build")
-        (OUTPUT / f"{path.stem}.svg").write_text(to_svg(team))
+        files.append(File.generated(config, f"examples/{path.stem}.svg", content=to_svg(team)))
+    return files
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -86,7 +86,7 @@ def test_validate_ok(flow_file: Path) -> None:
     assert lines[:-1] == [line for line in lines if line.startswith("warning [no_fallback]")]
     assert "`review`" in lines[0]
     code, out = run_cli("validate", f"{flow_file}:builder")
-    assert code == 0 and "2 nodes, 1 edges, acyclic" in out
+    assert code == 0 and "2 nodes, 1 edge, acyclic" in out
 
 
 def test_validate_prints_the_offending_cycle(

@@ -112,11 +112,14 @@ def test_validate_strict_passes_a_flow_without_warnings() -> None:
     assert code == 0 and out.startswith("ok:")
 
 
-def test_render_run_writes_a_run_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("option", ["--task", "--run"], ids=["task", "old-spelling"])
+def test_render_run_writes_a_run_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     page = tmp_path / "run.html"
     code, out = run_cli(
-        "render", f"{EXAMPLES / 'graph_review_loop.py'}:build", "--run", "joins?", "-o", str(page)
+        "render", f"{EXAMPLES / 'graph_review_loop.py'}:build", option, "joins?", "-o", str(page)
     )
     assert code == 0 and "wrote the run page (8 steps)" in out
     data = re.search(r'id="run-data">(.*?)</script>', page.read_text(), re.S)

@@ -254,8 +254,186 @@ def test_runs_list_show_prune_delete(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_runs_list_on_an_empty_store(tmp_path: Path) -> None:
+    asyncio.run(_create_empty(tmp_path / "empty.db"))
     code, out = run_cli("runs", "list", "--store", f"sqlite:///{tmp_path / 'empty.db'}")
     assert code == 0 and out.strip() == "no runs"
+
+
+async def _create_empty(path: Path) -> None:
+    store = SQLiteCheckpointStore(path)
+    await store.list_runs()
+    await store.close()
+
+
+def test_read_commands_on_a_missing_store_say_so_and_create_nothing(
+    flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """(Before: `runs list` on a mistyped path made an empty database and said "no
+    runs".)"""
+    missing = tmp_path / "typo.db"
+    url = f"sqlite:///{missing}"
+    commands = [
+        ("runs", "list", "--store", url),
+        ("runs", "show", "r", "--store", url),
+        ("runs", "prune", "r", "--keep-last", "1", "--store", url),
+        ("runs", "delete", "r", "--store", url),
+        ("runs", "resume", "r", f"{flow_file}:build", "--store", url),
+        ("render", f"{flow_file}:build", "--store", url, "--run", "r", "-o", "x.svg"),
+    ]
+    for command in commands:
+        capsys.readouterr()
+        assert run_cli(*command)[0] == 1, command
+        err = capsys.readouterr().err.strip()
+        assert "No checkpoint store at" in err and "typo.db" in err, (command, err)
+        assert len(err.splitlines()) == 1, err
+        assert not missing.exists()
+
+
+def test_runs_list_filters_and_json(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    for i in range(5):
+        asyncio.run(_store_run(db, f"r{i}", [("draft", "draft")], created_at=float(i + 1)))
+    asyncio.run(_running(db, "live", created_at=9.0))
+    url = f"sqlite:///{db}"
+
+    code, out = run_cli("runs", "list", "--store", url, "--status", "running")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["live"]
+    code, out = run_cli("runs", "list", "--store", url, "--limit", "2", "--json")
+    page = json.loads(out)
+    assert [r["run_id"] for r in page["runs"]] == ["live", "r4"]
+    assert page["runs"][0]["status"] == "running" and page["runs"][1]["turns"] == 1
+    code, out = run_cli(
+        "runs", "list", "--store", url, "--limit", "2", "--json", "--cursor", page["next_cursor"]
+    )
+    page = json.loads(out)
+    assert [r["run_id"] for r in page["runs"]] == ["r3", "r2"]
+    code, out = run_cli(
+        "runs", "list", "--store", url, "--json", "--status", "complete", "--status", "failed"
+    )
+    assert [r["run_id"] for r in json.loads(out)["runs"]] == ["r4", "r3", "r2", "r1", "r0"]
+    assert json.loads(out)["next_cursor"] is None
+    code, out = run_cli("runs", "list", "--store", url, "--json", "--updated-since", "10.5")
+    assert [r["run_id"] for r in json.loads(out)["runs"]] == ["live"]
+    code, out = run_cli("runs", "list", "--store", url, "--json", "--flow", "Swarm")
+    assert json.loads(out)["runs"] == []
+    code, out = run_cli("runs", "list", "--store", url, "--updated-since", "1970-01-01T00:00+00:00")
+    assert len(out.splitlines()) == 7
+    assert run_cli("runs", "list", "--store", url, "--updated-since", "soon")[0] == 1
+    assert run_cli("runs", "list", "--store", url, "--limit", "0")[0] == 1
+    assert run_cli("runs", "list", "--store", url, "--cursor", "nonsense")[0] == 1
+
+
+async def _running(path: Path, run_id: str, *, created_at: float) -> None:
+    store = SQLiteCheckpointStore(path)
+    await store.create_run(
+        RunRecord(
+            run_id=run_id,
+            team_type="GraphFlow",
+            graph_signature="sig",
+            state_version=1,
+            created_at=created_at,
+            updated_at=created_at,
+        )
+    )
+    await store.append(
+        CheckpointRecord(
+            run_id=run_id,
+            checkpoint_id=1,
+            kind="start",
+            turn=0,
+            created_at=11.0,
+            messages=[_message("user", "go")],
+            message_nodes=[None],
+        ),
+        status="running",
+    )
+    await store.close()
+
+
+def test_runs_show_is_bounded_and_speaks_json(tmp_path: Path) -> None:
+    """(Before: a 2,000-turn run printed 4,012 lines.)"""
+    db = tmp_path / "runs.db"
+    replies = [("draft", f"draft {i}") for i in range(300)]
+    asyncio.run(_store_run(db, "long", replies))
+    url = f"sqlite:///{db}"
+    code, out = run_cli("runs", "show", "long", "--store", url)
+    assert code == 0 and len(out.splitlines()) < 120
+    assert "... 252 earlier (--limit 0 shows all)" in out  # 302 checkpoints, 50 shown
+    assert out.rstrip().endswith("draft: draft 299")
+    code, out = run_cli("runs", "show", "long", "--store", url, "--limit", "3")
+    assert len(out.splitlines()) < 15
+    code, out = run_cli("runs", "show", "long", "--store", url, "--limit", "0")
+    assert "messages (301):" in out and len(out.splitlines()) > 600
+    code, out = run_cli("runs", "show", "long", "--store", url, "--limit", "2", "--json")
+    page = json.loads(out)
+    assert page["run"]["run_id"] == "long" and page["run"]["status"] == "complete"
+    assert [c["kind"] for c in page["checkpoints"]] == ["turn", "stop"]
+    assert page["checkpoints_omitted"] == 300 and page["messages_omitted"] == 299
+    assert page["messages"] == [
+        {"node": "draft", "message": _message("draft", "draft 298")},
+        {"node": "draft", "message": _message("draft", "draft 299")},
+    ]
+    assert run_cli("runs", "show", "long", "--store", url, "--limit", "-1")[0] == 1
+
+
+def test_flowlib_store_is_the_default_store(
+    flow_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "runs.db"
+    monkeypatch.setenv("FLOWLIB_STORE", f"sqlite:///{db}")
+    code, out = run_cli("run", f"{flow_file}:build", "write", "--run-id", "env-run")
+    assert code == 0 and db.exists()
+    code, out = run_cli("runs", "list")
+    assert code == 0 and "env-run" in out
+    code, out = run_cli("runs", "show", "env-run", "--json")
+    assert json.loads(out)["run"]["status"] == "complete"
+    other = tmp_path / "other.db"
+    asyncio.run(_create_empty(other))
+    code, out = run_cli("runs", "list", "--store", f"sqlite:///{other}")  # --store wins
+    assert out.strip() == "no runs"
+
+
+def test_prune_help_says_pruned_turns_leave_the_run_page(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        run_cli("runs", "prune", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "pruned turns no longer show on the run page" in text
+
+
+def test_an_unreachable_postgres_fails_fast_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """(Before: 30 s and 12 lines of pool warnings.)"""
+    import time
+
+    started = time.monotonic()
+    code, _ = run_cli("runs", "list", "--store", "postgresql://nobody:pw@127.0.0.1:1/none")
+    assert code == 1 and time.monotonic() - started < 10
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "127.0.0.1" in err and "pw" not in err.replace("nobody:***", "")
+
+
+async def test_a_silent_postgres_fails_after_connect_timeout() -> None:
+    """A server that takes the connection and never answers: one error after the
+    timeout, not a pool retrying in the background."""
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the backlog; nothing ever answers
+        port = silent.getsockname()[1]
+        store = PostgresCheckpointStore(
+            f"postgresql://nobody@127.0.0.1:{port}/none", connect_timeout=1.0
+        )
+        started = time.monotonic()
+        with pytest.raises(FlowlibError, match=r"within 1 s|timeout"):
+            await store.list_runs()
+        assert time.monotonic() - started < 8
+        await store.close()
 
 
 def test_runs_need_a_store(capsys: pytest.CaptureFixture[str]) -> None:
@@ -294,8 +472,8 @@ def test_render_draws_a_stored_runs_path(flow_file: Path, tmp_path: Path) -> Non
         "render", f"{flow_file}:plain", "--store", url, "--run", "r1", "-o", str(full)
     )
     assert code == 0 and "the path of run r1" in out
-    code, _ = run_cli(
-        "render", f"{flow_file}:plain", "--store", url, "--run", "r2", "-o", str(short)
+    code, _ = run_cli(  # --run-id, the new spelling of --run with --store
+        "render", f"{flow_file}:plain", "--store", url, "--run-id", "r2", "-o", str(short)
     )
     assert code == 0
     assert {"#1", "#2", "#3"} <= _step_labels(full)
@@ -335,6 +513,7 @@ def test_render_writes_a_stored_runs_page(flow_file: Path, tmp_path: Path) -> No
 def test_render_store_options_go_together(
     flow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    asyncio.run(_create_empty(tmp_path / "runs.db"))  # a read command needs the store to exist
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     assert run_cli("render", f"{flow_file}:plain", "--store", url, "-o", "x.svg")[0] == 1
     assert "--store URL needs --run ID" in capsys.readouterr().err
@@ -355,7 +534,9 @@ def test_run_without_store_keeps_working(
     flow_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out = run_cli("run", f"{flow_file}:plain", "write it")  # TASK given positionally
-    assert code == 0 and "done in" in out
+    assert code == 0 and "stop reason:" in out
+    # One duration: the Console summary's, not a second "done in" line.
+    assert out.count("Duration:") == 1 and "done in" not in out
     assert run_cli("run", f"{flow_file}:plain")[0] == 1
     assert "give the task" in capsys.readouterr().err
     assert run_cli("run", f"{flow_file}:plain", "a", "--task", "b")[0] == 1

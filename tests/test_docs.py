@@ -16,11 +16,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-REST_ROLE = re.compile(r":(class|meth|func|attr|mod|data|exc|obj|ref):`")
+REST_ROLE = re.compile(r":(class|meth|func|attr|mod|data|exc|obj|ref|doc):`")
+
+
+def _docs_status() -> str:
+    """``git status`` of ``docs/``, untracked files included."""
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", "docs"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
 
 
 @pytest.mark.timeout(300)
 def test_docs_build_strict_without_warnings(tmp_path: Path) -> None:
+    before = _docs_status()
     completed = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
         cwd=ROOT,
@@ -39,6 +52,9 @@ def test_docs_build_strict_without_warnings(tmp_path: Path) -> None:
     assert not warnings, "\n".join(warnings)
     assert completed.returncode == 0, log
     assert (tmp_path / "reference" / "tools_mcp" / "index.html").is_file()
+    # The build writes into the site only: the examples' drawings are generated files.
+    assert (tmp_path / "examples" / "sequential.svg").is_file()
+    assert _docs_status() == before, "mkdocs build wrote into docs/"
 
 
 def test_test_command_does_not_hide_the_docs_build_output() -> None:

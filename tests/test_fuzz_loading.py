@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,7 @@ from flowlib.component import ComponentSerializationWarning, dump_component, loa
 from flowlib.conditions import MaxMessageTermination, TextMentionTermination
 from flowlib.errors import FlowlibError
 from flowlib.graph import DiGraph
+from flowlib.graph._conditions import check_condition
 from flowlib.models import ReplayChatCompletionClient
 from flowlib.teams import (
     DiGraphBuilder,
@@ -303,3 +305,143 @@ def test_deeply_nested_inputs_are_flowlib_errors() -> None:
             await team.load_state(state)
 
     run(scenario())
+
+
+# --- the load policy: environment variables, hosts, regex patterns (issue 21) ----------
+
+SECRETS = {
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-value",
+    "OPENAI_API_KEY": "sk-users-own-key",
+    "AZURE_OPENAI_API_KEY": "azure-users-own-key",
+    "GITHUB_TOKEN": "ghp-users-token",
+}
+env_names = st.one_of(
+    st.sampled_from([*SECRETS, "HOME", "PATH", "OPENAI_BASE_URL", "UNSET_VARIABLE"]),
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,24}", fullmatch=True),
+)
+hosts = st.one_of(
+    st.sampled_from(
+        ["127.0.0.1", "localhost", "10.0.0.7", "[::1]", "Internal.Example", "api.openai.com"]
+    ),
+    st.from_regex(r"[a-z][a-z0-9-]{0,12}(\.[a-z][a-z0-9-]{0,12}){0,3}", fullmatch=True),
+)
+INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": True,
+    "family": "unknown",
+    "structured_output": True,
+}
+
+
+def _with_secrets(call: Callable[[], Any]) -> Any:
+    saved = {name: os.environ.get(name) for name in (*SECRETS, "OPENAI_BASE_URL")}
+    os.environ.update(SECRETS)
+    os.environ.pop("OPENAI_BASE_URL", None)
+    try:
+        return call()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _sent_key(client: Any) -> str:
+    return str(client._client.api_key)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=env_names, host=hosts, port=st.integers(1, 65535), allowed=st.booleans())
+def test_a_config_reads_only_the_environment_variables_it_is_allowed(
+    name: str, host: str, port: int, allowed: bool
+) -> None:
+    config = {
+        "provider": "OpenAIChatCompletionClient",
+        "config": {
+            "model": "m",
+            "model_info": INFO,
+            "base_url": f"http://{host}:{port}/v1",
+            "api_key_env": name,
+        },
+    }
+    policy = {"allow_env": [name]} if allowed else {}
+
+    def load() -> Any:
+        return load_component(config, **policy)
+
+    try:
+        client = _with_secrets(load)
+    except FlowlibError as exc:
+        # Refused: not allowed, or not set.
+        assert "allow_env" in str(exc) or "not set" in str(exc) or allowed
+        return
+    except Exception as exc:  # pragma: no cover - the property under test
+        pytest.fail(f"raw {type(exc).__name__} escaped: {exc!r}")
+    key = _sent_key(client)
+    run(client.close())
+    # A key from the environment only with the caller's leave: the config's own
+    # endpoint is never OpenAI's (its port is explicit), so nothing belongs to it.
+    assert allowed, f"{name} was read without allow_env"
+    assert key == os.environ.get(name, SECRETS.get(name))
+
+
+def _host_configs(host: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "provider": "McpWorkbench",
+            "config": {"server_params": {"type": kind, "url": f"http://{host}/x"}},
+        }
+        for kind in ("SseServerParams", "StreamableHttpServerParams")
+    ] + [{"provider": "RedisStore", "config": {"host": host.strip("[]")}}]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(host=hosts, other=hosts)
+def test_a_config_reaches_only_the_hosts_it_is_allowed(host: str, other: str) -> None:
+    bare = host.strip("[]").lower()
+    for config in _host_configs(host):
+        with pytest.raises(FlowlibError, match="allow_hosts"):
+            load_component(config)
+        if other.strip("[]").lower() != bare:
+            with pytest.raises(FlowlibError, match="allow_hosts"):
+                load_component(config, allow_hosts=[other.strip("[]")])
+        try:
+            load_component(config, allow_hosts=[bare])
+        except FlowlibError as exc:  # e.g. redis not installed; never the host check
+            assert "allow_hosts" not in str(exc)
+
+
+regex_patterns = st.one_of(
+    st.sampled_from(
+        [r"^(a+)+$", r"(a|aa)+$", r"(\w+\s?)*$", r"(x+x+)+y", r"(a)\1", r"(?=a)", "((", "[", "*"]
+    ),
+    st.text(alphabet="a()+*?|[]^$\\.{}1,!w", max_size=12),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=regex_patterns)
+def test_a_regex_from_a_graph_config_loads_or_fails_cleanly_and_runs_in_linear_time(
+    pattern: str,
+) -> None:
+    data = copy.deepcopy(GRAPH)
+    edge = next(
+        edge for node in data["nodes"].values() for edge in node["edges"] if edge["condition"]
+    )
+    edge["condition"] = {"kind": "regex", "pattern": pattern}
+    loaded: list[Any] = []
+    if not expect_flowlib_error_or_success(lambda: loaded.append(DiGraph.load(data))):
+        return
+    condition = next(
+        e.condition for n in loaded[0].nodes.values() for e in n.edges if e.condition is not None
+    )
+    # The build-time check a team runs on its graph (DiGraph.load alone does not compile
+    # patterns): a pattern RE2 cannot run is an InvalidConditionError.
+    if not expect_flowlib_error_or_success(
+        lambda: check_condition(condition, source="a", target="b")
+    ):
+        return
+    hostile = "a" * 50_000 + "!"
+    condition.compiled().search(hostile)  # returns at once: linear in the text

@@ -138,26 +138,29 @@ async def test_a_run_is_one_tree_with_nested_teams(exporter: InMemorySpanExporte
     result = await flow.run(task="go")
 
     tree = Tree(exporter.get_finished_spans())
-    root = tree.one("run_team outer")
+    root = tree.one("invoke_workflow outer")
     assert tree.parent(root) is None
     assert root.attributes is not None
     assert root.attributes["flowlib.team.type"] == "GraphFlow"
     assert root.attributes["flowlib.run.stop_reason"] == result.stop_reason
-    assert tree.children(root) == ["node_turn calc", "node_turn inner"]
+    assert tree.children(root) == ["invoke_agent calc", "node_turn inner"]
 
-    calc_turn = tree.one("node_turn calc")
+    calc_turn = tree.one("invoke_agent calc")
     assert dict(calc_turn.attributes or {}) == {
         "flowlib.node.name": "calc",
         "flowlib.node.kind": "agent",
         "flowlib.turn.index": 1,
         "flowlib.activation.group": "entry",
+        "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "calc",
+        "gen_ai.agent.description": "An agent that provides assistance with ability to use tools.",
+        "gen_ai.provider.name": "replay",
     }
     assert tree.children(calc_turn) == ["chat replay", "execute_tool add", "chat replay"]
     first_chat = tree.named("chat replay")[0]
     attributes = first_chat.attributes or {}
     assert attributes["gen_ai.operation.name"] == "chat"
-    assert attributes["gen_ai.system"] == "replay"
+    assert attributes["gen_ai.provider.name"] == "replay"
     assert attributes["gen_ai.usage.input_tokens"] == 7
     assert attributes["gen_ai.usage.output_tokens"] == 3
     tool = tree.one("execute_tool add")
@@ -167,10 +170,10 @@ async def test_a_run_is_one_tree_with_nested_teams(exporter: InMemorySpanExporte
     inner_turn = tree.one("node_turn inner")
     assert (inner_turn.attributes or {})["flowlib.node.kind"] == "team"
     assert (inner_turn.attributes or {})["flowlib.turn.index"] == 2
-    inner_run = tree.one("run_team inner")
+    inner_run = tree.one("invoke_workflow inner")
     assert tree.parent(inner_run) is inner_turn
-    assert tree.children(inner_run) == ["node_turn x", "node_turn y"]
-    assert tree.parent_name(tree.one("node_turn y")) == "run_team inner"
+    assert tree.children(inner_run) == ["invoke_agent x", "invoke_agent y"]
+    assert tree.parent_name(tree.one("invoke_agent y")) == "invoke_workflow inner"
     assert all(s.status.status_code is StatusCode.UNSET for s in tree.spans)
 
 
@@ -193,8 +196,8 @@ async def test_concurrent_turns_each_own_their_model_calls(
     await flow.run(task="go")
 
     tree = Tree(exporter.get_finished_spans())
-    root = tree.one("run_team fan")
-    turns = {name: tree.one(f"node_turn {name}") for name in ("start", "left", "right", "join")}
+    root = tree.one("invoke_workflow fan")
+    turns = {name: tree.one(f"invoke_agent {name}") for name in ("start", "left", "right", "join")}
     for turn in turns.values():
         assert tree.parent(turn) is root
         assert tree.children(turn) == ["chat replay"]
@@ -221,11 +224,11 @@ async def test_failures_are_recorded_on_their_spans(exporter: InMemorySpanExport
     tool = tree.one("execute_tool explode")
     assert tool.status.status_code is StatusCode.ERROR
     assert "boom: x" in (tool.status.description or "")
-    chat = [s for s in tree.named("chat replay") if tree.parent_name(s) == "node_turn broken"]
+    chat = [s for s in tree.named("chat replay") if tree.parent_name(s) == "invoke_agent broken"]
     assert chat and chat[0].status.status_code is StatusCode.ERROR
-    assert tree.one("node_turn broken").status.status_code is StatusCode.ERROR
-    assert tree.one("node_turn agent").status.status_code is StatusCode.UNSET
-    assert tree.one("run_team team").status.status_code is StatusCode.ERROR
+    assert tree.one("invoke_agent broken").status.status_code is StatusCode.ERROR
+    assert tree.one("invoke_agent agent").status.status_code is StatusCode.UNSET
+    assert tree.one("invoke_workflow team").status.status_code is StatusCode.ERROR
 
 
 async def test_the_consumer_does_not_run_inside_flowlib_spans(
@@ -244,7 +247,7 @@ async def test_the_consumer_does_not_run_inside_flowlib_spans(
             seen.append(trace.get_current_span())
         assert seen and all(span is consumer for span in seen)
     tree = Tree(exporter.get_finished_spans())
-    assert tree.parent_name(tree.one("run_team t")) == "consumer"
+    assert tree.parent_name(tree.one("invoke_workflow t")) == "consumer"
 
 
 async def test_model_calls_follow_the_genai_conventions_on_the_openai_sdk(
@@ -270,14 +273,14 @@ async def test_model_calls_follow_the_genai_conventions_on_the_openai_sdk(
 
     tree = Tree(exporter.get_finished_spans())
     chats = tree.named("chat gpt-4o-mini")
-    assert [tree.parent_name(s) for s in chats] == ["node_turn agent"] * 2
+    assert [tree.parent_name(s) for s in chats] == ["invoke_agent agent"] * 2
     first, second = (dict(s.attributes or {}) for s in chats)
     assert first["gen_ai.operation.name"] == "chat"
-    assert first["gen_ai.system"] == "openai"
+    assert first["gen_ai.provider.name"] == "openai"
     assert first["gen_ai.request.model"] == "gpt-4o-mini"
     assert (first["gen_ai.usage.input_tokens"], first["gen_ai.usage.output_tokens"]) == (11, 4)
     assert (second["gen_ai.usage.input_tokens"], second["gen_ai.usage.output_tokens"]) == (20, 1)
-    assert tree.parent_name(tree.one("execute_tool add")) == "node_turn agent"
+    assert tree.parent_name(tree.one("execute_tool add")) == "invoke_agent agent"
 
 
 async def test_a_team_run_by_a_tool_nests_under_the_tool_call(
@@ -297,11 +300,11 @@ async def test_a_team_run_by_a_tool_nests_under_the_tool_call(
 
     tree = Tree(exporter.get_finished_spans())
     tool = tree.one("execute_tool review")
-    assert tree.parent_name(tool) == "node_turn boss"
-    inner = tree.one("run_team review")
+    assert tree.parent_name(tool) == "invoke_agent boss"
+    inner = tree.one("invoke_workflow review")
     assert tree.parent(inner) is tool
-    assert tree.children(inner) == ["node_turn x"]
-    assert tree.children(tree.one("node_turn x")) == ["chat replay"]
+    assert tree.children(inner) == ["invoke_agent x"]
+    assert tree.children(tree.one("invoke_agent x")) == ["chat replay"]
 
 
 # --- model clients of the user's own ---------------------------------------------------------
@@ -374,9 +377,9 @@ async def test_a_client_of_your_own_gets_its_chat_spans(
     chats = tree.named("chat echo-1")
     assert len(chats) == 2
     for chat in chats:
-        assert tree.parent_name(chat) == "node_turn echo"
+        assert tree.parent_name(chat) == "invoke_agent echo"
         attributes = chat.attributes or {}
-        assert attributes["gen_ai.system"] == "EchoClient"
+        assert attributes["gen_ai.provider.name"] == "EchoClient"
         assert attributes["gen_ai.usage.output_tokens"] == 1
 
 
@@ -408,3 +411,137 @@ def test_a_create_stream_that_is_not_an_async_generator_passes_through() -> None
     traced = _telemetry.traced_create_stream(returns_a_list)  # type: ignore[arg-type]
     result = traced(Odd(), [])
     assert asyncio.run(result) == [1]  # type: ignore[arg-type]
+
+
+# --- the GenAI semantic conventions, attribute by attribute --------------------------------
+
+
+def _server_client(openai_server: OpenAIServer) -> OpenAIChatCompletionClient:
+    return OpenAIChatCompletionClient(
+        "gpt-4o-mini",
+        base_url=openai_server.base_url,
+        api_key="test",
+        temperature=0.2,
+        max_tokens=64,
+        seed=7,
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "create_stream"])
+async def test_an_agent_alone_is_an_invoke_agent_span_over_its_chat_spans(
+    exporter: InMemorySpanExporter, openai_server: OpenAIServer, stream: bool
+) -> None:
+    openai_server.enqueue(
+        Reply(tool_calls=[ToolCall("add", '{"a": 2, "b": 3}')], usage=(11, 4)),
+        Reply("5", usage=(20, 1)),
+    )
+    client = _server_client(openai_server)
+    agent = AssistantAgent(
+        "adder",
+        model_client=client,
+        tools=[add],
+        description="Adds numbers.",
+        model_client_stream=stream,
+        reflect_on_tool_use=True,
+    )
+    await agent.run(task="2 + 3?")
+    await client.close()
+
+    tree = Tree(exporter.get_finished_spans())
+    turn = tree.one("invoke_agent adder")
+    assert tree.parent(turn) is None
+    assert dict(turn.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "adder",
+        "gen_ai.agent.description": "Adds numbers.",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+    }
+    assert tree.children(turn) == ["chat gpt-4o-mini", "execute_tool add", "chat gpt-4o-mini"]
+    first, second = tree.named("chat gpt-4o-mini")
+    host, port = openai_server.base_url.split("//")[1].split("/")[0].split(":")
+    expected = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.max_tokens": 64,
+        "gen_ai.request.seed": 7,
+        "server.address": host,
+        "server.port": int(port),
+        "gen_ai.response.id": "chatcmpl-test",
+        "gen_ai.response.model": "gpt-4o-mini",
+        "gen_ai.usage.input_tokens": 11,
+        "gen_ai.usage.output_tokens": 4,
+        # As the server sent it, not AutoGen's internal "function_calls".
+        "gen_ai.response.finish_reasons": ("tool_calls",),
+    }
+    assert dict(first.attributes or {}) == expected
+    assert first.kind is trace.SpanKind.CLIENT
+    assert (second.attributes or {})["gen_ai.response.finish_reasons"] == ("stop",)
+    tool = tree.one("execute_tool add")
+    assert dict(tool.attributes or {}) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "call_0",
+        "gen_ai.tool.description": "Add two numbers.",
+        "gen_ai.tool.type": "function",
+    }
+
+
+async def test_a_team_is_an_invoke_workflow_span(
+    exporter: InMemorySpanExporter, openai_server: OpenAIServer
+) -> None:
+    openai_server.enqueue(Reply("draft"), Reply("APPROVE"))
+    client = _server_client(openai_server)
+    writer = AssistantAgent("writer", model_client=client)
+    critic = AssistantAgent("critic", model_client=client)
+    team = RoundRobinGroupChat([writer, critic], max_turns=2, name="review")
+    result = await team.run(task="write")
+    await client.close()
+
+    tree = Tree(exporter.get_finished_spans())
+    run = tree.one("invoke_workflow review")
+    assert dict(run.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.workflow.name": "review",
+        "flowlib.team.name": "review",
+        "flowlib.team.type": "RoundRobinGroupChat",
+        "flowlib.run.stop_reason": result.stop_reason,
+        "flowlib.run.messages": 3,
+    }
+    assert tree.children(run) == ["invoke_agent writer", "invoke_agent critic"]
+    critic_turn = tree.one("invoke_agent critic")
+    attributes = dict(critic_turn.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.request.model"] == "gpt-4o-mini"
+    assert attributes["flowlib.turn.index"] == 2
+    assert tree.children(critic_turn) == ["chat gpt-4o-mini"]
+
+
+async def test_a_failed_tool_and_a_failed_call_carry_error_type(
+    exporter: InMemorySpanExporter, openai_server: OpenAIServer
+) -> None:
+    from openai_server import ErrorReply
+
+    openai_server.enqueue(
+        Reply(tool_calls=[ToolCall("explode", '{"reason": "x"}')]), ErrorReply(400, "bad")
+    )
+    client = OpenAIChatCompletionClient(
+        "gpt-4o-mini", base_url=openai_server.base_url, api_key="test", max_retries=0
+    )
+    agent = AssistantAgent("risky", model_client=client, tools=[explode], reflect_on_tool_use=True)
+    with pytest.raises(Exception, match="bad"):
+        await agent.run(task="go")
+    await client.close()
+
+    tree = Tree(exporter.get_finished_spans())
+    tool = tree.one("execute_tool explode")
+    assert (tool.attributes or {})["error.type"] == "RuntimeError"
+    assert tool.status.status_code is StatusCode.ERROR
+    failed_chat = tree.named("chat gpt-4o-mini")[1]
+    assert (failed_chat.attributes or {})["error.type"] == "openai.BadRequestError"
+    assert failed_chat.status.status_code is StatusCode.ERROR
+    turn = tree.one("invoke_agent risky")
+    assert (turn.attributes or {})["error.type"] == "openai.BadRequestError"

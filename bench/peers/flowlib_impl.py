@@ -70,6 +70,39 @@ def make_branches(branches: list[list[float]]) -> Runner:
     return _shapes().make_branches(branches)
 
 
+def make_map(items: int, delay: float, concurrency: int) -> Runner:
+    """Map-reduce with a map edge: a planner, one worker instance per item (sleeping
+    ``delay``, at most ``concurrency`` at once), a reduce. Returns how many instances
+    ran."""
+    import asyncio
+
+    from flowlib.teams import DiGraphBuilder, GraphFlow
+
+    def planner(messages: Any) -> str:
+        return "plan"
+
+    def split(message: Any) -> list[str]:
+        return [f"item {i}" for i in range(items)]
+
+    async def worker(messages: Any) -> str:
+        await asyncio.sleep(delay)
+        return "done " + messages[0].content
+
+    def reduce(messages: Any) -> str:
+        return "reduced"
+
+    builder = DiGraphBuilder().add_node(planner).add_node(worker).add_node(reduce)
+    builder.add_edge("planner", "worker", map=split, max_concurrency=concurrency)
+    builder.add_edge("worker", "reduce")
+    team = GraphFlow(builder.get_participants(), builder.build())
+
+    async def run() -> int:
+        result = await team.run(task="go")
+        return sum(1 for m in result.messages if m.source.startswith("worker["))
+
+    return run
+
+
 def make_roundrobin(turns: int) -> Runner:
     return _shapes().make_roundrobin(turns)
 

@@ -24,6 +24,9 @@ NOTES: list[str] = [
     "langgraph: state is a list[str] with an operator.add reducer, async node callables, no "
     "checkpointer (the lightest setup); joins are add_edge([branch ends], 'join'), which waits "
     "for every branch and runs the join once; the loop is a conditional edge B -> A | X.",
+    "langgraph: the map shape is Send: a conditional edge returns one Send('worker', ...) per "
+    "item, the reduce is the worker's plain edge (it runs once, after every Send), and the run "
+    "config's max_concurrency bounds the workers running at once.",
     "langgraph: execution is in supersteps (Pregel/BSP): a node's successors start at the next "
     "superstep, after every node of the current one has finished.",
     "langgraph: LangGraph has no team classes; roundrobin is two nodes A -> B -> A whose "
@@ -178,6 +181,44 @@ def make_branches(branches: list[list[float]]) -> Runner:
     g.add_edge(lasts, "join")  # waits for ALL branch ends: the join runs once
     g.add_edge("join", lg.END)
     return _runner(g, max(len(b) for b in branches) + 2)
+
+
+def make_map(items: int, delay: float, concurrency: int) -> Runner:
+    """Map-reduce with ``Send``: a planner, one worker per item (sleeping ``delay``), a
+    reduce; ``max_concurrency`` in the run config bounds the workers running at once.
+    Returns how many workers ran."""
+    lg = _lg()
+    from langgraph.types import Send
+
+    async def plan(state: _State) -> dict[str, list[str]]:
+        return {"messages": ["plan"]}
+
+    def fan_out(state: _State) -> list[Any]:
+        return [Send("worker", {"messages": [f"item {i}"]}) for i in range(items)]
+
+    async def worker(state: _State) -> dict[str, list[str]]:
+        await asyncio.sleep(delay)
+        return {"messages": ["done " + state["messages"][-1]]}
+
+    async def reduce(state: _State) -> dict[str, list[str]]:
+        return {"messages": ["reduced"]}
+
+    g = lg.StateGraph(_State)
+    g.add_node("plan", plan)
+    g.add_node("worker", worker)
+    g.add_node("reduce", reduce)
+    g.add_edge(lg.START, "plan")
+    g.add_conditional_edges("plan", fan_out, ["worker"])
+    g.add_edge("worker", "reduce")
+    g.add_edge("reduce", lg.END)
+    app = g.compile()
+    config = {"recursion_limit": 20, "max_concurrency": concurrency}
+
+    async def run() -> int:
+        out = await app.ainvoke({"messages": ["go"]}, config)
+        return sum(1 for text in out["messages"] if text.startswith("done "))
+
+    return run
 
 
 def make_roundrobin(turns: int) -> Runner:

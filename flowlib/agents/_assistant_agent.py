@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 from typing_extensions import Self
 
+from .._english import a
 from ..base import CancellationToken, Handoff, Response
 from ..base._arguments import check_state_argument
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
@@ -322,6 +323,11 @@ class AssistantAgent(BaseChatAgent):
         if self._handoffs:
             types.append(HandoffMessage)
         return tuple(types)
+
+    @property
+    def model_client(self) -> ChatCompletionClient:
+        """The model client the agent calls."""
+        return self._model_client
 
     @property
     def model_context(self) -> ChatCompletionContext:
@@ -850,7 +856,7 @@ def _memories(agent: str, memory: Sequence[Memory] | None) -> list[Memory]:
     for index, entry in enumerate(memory):
         if not isinstance(entry, Memory):
             raise ArgumentTypeError(
-                f"Agent `{agent}`: memory[{index}] is a {type(entry).__name__}, not a "
+                f"Agent `{agent}`: memory[{index}] is {a(type(entry).__name__)}, not a "
                 "Memory; pass Memory objects such as ListMemory().",
                 argument=f"memory[{index}]",
             )

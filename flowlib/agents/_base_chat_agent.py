@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
 from ..base._arguments import check_state_argument
 from ..base._task import task_messages
@@ -130,7 +131,8 @@ class BaseChatAgent(ChatAgent, ABC):
             for message in incoming:
                 kept.append(message)
                 yield message
-        async for item in self.on_messages_stream(incoming, token):
+        # Telemetry (flowlib/_telemetry.py): an invoke_agent span; as is when off.
+        async for item in trace_agent_turn(self, self.on_messages_stream(incoming, token)):
             if isinstance(item, Response):
                 kept.append(item.chat_message)
                 yield item.chat_message

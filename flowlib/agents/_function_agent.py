@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
+from .._english import clause
 from ..base import CancellationToken, Response
 from ..component import load_error, refuse_field
 from ..component._registry import register_builtin
@@ -66,7 +67,7 @@ class FunctionAgent(BaseChatAgent):
         except TypeError as exc:
             raise InvalidTypeError(
                 f"Function node `{node_name}` must accept one positional argument (the new "
-                f"messages); its signature does not: {exc}."
+                f"messages); its signature does not: {clause(exc)}."
             ) from None
         except ValueError:  # builtins without a signature: assume they take one argument
             pass

@@ -23,6 +23,7 @@ from ..models import (
     LLMMessage,
 )
 from ..tools import BaseTool, Tool, as_tool
+from ..tools._keys import CallScope, call_scope, tool_call_scopes
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -135,9 +136,17 @@ async def run_linked(awaitable: Awaitable[_T], token: CancellationToken) -> _T:
 
 
 async def _run_one(
+    call: FunctionCall, tools: Mapping[str, Tool], token: CancellationToken, scope: CallScope
+) -> FunctionExecutionResult:
+    """Run one call in its idempotency-key scope; every failure becomes an error result,
+    never an exception."""
+    with call_scope(scope):
+        return await _run_scoped(call, tools, token)
+
+
+async def _run_scoped(
     call: FunctionCall, tools: Mapping[str, Tool], token: CancellationToken
 ) -> FunctionExecutionResult:
-    """Run one call; every failure becomes an error result, never an exception."""
 
     def error(text: str) -> FunctionExecutionResult:
         return FunctionExecutionResult(
@@ -167,7 +176,7 @@ async def _run_one(
             raise
         except Exception as exc:
             failed = error(str(exc) or type(exc).__name__)
-            traced.done(failed.content, is_error=True)
+            traced.done(failed.content, is_error=True, error=exc)
             return failed
         traced.done(content)
     return FunctionExecutionResult(content=content, name=call.name, call_id=call.id, is_error=False)
@@ -212,10 +221,15 @@ async def run_tool_calls(
             for call in calls[limit:]
         ]
         return [*ran, *refused]
+    # Each call's key is numbered by its position in the turn (flowlib/tools/_keys.py).
+    scopes = tool_call_scopes([call.name for call in calls])
     if len(calls) == 1:
-        return [await run_linked(_run_one(calls[0], tools, token), token)]
+        return [await run_linked(_run_one(calls[0], tools, token, scopes[0]), token)]
     results = await asyncio.gather(
-        *(run_linked(_run_one(call, tools, token), token) for call in calls)
+        *(
+            run_linked(_run_one(call, tools, token, scope), token)
+            for call, scope in zip(calls, scopes, strict=True)
+        )
     )
     return list(results)
 

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import uuid
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, ClassVar, cast
 
@@ -302,7 +303,11 @@ class _ConsoleReader:
     def __init__(self) -> None:
         self._pending = bytearray()
         self._eof = False
-        self._lock = asyncio.Lock()  # one prompt reads at a time (per event loop)
+        # One prompt reads at a time; a lock per event loop, since an asyncio.Lock that
+        # was ever waited on belongs to its loop (a process may call asyncio.run again).
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
         self._inflight: concurrent.futures.Future[bytes] | None = None
 
     async def input(self, prompt: str) -> str:
@@ -310,13 +315,19 @@ class _ConsoleReader:
         stream = sys.stdin
         if stream is None:
             raise AgentError("There is no standard input to read the user's answer from.")
-        fd = stream.fileno()
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            # No descriptor (an io.StringIO put in place by a test or an embedding app):
+            # `input` reads it as before; such a stream holds no buffer lock of stdin.
+            return await _run_in_thread(builtins.input, prompt)
         if prompt:
             out = sys.stdout
             if out is not None:
                 out.write(prompt)
                 out.flush()
-        async with self._lock:
+        lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
             while True:
                 end = self._pending.find(b"\n")
                 if end >= 0:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
+from .._english import a
 from ..component._base import ComponentBase
 from ..component._fields import dump_fields, load_fields
 from ..component._model import ComponentModel
@@ -185,7 +186,7 @@ def _check_parts(
     for position, condition in enumerate(conditions):
         if not isinstance(condition, TerminationCondition):
             raise InvalidTypeError(
-                f"`{kind}` part {position} is a {type(condition).__name__}; every part must be "
+                f"`{kind}` part {position} is {a(type(condition).__name__)}; every part must be "
                 "a TerminationCondition such as MaxMessageTermination(10)."
             )
     return conditions

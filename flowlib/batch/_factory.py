@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._english import a, clause
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError
 
@@ -85,8 +86,8 @@ def resolve_factory(factory: Factory) -> Callable[..., Any]:
             module = importlib.import_module(where)
         except ImportError as exc:
             raise InvalidArgumentError(
-                f"`factory` module `{where}` cannot be imported here: {exc}. Check that it is "
-                "on the workers' PYTHONPATH.",
+                f"`factory` module `{where}` cannot be imported here: {clause(exc)}. Check "
+                "that it is on the workers' PYTHONPATH.",
                 argument="factory",
             ) from exc
     found = getattr(module, name, None)
@@ -131,7 +132,7 @@ def build_team(factory: Callable[..., Any], store: CheckpointStore | None) -> An
         )
     if not hasattr(team, "run_stream"):
         raise InvalidArgumentError(
-            f"`factory` returned a {type(team).__name__}, not a team (nothing with `run_stream`).",
+            f"`factory` returned {a(type(team).__name__)}, not a team (nothing with `run_stream`).",
             argument="factory",
         )
     return team

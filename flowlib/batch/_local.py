@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from .._english import counted
 from ..base import TaskResult
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
@@ -45,7 +46,8 @@ def check_batch(tasks: Sequence[BatchTask], run_ids: Sequence[str] | None) -> li
         )
     if len(run_ids) != len(tasks):
         raise InvalidArgumentError(
-            f"`run_ids` has {len(run_ids)} ids for {len(tasks)} tasks; give one per task.",
+            f"`run_ids` has {counted(len(run_ids), 'id')} for {counted(len(tasks), 'task')}; "
+            "give one per task.",
             argument="run_ids",
         )
     seen: set[str] = set()

@@ -13,6 +13,7 @@ from ._fold import FoldedRun, base_record, fold
 from ._memory import InMemoryCheckpointStore
 from ._patch import apply_patch, diff_state
 from ._postgres import PostgresCheckpointStore
+from ._results import CallRecord, CallResults
 from ._sqlite import SQLiteCheckpointStore
 from ._types import (
     CheckpointInfo,
@@ -26,6 +27,8 @@ from ._types import (
 from ._url import open_store
 
 __all__ = [
+    "CallRecord",
+    "CallResults",
     "CheckpointInfo",
     "CheckpointRecord",
     "CheckpointStore",

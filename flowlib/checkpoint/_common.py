@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import get_args
 
 from ..errors import (
     CheckpointArgumentError,
@@ -11,12 +14,15 @@ from ..errors import (
     CheckpointError,
     RunLeaseError,
 )
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._types import CheckpointInfo, CheckpointRecord, FoldedRun, Lease, RunRecord, RunStatus
 
 __all__ = [
     "SNAPSHOT_EVERY",
+    "RunFilter",
+    "check_consistent",
     "check_first",
     "check_keep_last",
+    "check_last",
     "check_lease_args",
     "check_next",
     "check_owner",
@@ -24,10 +30,12 @@ __all__ = [
     "check_upto",
     "closed_error",
     "conflict_error",
+    "filter_sql",
     "first_run",
     "info_of",
     "lease_lost",
     "lease_refused",
+    "run_filter",
     "unknown_run",
     "updated_run",
 ]
@@ -198,3 +206,137 @@ def check_snapshot_every(every: object) -> int:
             f"run's state; 0: none), got {every!r}."
         )
     return every
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """``list_runs``'s filters, checked."""
+
+    statuses: tuple[str, ...] | None
+    updated_since: float | None
+    flow: str | None
+    limit: int | None
+    after: tuple[float, str] | None  # the cursor: (created_at, run_id) of the last run seen
+
+    def keeps(self, run: RunRecord) -> bool:
+        """Whether ``run`` passes the filters and follows the cursor (not the limit)."""
+        if self.statuses is not None and run.status not in self.statuses:
+            return False
+        if self.updated_since is not None and run.updated_at < self.updated_since:
+            return False
+        if self.flow is not None and self.flow not in (run.team_type, run.graph_signature):
+            return False
+        if self.after is not None:
+            created, run_id = self.after
+            return run.created_at < created or (run.created_at == created and run.run_id > run_id)
+        return True
+
+
+def run_filter(
+    status: object, updated_since: object, flow: object, limit: object, cursor: object
+) -> RunFilter:
+    known = get_args(RunStatus)
+    statuses: tuple[str, ...] | None = None
+    if status is not None:
+        given = (status,) if isinstance(status, str) else status
+        if not isinstance(given, Sequence) or not given or any(s not in known for s in given):
+            raise CheckpointArgumentError(
+                f"`status` must be one of {', '.join(known)} (or a list of them), got {status!r}."
+            )
+        statuses = tuple(str(s) for s in given)
+    if updated_since is not None and (
+        isinstance(updated_since, bool) or not isinstance(updated_since, (int, float))
+    ):
+        raise CheckpointArgumentError(
+            f"`updated_since` must be a unix time (seconds), got {updated_since!r}."
+        )
+    if flow is not None and not isinstance(flow, str):
+        raise CheckpointArgumentError(
+            f"`flow` must be a team class name or graph signature, got {flow!r}."
+        )
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise CheckpointArgumentError(f"`limit` must be an int >= 1, got {limit!r}.")
+    after = None
+    if cursor is not None:
+        created, sep, run_id = (
+            str(cursor).partition("/") if isinstance(cursor, str) else ("", "", "")
+        )
+        try:
+            after = (float(created), run_id)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise CheckpointArgumentError(
+                f"`cursor` {cursor!r} is not a run's cursor; pass `runs[-1].cursor` of the "
+                "previous page."
+            )
+    return RunFilter(
+        statuses=statuses,
+        updated_since=None if updated_since is None else float(updated_since),
+        flow=flow,
+        limit=limit,
+        after=after,
+    )
+
+
+def filter_sql(filters: RunFilter, param: str) -> tuple[str, list[object]]:
+    """The ``WHERE ... ORDER BY ... LIMIT`` of a filtered listing (``param``: the
+    dialect's placeholder) and its parameters."""
+    where: list[str] = []
+    params: list[object] = []
+    if filters.statuses is not None:
+        where.append(f"r.status IN ({', '.join([param] * len(filters.statuses))})")
+        params.extend(filters.statuses)
+    if filters.updated_since is not None:
+        where.append(f"r.updated_at >= {param}")
+        params.append(filters.updated_since)
+    if filters.flow is not None:
+        where.append(f"(r.team_type = {param} OR r.graph_signature = {param})")
+        params.extend([filters.flow, filters.flow])
+    if filters.after is not None:
+        where.append(f"(r.created_at < {param} OR (r.created_at = {param} AND r.run_id > {param}))")
+        params.extend([filters.after[0], filters.after[0], filters.after[1]])
+    sql = (
+        " WHERE " + " AND ".join(where) if where else ""
+    ) + " ORDER BY r.created_at DESC, r.run_id"
+    if filters.limit is not None:
+        sql += f" LIMIT {param}"
+        params.append(filters.limit)
+    return sql, params
+
+
+_FIX = (
+    "The row was edited or the store is damaged (a running writer never leaves it so); "
+    "restore the store from a backup, or set the column back to match the records."
+)
+
+
+def check_last(run: RunRecord, newest: int) -> None:
+    """Refuse a run row whose ``last_checkpoint`` is not its newest record's (``newest``:
+    the highest stored checkpoint id): an edit, not another writer."""
+    if newest != run.last_checkpoint:
+        raise CheckpointError(
+            f"Table `flowlib_runs`, run `{run.run_id}`: column `last_checkpoint` holds "
+            f"{run.last_checkpoint}, but the run's newest record in `flowlib_records` is "
+            f"checkpoint {newest}. {_FIX}"
+        )
+
+
+def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) -> None:
+    """Refuse a run row that disagrees with its newest record (an edited ``turns`` or
+    ``stop_reason``)."""
+    where = f"Table `flowlib_runs`, run `{run.run_id}`"
+    fix = _FIX
+    check_last(run, newest)
+    if upto != run.last_checkpoint or newest == 0:
+        return
+    # Each append sets these from the record it appends.
+    for column, stored, recorded in (
+        ("turns", run.turns, folded.turn),
+        ("stop_reason", run.stop_reason, folded.stop_reason),
+    ):
+        if stored != recorded:
+            raise CheckpointError(
+                f"{where}: column `{column}` holds {stored!r}, but the run's newest record "
+                f"(checkpoint {folded.last_checkpoint}) says {recorded!r}. {fix}"
+            )

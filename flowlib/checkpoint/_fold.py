@@ -6,40 +6,11 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from ..errors import CheckpointError
 from ._patch import apply_patch
-from ._types import CheckpointRecord, StepKind
+from ._types import CheckpointRecord, FoldedRun
 
 __all__ = ["FoldedRun", "base_record", "fold"]
-
-
-class FoldedRun(BaseModel):
-    """A run's state at one checkpoint: what its records add up to.
-
-    Attributes:
-        run_id: The run the records belong to.
-        messages: The whole thread (dumped messages), in order.
-        message_nodes: For each message, the node that published it (None: task).
-        bookkeeping: The executor's bookkeeping from the newest record that had one.
-        participants: Every participant's full state (participants never recorded are
-            absent).
-        turn: Agent turns run so far.
-        last_checkpoint: The newest folded record's ``checkpoint_id`` (0: no records).
-        last_kind: The newest folded record's kind (None: no records).
-        stop_reason: The newest record's stop reason (a ``stop`` record), else None.
-    """
-
-    run_id: str
-    messages: list[dict[str, Any]] = Field(default_factory=list)
-    message_nodes: list[str | None] = Field(default_factory=list)
-    bookkeeping: dict[str, Any] = Field(default_factory=dict)
-    participants: dict[str, Any] = Field(default_factory=dict)
-    turn: int = 0
-    last_checkpoint: int = 0
-    last_kind: StepKind | None = None
-    stop_reason: str | None = None
 
 
 def fold(

@@ -4,6 +4,7 @@ within one process."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TypeVar
 
 from ..errors import CheckpointError
@@ -19,6 +20,7 @@ from ._common import (
     info_of,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
     updated_run,
 )
@@ -164,11 +166,21 @@ class InMemoryCheckpointStore:
         # Folding shares parts with the stored records; the copy keeps them apart.
         return _copy(fold(records, run_id=run_id))
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
         self._check_open()
-        runs = sorted(self._runs.values(), key=lambda r: r.created_at, reverse=True)
-        return [self._with_lease(_copy(r)) for r in runs]
+        runs = sorted(self._runs.values(), key=lambda r: (-r.created_at, r.run_id))
+        kept = [run for run in runs if filters.keeps(run)][: filters.limit]
+        return [self._with_lease(_copy(r)) for r in kept]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

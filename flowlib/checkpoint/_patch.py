@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from .._english import a
 from ..errors import CheckpointError
 
 __all__ = ["apply_patch", "diff_state", "patch_of"]
@@ -102,14 +103,14 @@ def apply_patch(old: Any, patch: Patch) -> Any:
         items = patch["append"]
         if type(old) is not list or type(items) is not list:
             raise CheckpointError(
-                f"A state patch appends to a {type(old).__name__}, not a list: the "
+                f"A state patch appends to {a(type(old).__name__)}, not a list: the "
                 "records do not fold in order (a missing or reordered checkpoint)."
             )
         return [*old, *items]
     if "update" in patch or "remove" in patch:
         if type(old) is not dict:
             raise CheckpointError(
-                f"A state patch updates keys of a {type(old).__name__}, not a dict: the "
+                f"A state patch updates keys of {a(type(old).__name__)}, not a dict: the "
                 "records do not fold in order (a missing or reordered checkpoint)."
             )
         result = dict(old)

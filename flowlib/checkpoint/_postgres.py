@@ -4,25 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
 from ._common import (
     SNAPSHOT_EVERY,
+    check_consistent,
     check_first,
     check_keep_last,
+    check_last,
     check_lease_args,
     check_owner,
     check_snapshot_every,
     check_upto,
     closed_error,
     conflict_error,
+    filter_sql,
     first_run,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
 )
 from ._fold import FoldedRun, base_record, fold
@@ -56,7 +61,7 @@ __all__ = ["PostgresCheckpointStore"]
 
 _log = logging.getLogger("flowlib.checkpoint")
 
-_INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 10)})"
+_INSERT_RECORD = f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join(['%s'] * 11)})"
 _INSERT_MESSAGE = "INSERT INTO flowlib_messages VALUES (%s, %s, %s, %s, %s)"
 _DIALECT = Dialect(text="TEXT", real="DOUBLE PRECISION", bigint="BIGINT", without_rowid="")
 # One statement, so one round trip and one implicit transaction: advance the run only if
@@ -82,7 +87,7 @@ WITH held AS (
     INSERT INTO flowlib_records (RECORD_COLUMNS)
     SELECT run_id, %(checkpoint_id)s, %(kind)s::text, %(turn)s, %(node)s::text,
         %(stop_reason)s::text, %(created_at)s, %(message_count)s, %(bookkeeping)s::text,
-        %(participants)s::text
+        %(participants)s::text, %(checksum)s::text
     FROM advanced
 ), messages AS (
     INSERT INTO flowlib_messages (run_id, checkpoint_id, position, node, body)
@@ -124,7 +129,8 @@ class PostgresCheckpointStore:
         dsn: A libpq connection string or URL (``postgresql://user@host:5432/db``).
         min_size: Connections the pool keeps open.
         max_size: Most connections the pool opens (concurrent calls beyond wait).
-        connect_timeout: Seconds to wait for the first connection.
+        connect_timeout: Seconds to wait for a connection (an unreachable server fails
+            after this long, with one error).
         snapshot_every: Every this many checkpoints of a run, the store also keeps a
             snapshot of the run's whole state (the newest one only), so ``load`` reads
             the snapshot and the records after it, whatever the run's length; 0: none.
@@ -142,7 +148,7 @@ class PostgresCheckpointStore:
         *,
         min_size: int = 1,
         max_size: int = 10,
-        connect_timeout: float = 30.0,
+        connect_timeout: float = 5.0,
         snapshot_every: int = SNAPSHOT_EVERY,
         create: bool = True,
     ) -> None:
@@ -194,6 +200,7 @@ class PostgresCheckpointStore:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._pool is None:
+                await self._probe()
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     self.dsn,
                     min_size=self._min_size,
@@ -210,6 +217,29 @@ class PostgresCheckpointStore:
                     raise
                 self._pool = pool
         return self._pool
+
+    async def _probe(self) -> None:
+        """One connection before the pool: an unreachable server, a wrong password or
+        database fails here within ``connect_timeout``, as one error (a pool would
+        retry in the background and log a warning per attempt until its timeout)."""
+        import psycopg
+
+        try:
+            conn = await asyncio.wait_for(
+                psycopg.AsyncConnection.connect(
+                    self.dsn, autocommit=True, connect_timeout=max(1, math.ceil(self._timeout))
+                ),
+                self._timeout,
+            )
+        except TimeoutError as exc:
+            raise CheckpointError(
+                f"PostgreSQL store `{_redact(self.dsn)}`: no connection within "
+                f"{self._timeout:g} s. Check that the server is running and reachable "
+                "(host, port, firewall)."
+            ) from exc
+        except psycopg.Error as exc:
+            raise _wrapped(self.dsn, exc) from exc
+        await conn.close()
 
     async def _prepare(self, conn: AsyncConnection[Any]) -> None:
         """Create or upgrade the tables (under a lock: several processes may open a new
@@ -261,7 +291,7 @@ class PostgresCheckpointStore:
         check_first(run, first)
         async with self._transaction() as conn:
             cur = await conn.execute(
-                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 13)}) "
+                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) "
                 "ON CONFLICT (run_id) DO NOTHING",
                 run_row(first_run(run, first)),
             )
@@ -298,6 +328,7 @@ class PostgresCheckpointStore:
             "message_count": row[7],
             "bookkeeping": row[8],
             "participants": row[9],
+            "checksum": row[10],
             "status": status,
             "nodes": list(record.message_nodes),
             "bodies": [dump(message) for message in record.messages],
@@ -386,10 +417,20 @@ class PostgresCheckpointStore:
         async with self._transaction(read_only=True) as conn:
             return await _read_records(conn, run_id, upto)
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, "%s")
         async with self._transaction() as conn:
-            cur = await conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id")
+            cur = await conn.execute(f"{RUN_SELECT}{where}", params)
             return [run_from_row(row) for row in await cur.fetchall()]
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
@@ -402,7 +443,7 @@ class PostgresCheckpointStore:
                 "ORDER BY checkpoint_id",
                 (run_id,),
             )
-            return [info_from_row(row) for row in await cur.fetchall()]
+            return [info_from_row(row, run_id) for row in await cur.fetchall()]
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
@@ -529,6 +570,12 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
     run = await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
+    cur = await conn.execute(
+        "SELECT max(checkpoint_id) FROM flowlib_records WHERE run_id = %s", (run_id,)
+    )
+    found = await cur.fetchone()
+    newest = int((found[0] if found else 0) or 0)
+    check_last(run, newest)
     upto = await _upto(conn, run, upto)
     cur = await conn.execute(
         "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = %s "
@@ -536,17 +583,25 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
         (run_id, upto),
     )
     row = await cur.fetchone()
-    start = None if row is None else snapshot_from_body(row[1])
+    start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
     records = await _read_records(conn, run_id, upto, run=run, after=after)
-    return fold(records, run_id=run_id, start=start)
+    folded = fold(records, run_id=run_id, start=start)
+    check_consistent(run, folded, upto, newest)
+    return folded
 
 
 def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:
-    return CheckpointError(
-        f"PostgreSQL store `{_redact(dsn)}` failed: {_redact(str(exc))}. Check that the server "
-        "is running and the DSN's user may create tables."
-    )
+    import psycopg
+
+    detail = " ".join(_redact(str(exc)).split())  # libpq's message spans lines
+    if isinstance(exc, psycopg.OperationalError):
+        hint = "Check that the server is running and reachable, and the DSN's user and database."
+    elif isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        hint = "The DSN's user needs the right to create and write flowlib's tables."
+    else:
+        hint = "Check the server's log for the statement that failed."
+    return CheckpointError(f"PostgreSQL store `{_redact(dsn)}` failed: {detail}. {hint}")
 
 
 def _redact(dsn: str) -> str:

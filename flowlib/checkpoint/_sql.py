@@ -10,15 +10,17 @@ depend on how long the run already is.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
+from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 
 from ..errors import CheckpointError
 from ._fold import FoldedRun
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus, StepKind
 
 __all__ = [
     "INFO_COLUMNS",
@@ -27,6 +29,7 @@ __all__ = [
     "RUN_SELECT",
     "SCHEMA_VERSION",
     "Dialect",
+    "corrupt",
     "dump",
     "info_from_row",
     "lease_from_row",
@@ -44,11 +47,13 @@ __all__ = [
 
 RUN_COLUMNS = (
     "run_id, team_type, graph_signature, graph, state_version, status, created_at, "
-    "updated_at, last_checkpoint, turns, stop_reason, forked_from, metadata"
+    "updated_at, last_checkpoint, turns, stop_reason, forked_from, metadata, checksum"
 )
+_RUN_STATIC = (0, 1, 2, 3, 4, 6, 11, 12)
+"""The columns of a run row that never change after ``create_run`` (its checksum's)."""
 RECORD_COLUMNS = (
     "run_id, checkpoint_id, kind, turn, node, stop_reason, created_at, message_count, "
-    "bookkeeping, participants"
+    "bookkeeping, participants, checksum"
 )
 INFO_COLUMNS = "checkpoint_id, kind, turn, node, stop_reason, created_at, message_count"
 RUN_SELECT = (
@@ -186,7 +191,9 @@ def load(text: str) -> Any:
 
 
 def run_row(run: RunRecord) -> tuple[Any, ...]:
-    return (
+    """The ``RUN_COLUMNS`` row of a run (its checksum covers the columns that never
+    change)."""
+    row = (
         run.run_id,
         run.team_type,
         run.graph_signature,
@@ -201,16 +208,92 @@ def run_row(run: RunRecord) -> tuple[Any, ...]:
         None if run.forked_from is None else dump(list(run.forked_from)),
         dump(run.metadata),
     )
+    return (*row, checksum([row[i] for i in _RUN_STATIC], []))
+
+
+_RUN_FIELDS = {
+    "run_id": "run_id", "team_type": "team_type", "graph_signature": "graph_signature",
+    "graph": "graph", "state_version": "state_version", "status": "status",
+    "created_at": "created_at", "updated_at": "updated_at",
+    "last_checkpoint": "last_checkpoint", "turns": "turns", "stop_reason": "stop_reason",
+    "forked_from": "forked_from", "metadata": "metadata",
+}  # fmt: skip
+
+
+def corrupt(
+    table: str, run_id: object, checkpoint_id: object, column: str, what: str
+) -> CheckpointError:
+    """The refusal of a stored row that does not decode (edited, damaged or foreign)."""
+    where = f"run `{run_id}`" + (
+        f", checkpoint {checkpoint_id}" if checkpoint_id is not None else ""
+    )
+    return CheckpointError(
+        f"Table `{table}`, {where}: column `{column}` {what}. The row was changed outside "
+        "flowlib (edited, damaged, or written by another program); restore the store from a "
+        f"backup, or remove the run (`flowlib runs delete {run_id} --store ...`)."
+    )
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json(text: object, table: str, run_id: object, checkpoint_id: object, column: str) -> Any:
+    if not isinstance(text, str):
+        raise corrupt(table, run_id, checkpoint_id, column, f"holds {_show(text)}, not JSON text")
+    try:
+        return from_json(text)
+    except ValueError as exc:
+        raise corrupt(
+            table, run_id, checkpoint_id, column, f"is not valid JSON ({exc}): {_show(text)}"
+        ) from None
+
+
+def _invalid(
+    exc: ValidationError, table: str, run_id: object, checkpoint_id: object, names: dict[str, str]
+) -> CheckpointError:
+    """A pydantic refusal as a ``corrupt`` error naming the column."""
+    error = exc.errors()[0]
+    field = str(error["loc"][0]) if error["loc"] else "?"
+    column = names.get(field, field)
+    if field == "status":
+        what = f"holds {_show(error['input'])}, not a run status ({', '.join(get_args(RunStatus))})"
+    elif field == "kind":
+        what = f"holds {_show(error['input'])}, not a record kind ({', '.join(get_args(StepKind))})"
+    else:
+        what = f"holds {_show(error['input'])}: {error['msg'].lower()}"
+    return corrupt(table, run_id, checkpoint_id, column, what)
+
+
+def checksum(values: Sequence[Any], messages: Sequence[tuple[Any, Any]]) -> str:
+    """A record's checksum: its columns and its messages' (node, body), as stored."""
+    return hashlib.blake2b(to_json([list(values), messages]), digest_size=16).hexdigest()
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:
-    """A run from a ``RUN_SELECT`` row."""
+    """A run from a ``RUN_SELECT`` row (``CheckpointError`` naming the column if a value
+    does not decode)."""
+    run_id = row[0]
+    table = "flowlib_runs"
+    if row[13] is not None and row[13] != checksum([row[i] for i in _RUN_STATIC], []):
+        raise CheckpointError(
+            f"Table `{table}`, run `{run_id}`: the run's row does not match its checksum "
+            "(one of run_id, team_type, graph_signature, graph, state_version, created_at, "
+            "forked_from, metadata was changed after flowlib wrote it). Restore the store "
+            f"from a backup, or remove the run (`flowlib runs delete {run_id} --store ...`)."
+        )
     forked = row[11]
-    return RunRecord(
-        run_id=row[0],
+    forked_from = None if forked is None else _json(forked, table, run_id, None, "forked_from")
+    if forked_from is not None and not (isinstance(forked_from, list) and len(forked_from) == 2):
+        raise corrupt(
+            table, run_id, None, "forked_from", f"holds {_show(forked)}, not [run, checkpoint]"
+        )
+    fields = dict(
+        run_id=run_id,
         team_type=row[1],
         graph_signature=row[2],
-        graph=load(row[3]),
+        graph=_json(row[3], table, run_id, None, "graph"),
         state_version=row[4],
         status=row[5],
         created_at=row[6],
@@ -218,20 +301,40 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
         last_checkpoint=row[8],
         turns=row[9],
         stop_reason=row[10],
-        forked_from=None if forked is None else tuple(load(forked)),
-        metadata=load(row[12]),
-        lease_owner=row[13],
-        lease_expires_at=row[14],
+        forked_from=None if forked_from is None else tuple(forked_from),
+        metadata=_json(row[12], table, run_id, None, "metadata"),
     )
+    try:
+        run = RunRecord.model_validate(fields, strict=False)
+    except ValidationError as exc:
+        raise _invalid(exc, table, run_id, None, _RUN_FIELDS) from None
+    if run.last_checkpoint < 0 or run.turns < 0:
+        column = "last_checkpoint" if run.last_checkpoint < 0 else "turns"
+        raise corrupt(table, run_id, None, column, f"holds {_show(getattr(run, column))}, below 0")
+    if row[14] is not None:
+        try:
+            lease = Lease.model_validate(
+                {"run_id": run_id, "owner": row[14], "expires_at": row[15]}
+            )
+        except ValidationError as exc:
+            raise _invalid(exc, "flowlib_leases", run_id, None, {}) from None
+        run.lease_owner, run.lease_expires_at = lease.owner, lease.expires_at
+    return run
 
 
 def lease_from_row(run_id: str, row: Sequence[Any] | None) -> Lease | None:
     """A lease from an ``(owner, expires_at)`` row."""
-    return None if row is None else Lease(run_id=run_id, owner=row[0], expires_at=row[1])
+    if row is None:
+        return None
+    try:
+        return Lease(run_id=run_id, owner=row[0], expires_at=row[1])
+    except ValidationError as exc:
+        raise _invalid(exc, "flowlib_leases", run_id, None, {}) from None
 
 
 def record_row(record: CheckpointRecord) -> tuple[Any, ...]:
-    return (
+    """The ``RECORD_COLUMNS`` row of a record (its checksum covers its messages too)."""
+    values = (
         record.run_id,
         record.checkpoint_id,
         record.kind,
@@ -243,6 +346,11 @@ def record_row(record: CheckpointRecord) -> tuple[Any, ...]:
         dump(record.bookkeeping),
         dump(record.participants),
     )
+    messages = [
+        (node, dump(message))
+        for message, node in zip(record.messages, record.message_nodes, strict=True)
+    ]
+    return (*values, checksum(values, messages))
 
 
 def message_rows(record: CheckpointRecord) -> list[tuple[Any, ...]]:
@@ -255,52 +363,161 @@ def message_rows(record: CheckpointRecord) -> list[tuple[Any, ...]]:
 
 
 def records_from_rows(
-    rows: Sequence[Sequence[Any]], messages: Sequence[Sequence[Any]]
+    rows: Sequence[Sequence[Any]], messages: Sequence[Sequence[Any]], *, verify: bool = True
 ) -> list[CheckpointRecord]:
     """Records from ``RECORD_COLUMNS`` rows and ``(checkpoint_id, node, body)`` message
-    rows, both in checkpoint order."""
-    by_checkpoint: dict[int, tuple[list[dict[str, Any]], list[str | None]]] = {}
+    rows, both in checkpoint order. A value that does not decode, a message count that
+    does not match, or (with ``verify``) a checksum that does not match raises
+    ``CheckpointError`` naming the table, run, checkpoint and column."""
+    raw: dict[Any, list[tuple[Any, Any]]] = {}
     for checkpoint_id, node, body in messages:
-        bodies, nodes = by_checkpoint.setdefault(checkpoint_id, ([], []))
-        bodies.append(load(body))
-        nodes.append(node)
+        raw.setdefault(checkpoint_id, []).append((node, body))
     records = []
     for row in rows:
-        bodies, nodes = by_checkpoint.get(row[1], ([], []))
-        records.append(
-            CheckpointRecord(
-                run_id=row[0],
-                checkpoint_id=row[1],
-                kind=row[2],
-                turn=row[3],
-                node=row[4],
-                stop_reason=row[5],
-                created_at=row[6],
-                messages=bodies,
-                message_nodes=nodes,
-                bookkeeping=load(row[8]),
-                participants=load(row[9]),
+        run_id, checkpoint_id = row[0], row[1]
+        stored = raw.get(checkpoint_id, [])
+        if verify and row[10] is not None and row[10] != checksum(row[:10], stored):
+            raise CheckpointError(
+                f"Table `flowlib_records`, run `{run_id}`, checkpoint {checkpoint_id}: the "
+                "record (or one of its messages in `flowlib_messages`) does not match its "
+                "checksum: it was changed after flowlib wrote it. Restore the store from a "
+                f"backup, or remove the run (`flowlib runs delete {run_id} --store ...`)."
             )
+        if row[7] != len(stored):
+            raise corrupt(
+                "flowlib_messages",
+                run_id,
+                checkpoint_id,
+                "body",
+                f"rows number {len(stored)}, but the record in `flowlib_records` has "
+                f"message_count {_show(row[7])}: message rows were added or removed",
+            )
+        nodes = []
+        bodies = []
+        for position, (node, body) in enumerate(stored):
+            if node is not None and not isinstance(node, str):
+                raise corrupt(
+                    "flowlib_messages",
+                    run_id,
+                    checkpoint_id,
+                    "node",
+                    f"holds {_show(node)} at position {position}, not a node name",
+                )
+            message = _json(body, "flowlib_messages", run_id, checkpoint_id, "body")
+            if not isinstance(message, dict):
+                raise corrupt(
+                    "flowlib_messages",
+                    run_id,
+                    checkpoint_id,
+                    "body",
+                    f"holds {_show(body)} at position {position}, not a message object",
+                )
+            bodies.append(message)
+            nodes.append(node)
+        fields = dict(
+            run_id=run_id,
+            checkpoint_id=checkpoint_id,
+            kind=row[2],
+            turn=row[3],
+            node=row[4],
+            stop_reason=row[5],
+            created_at=row[6],
+            messages=bodies,
+            message_nodes=nodes,
+            bookkeeping=_json(row[8], "flowlib_records", run_id, checkpoint_id, "bookkeeping"),
+            participants=_json(row[9], "flowlib_records", run_id, checkpoint_id, "participants"),
         )
+        try:
+            records.append(CheckpointRecord.model_validate(fields))
+        except ValidationError as exc:
+            raise _invalid(exc, "flowlib_records", run_id, checkpoint_id, {}) from None
     return records
 
 
-def info_from_row(row: Sequence[Any]) -> CheckpointInfo:
-    return CheckpointInfo(
-        checkpoint_id=row[0],
-        kind=row[1],
-        turn=row[2],
-        node=row[3],
-        stop_reason=row[4],
-        created_at=row[5],
-        message_count=row[6],
-    )
+def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
+    try:
+        return CheckpointInfo(
+            checkpoint_id=row[0],
+            kind=row[1],
+            turn=row[2],
+            node=row[3],
+            stop_reason=row[4],
+            created_at=row[5],
+            message_count=row[6],
+        )
+    except ValidationError as exc:
+        raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 
 
 def snapshot_body(folded: FoldedRun) -> str:
-    """A run's folded state as stored in ``flowlib_snapshots.body``."""
-    return folded.model_dump_json()
+    """A run's folded state as stored in ``flowlib_snapshots.body``: a checksum of the
+    state's JSON, a space, the JSON."""
+    text = folded.model_dump_json()
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest() + " " + text
 
 
-def snapshot_from_body(body: str) -> FoldedRun:
-    return FoldedRun.model_validate_json(body)
+def snapshot_from_body(
+    body: object, run_id: str, checkpoint_id: object, *, verify: bool = True
+) -> FoldedRun:
+    table = "flowlib_snapshots"
+    if isinstance(body, str) and body.startswith("{"):  # written before snapshots had a checksum
+        body = " " * 33 + body
+        verify = False
+    if not isinstance(body, str) or body[32:33] != " ":
+        raise corrupt(table, run_id, checkpoint_id, "body", f"holds {_show(body)}, not a snapshot")
+    text = body[33:]
+    if verify and hashlib.blake2b(text.encode(), digest_size=16).hexdigest() != body[:32]:
+        raise CheckpointError(
+            f"Table `{table}`, run `{run_id}`, checkpoint {checkpoint_id}: the snapshot does "
+            "not match its checksum: it was changed after flowlib wrote it. Delete the "
+            "snapshot row (the run's records still hold everything) or restore a backup."
+        )
+    try:
+        folded = _snapshot_state(text)
+    except (ValueError, TypeError) as exc:
+        raise corrupt(table, run_id, checkpoint_id, "body", f"does not decode: {exc}") from None
+    if folded.run_id != run_id or folded.last_checkpoint != checkpoint_id:
+        raise corrupt(
+            table,
+            run_id,
+            checkpoint_id,
+            "body",
+            f"holds the state of run `{folded.run_id}` at checkpoint {folded.last_checkpoint}",
+        )
+    return folded
+
+
+_SNAPSHOT_TYPES = {
+    "run_id": str,
+    "messages": list,
+    "message_nodes": list,
+    "bookkeeping": dict,
+    "participants": dict,
+    "turn": int,
+    "last_checkpoint": int,
+}
+
+
+def _snapshot_state(text: str) -> FoldedRun:
+    """A snapshot's ``FoldedRun``, its fields' types checked by hand: validating the
+    whole state with pydantic would take twice as long as parsing it, for values that
+    are plain JSON and whose checksum was just verified."""
+    data = from_json(text)
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
+    for name, kind in _SNAPSHOT_TYPES.items():
+        if type(data.get(name)) is not kind:
+            raise TypeError(f"field `{name}` is not {kind.__name__}")
+    if len(data["messages"]) != len(data["message_nodes"]) or not all(
+        type(m) is dict for m in data["messages"]
+    ):
+        raise TypeError("messages and message_nodes do not match")
+    last_kind = data.get("last_kind")
+    if last_kind is not None and last_kind not in get_args(StepKind):
+        raise TypeError(f"field `last_kind` holds {last_kind!r}")
+    reason = data.get("stop_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError("field `stop_reason` is not a string")
+    return FoldedRun.model_construct(
+        **{k: v for k, v in data.items() if k in FoldedRun.model_fields}
+    )

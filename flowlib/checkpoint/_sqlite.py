@@ -7,24 +7,29 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, TypeVar
 
+from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._common import (
     SNAPSHOT_EVERY,
+    check_consistent,
     check_first,
     check_keep_last,
+    check_last,
     check_lease_args,
     check_next,
     check_owner,
     check_snapshot_every,
     check_upto,
     closed_error,
+    filter_sql,
     first_run,
     lease_lost,
     lease_refused,
+    run_filter,
     unknown_run,
     updated_run,
 )
@@ -148,8 +153,7 @@ class SQLiteCheckpointStore:
             return fn(self._conn)
         except sqlite3.Error as exc:
             raise CheckpointError(
-                f"SQLite store `{self.path}` failed: {exc}. Check that the file's directory "
-                "exists and is writable."
+                f"SQLite store `{self.path}` failed: {clause(exc)}. {_hint(exc)}"
             ) from exc
 
     def _exists(self) -> bool:
@@ -236,7 +240,7 @@ class SQLiteCheckpointStore:
                     raise CheckpointError(
                         f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
                     )
-                conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(13)})", row)
+                conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(14)})", row)
                 if first is not None:
                     _insert_record(conn, first)
 
@@ -271,7 +275,7 @@ class SQLiteCheckpointStore:
                         raise lease_lost(record.run_id, lease_owner, held, now=now)
                 check_next(run, record)
                 conn.execute(
-                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})", row
+                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})", row
                 )
                 if messages:
                     conn.executemany(
@@ -379,11 +383,21 @@ class SQLiteCheckpointStore:
 
         return await self._call(work)
 
-    async def list_runs(self) -> list[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, "?")
 
         def work(conn: sqlite3.Connection) -> list[RunRecord]:
-            rows = conn.execute(f"{RUN_SELECT} ORDER BY r.created_at DESC, r.run_id").fetchall()
+            rows = conn.execute(f"{RUN_SELECT}{where}", params).fetchall()
             return [run_from_row(row) for row in rows]
 
         return await self._call(work)
@@ -399,7 +413,7 @@ class SQLiteCheckpointStore:
                     "ORDER BY checkpoint_id",
                     (run_id,),
                 ).fetchall()
-            return [info_from_row(row) for row in rows]
+            return [info_from_row(row, run_id) for row in rows]
 
         return await self._call(work)
 
@@ -430,7 +444,7 @@ class SQLiteCheckpointStore:
                         (run_id, cut_id),
                     )
                 conn.execute(
-                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})",
+                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})",
                     record_row(base),
                 )
                 conn.executemany(
@@ -501,6 +515,31 @@ _RUN_TABLES = (
 )
 
 
+def _hint(exc: sqlite3.Error) -> str:
+    """What an SQLite error says about the store, for its message."""
+    text = str(exc).lower()
+    if "not a database" in text or "malformed" in text or "encrypted" in text:
+        return (
+            "The file is not an SQLite database, or it is damaged: check the path, or "
+            "restore the store from a backup."
+        )
+    if "unable to open" in text or "readonly" in text or "read-only" in text:
+        return "Check that the file's directory exists and is writable."
+    if "locked" in text or "busy" in text:
+        return (
+            "Another process held the database's write lock longer than `busy_timeout`; "
+            "retry, or raise `busy_timeout`."
+        )
+    if "no such table" in text or "no such column" in text or "constraint" in text:
+        return (
+            "The tables do not match flowlib's schema (they were altered, or a row was "
+            "edited): restore the store from a backup."
+        )
+    if "disk" in text or "i/o" in text or "full" in text:
+        return "The disk failed or is full; nothing of this call was written."
+    return "Nothing of this call was written."
+
+
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
@@ -528,7 +567,7 @@ def _lease(conn: sqlite3.Connection, run_id: str) -> Lease | None:
 
 def _insert_record(conn: sqlite3.Connection, record: CheckpointRecord) -> None:
     conn.execute(
-        f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(10)})", record_row(record)
+        f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})", record_row(record)
     )
     messages = message_rows(record)
     if messages:
@@ -596,13 +635,24 @@ def _upto(conn: sqlite3.Connection, run: RunRecord, upto: int | None) -> int:
 
 def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
     run = _run(conn, run_id)
+    newest = _newest(conn, run_id)
+    check_last(run, newest)
     upto = _upto(conn, run, upto)
     row = conn.execute(
         "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = ? "
         "AND checkpoint_id <= ? ORDER BY checkpoint_id DESC LIMIT 1",
         (run_id, upto),
     ).fetchone()
-    start = None if row is None else snapshot_from_body(row[1])
+    start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
     records = _read_records(conn, run_id, upto, run=run, after=after)
-    return fold(records, run_id=run_id, start=start)
+    folded = fold(records, run_id=run_id, start=start)
+    check_consistent(run, folded, upto, newest)
+    return folded
+
+
+def _newest(conn: sqlite3.Connection, run_id: str) -> int:
+    (newest,) = conn.execute(
+        "SELECT max(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    return int(newest or 0)

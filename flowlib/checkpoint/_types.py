@@ -10,12 +10,9 @@ checkpoint (``flowlib.checkpoint.fold``) gives the state to resume from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
-
-if TYPE_CHECKING:
-    from ._fold import FoldedRun
 
 __all__ = [
     "CheckpointInfo",
@@ -124,6 +121,12 @@ class RunRecord(BaseModel):
     lease_owner: str | None = None
     lease_expires_at: float | None = None
 
+    @property
+    def cursor(self) -> str:
+        """Where a listing continues after this run: pass it as
+        ``list_runs(cursor=...)`` to get the runs listed after it."""
+        return f"{self.created_at!r}/{self.run_id}"
+
 
 class Lease(BaseModel):
     """Who executes a run, until when: held in the store, renewed while the run executes.
@@ -206,8 +209,29 @@ class CheckpointStore(Protocol):
         ``records``."""
         ...
 
-    async def list_runs(self) -> Sequence[RunRecord]:
-        """Every run, newest first."""
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Sequence[RunRecord]:
+        """The runs, newest first (by ``created_at``, then ``run_id``).
+
+        Args:
+            status: Only runs with this status (or one of these).
+            updated_since: Only runs updated at or after this unix time.
+            flow: Only runs of this team class (``team_type``) or graph signature.
+            limit: At most this many runs.
+            cursor: Only the runs listed after the run whose ``RunRecord.cursor`` this
+                is (the next page: ``cursor=page[-1].cursor``).
+
+        Raises:
+            CheckpointArgumentError: A filter is malformed (an unknown status, a limit
+                below 1, a cursor not made by ``RunRecord.cursor``).
+        """
         ...
 
     async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
@@ -227,3 +251,30 @@ class CheckpointStore(Protocol):
     async def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""
         ...
+
+
+class FoldedRun(BaseModel):
+    """A run's state at one checkpoint: what its records add up to.
+
+    Attributes:
+        run_id: The run the records belong to.
+        messages: The whole thread (dumped messages), in order.
+        message_nodes: For each message, the node that published it (None: task).
+        bookkeeping: The executor's bookkeeping from the newest record that had one.
+        participants: Every participant's full state (participants never recorded are
+            absent).
+        turn: Agent turns run so far.
+        last_checkpoint: The newest folded record's ``checkpoint_id`` (0: no records).
+        last_kind: The newest folded record's kind (None: no records).
+        stop_reason: The newest record's stop reason (a ``stop`` record), else None.
+    """
+
+    run_id: str
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    message_nodes: list[str | None] = Field(default_factory=list)
+    bookkeeping: dict[str, Any] = Field(default_factory=dict)
+    participants: dict[str, Any] = Field(default_factory=dict)
+    turn: int = 0
+    last_checkpoint: int = 0
+    last_kind: StepKind | None = None
+    stop_reason: str | None = None

@@ -18,7 +18,7 @@ _FORMS = (
 )
 
 
-def open_store(url: str) -> CheckpointStore:
+def open_store(url: str, *, create: bool = True) -> CheckpointStore:
     """Open the checkpoint store a URL names.
 
     - `sqlite:///runs.db`: a
@@ -35,6 +35,10 @@ def open_store(url: str) -> CheckpointStore:
 
     Args:
         url: The store's URL.
+        create: Whether a store that does not exist yet (a missing SQLite file, a
+            database without flowlib's tables) is created on first use; False: the
+            first call raises ``CheckpointError`` saying there is no store there (what
+            read-only commands want).
 
     Returns:
         The store; close it with `await store.close()`.
@@ -65,9 +69,9 @@ def open_store(url: str) -> CheckpointStore:
                 f"Store URL {url!r} names no PostgreSQL server; use e.g. "
                 "`postgresql://user@127.0.0.1:5432/db`."
             )
-        return PostgresCheckpointStore(url)
+        return PostgresCheckpointStore(url, create=create)
     if scheme == "sqlite":
-        return _sqlite(url, rest)
+        return _sqlite(url, rest, create=create)
     if scheme == "memory":
         if rest.strip("/"):
             raise CheckpointArgumentError(
@@ -80,7 +84,7 @@ def open_store(url: str) -> CheckpointStore:
     )
 
 
-def _sqlite(url: str, rest: str) -> SQLiteCheckpointStore:
+def _sqlite(url: str, rest: str, *, create: bool) -> SQLiteCheckpointStore:
     parts = urlsplit("sqlite://" + rest)
     if parts.netloc:
         raise CheckpointArgumentError(
@@ -101,4 +105,6 @@ def _sqlite(url: str, rest: str) -> SQLiteCheckpointStore:
                 "`synchronous=NORMAL` (the default) or `synchronous=FULL`."
             )
         synchronous = value.upper()
-    return SQLiteCheckpointStore(path, synchronous="FULL" if synchronous == "FULL" else "NORMAL")
+    return SQLiteCheckpointStore(
+        path, synchronous="FULL" if synchronous == "FULL" else "NORMAL", create=create
+    )

@@ -37,6 +37,10 @@ DEFAULT_MAX_OUTPUT_BYTES = 1_048_576
 """Output kept per execution by default (1 MiB); the rest is left out with a note."""
 
 _DRAIN_SECONDS = 2.0  # how long to wait for output still buffered after a kill
+_NOT_ALL_STOPPED = (
+    "Warning: processes the code started in the background could not all be stopped "
+    "(one still held the output after 5 s of killing); they may still be running.\n"
+)
 _LEFTOVER_SECONDS = 0.5  # how long background processes may hold the output after the script
 
 
@@ -292,6 +296,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         token.add_callback(on_cancel)
         timed_out = False
         left_running = False
+        all_stopped = True
         try:
             try:
                 first: set[asyncio.Future[Any]] = {exiting, cancelled}
@@ -302,7 +307,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
                     raise asyncio.CancelledError()
                 if exiting not in done:
                     timed_out = True
-                    await asyncio.shield(_stop(process, pipe, reading))
+                    all_stopped = await asyncio.shield(_stop(process, pipe, reading))
                 else:
                     # The script is done; what it left running in the background may
                     # still hold the output open. Give it a moment, then stop it.
@@ -315,7 +320,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
                         raise asyncio.CancelledError()
                     if reading not in done:
                         left_running = True
-                        await asyncio.shield(_stop(process, pipe, reading))
+                        all_stopped = await asyncio.shield(_stop(process, pipe, reading))
                     elif not reading.cancelled():
                         reading.result()  # a reader error is a real error
             except asyncio.CancelledError:
@@ -332,11 +337,17 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
             if text and not text.endswith("\n"):
                 text += "\n"
             text += f"Timeout: the code ran past the {self._timeout:g} s limit and was stopped.\n"
+            if not all_stopped:
+                text += _NOT_ALL_STOPPED
             return TIMEOUT_EXIT_CODE, text
         if left_running:
             if text and not text.endswith("\n"):
                 text += "\n"
-            text += "Note: processes the code left running in the background were stopped.\n"
+            text += (
+                "Note: processes the code left running in the background were stopped.\n"
+                if all_stopped
+                else _NOT_ALL_STOPPED
+            )
         assert process.returncode is not None
         return process.returncode, text
 
@@ -378,11 +389,17 @@ class _Pipe:
 
 async def _stop(
     process: asyncio.subprocess.Process, pipe: _Pipe, reading: asyncio.Future[None]
-) -> None:
+) -> bool:
     """Kill the script, its process group and every process holding its output; then
-    give the reader the output written before the kill, but never wait for long."""
+    give the reader the output written before the kill, but never wait for long.
+
+    Returns:
+        Whether no process holds the output any more (see `kill_pipe_holders`).
+    """
     kill_group(process.pid)
-    kill_pipe_holders(pipe.inode)
+    # Sweeps /proc until nothing holds the output (repeatedly, for PID-hopping
+    # processes): off the event loop, as it may take a while.
+    stopped = await asyncio.to_thread(kill_pipe_holders, pipe.inode)
     if not reading.done():
         done, _ = await asyncio.wait({reading}, timeout=_DRAIN_SECONDS)
         if not done:
@@ -392,6 +409,7 @@ async def _stop(
     # A process that ignores SIGKILL (uninterruptible sleep) is not waited for forever.
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(process.wait(), _DRAIN_SECONDS)
+    return stopped
 
 
 def _remove_tree(path: str) -> None:

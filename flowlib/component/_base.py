@@ -87,6 +87,7 @@ def load_component(
     approval_func: ApprovalFuncType | None = None,
     allow_env: Iterable[str] | None = None,
     allow_hosts: Iterable[str] | None = None,
+    allow_functions: Iterable[str] | None = None,
 ) -> Any: ...
 
 
@@ -101,6 +102,7 @@ def load_component(
     approval_func: ApprovalFuncType | None = None,
     allow_env: Iterable[str] | None = None,
     allow_hosts: Iterable[str] | None = None,
+    allow_functions: Iterable[str] | None = None,
 ) -> T: ...
 
 
@@ -114,6 +116,7 @@ def load_component(
     approval_func: ApprovalFuncType | None = None,
     allow_env: Iterable[str] | None = None,
     allow_hosts: Iterable[str] | None = None,
+    allow_functions: Iterable[str] | None = None,
 ) -> T | Any:
     """Build a component from a [`ComponentModel`][flowlib.component.ComponentModel] or its JSON
     dict.
@@ -144,6 +147,9 @@ def load_component(
         allow_hosts: Hosts (``"redis.internal"``, ``"127.0.0.1:8000"``) the config may
             connect to besides its model endpoint: an ``McpWorkbench``'s SSE/HTTP
             ``url``, a ``RedisStore``'s ``host``, a PostgreSQL ``dsn``.
+        allow_functions: Functions (``"module:qualname"``, e.g. ``"myapp.tools:search"``)
+            that a ``FunctionTool`` config may name: loading imports each one. A config
+            naming any other function is refused.
 
     Returns:
         The new component.
@@ -164,6 +170,7 @@ def load_component(
         approval_func=approval_func,
         allow_env=allow_env,
         allow_hosts=allow_hosts,
+        allow_functions=allow_functions,
     )
     return load(model, expected, conditions=conditions, policy=policy)
 
@@ -185,6 +192,7 @@ class ComponentLoader:
         approval_func: ApprovalFuncType | None = None,
         allow_env: Iterable[str] | None = None,
         allow_hosts: Iterable[str] | None = None,
+        allow_functions: Iterable[str] | None = None,
     ) -> Self: ...
 
     @overload
@@ -200,6 +208,7 @@ class ComponentLoader:
         approval_func: ApprovalFuncType | None = None,
         allow_env: Iterable[str] | None = None,
         allow_hosts: Iterable[str] | None = None,
+        allow_functions: Iterable[str] | None = None,
     ) -> T: ...
 
     @classmethod
@@ -214,6 +223,7 @@ class ComponentLoader:
         approval_func: ApprovalFuncType | None = None,
         allow_env: Iterable[str] | None = None,
         allow_hosts: Iterable[str] | None = None,
+        allow_functions: Iterable[str] | None = None,
     ) -> Self | T:
         """Build a component from a config and check it is an instance of this class.
 
@@ -238,6 +248,7 @@ class ComponentLoader:
             approval_func=approval_func,
             allow_env=allow_env,
             allow_hosts=allow_hosts,
+            allow_functions=allow_functions,
         )
 
 

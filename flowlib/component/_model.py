@@ -23,6 +23,7 @@ from typing import Any, NoReturn, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._english import a
 from ..errors import GraphError
 from ._errors import (
     ComponentLoadError,
@@ -228,7 +229,7 @@ class Dumper:
         except (TypeError, ValueError):
             self.refuse(
                 field_name,
-                f"its value {value!r} is not JSON data (a {type(value).__name__}); a "
+                f"its value {value!r} is not JSON data ({a(type(value).__name__)}); a "
                 "declarative config holds only strings, numbers, booleans, lists and dicts.",
             )
         return value
@@ -491,7 +492,7 @@ class Loader:
             component = self._build(spec, model.config)
             if expected is not None and not isinstance(component, expected):
                 raise self.error(
-                    f"`{model.provider}` builds a {type(component).__name__}, but this field "
+                    f"`{model.provider}` builds {a(type(component).__name__)}, but this field "
                     f"takes a {_names(expected)}."
                 )
             return component
@@ -591,7 +592,7 @@ def load(
         component = Loader(conditions=conditions, policy=policy).root(model, None)
     if expected is not None and not isinstance(component, expected):
         raise ComponentTypeError(
-            f"The config builds a {type(component).__name__}, not a {expected.__name__}; "
+            f"The config builds {a(type(component).__name__)}, not {a(expected.__name__)}; "
             f"load it with the matching class, or pass the config of a {expected.__name__}."
         )
     return component

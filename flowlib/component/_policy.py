@@ -16,6 +16,9 @@ flowlib's registry only (no imports), and by default it also may not:
   names (``OPENAI_API_KEY`` for OpenAI's own or ``OPENAI_BASE_URL``'s endpoint,
   ``AZURE_OPENAI_API_KEY`` for ``AZURE_OPENAI_ENDPOINT``), see
   ``flowlib/models/_openai_config.py``;
+* import functions: a ``FunctionTool`` config names its function as
+  ``"module:qualname"``, and loads only when that name is listed in
+  ``allow_functions=`` (a config holding source code is always refused);
 * connect to network hosts other than its model endpoint: an MCP workbench's SSE or
   HTTP ``url``, a ``RedisStore``'s ``host`` and any ``dsn`` (a PostgreSQL connection
   string) load only when the host is listed in ``allow_hosts=``.
@@ -59,8 +62,12 @@ _PATH_FIELDS = {
 
 # An environment variable's name: what allow_env= entries must look like.
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A function as allow_functions= takes it: ``package.module:Outer.name``.
+_FUNCTION = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
 # A host as allow_hosts= takes it: a name or an address, optionally ``:port``.
-_HOST = re.compile(r"(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?")
+_HOST = re.compile(
+    r"\[[0-9a-fA-F:.]+\](:[0-9]{1,5})?|[0-9a-fA-F.]*:[0-9a-fA-F:.]*|[A-Za-z0-9_.-]+(:[0-9]{1,5})?"
+)
 
 
 def host_of(address: str) -> tuple[str, int | None]:
@@ -99,6 +106,8 @@ class LoadPolicy:
         allow_env: Names of the environment variables a loaded config may read.
         allow_hosts: Hosts (``"db.internal"``, ``"127.0.0.1:6379"``; lower case) a
             loaded config may connect to besides its model endpoint.
+        allow_functions: Functions (``"module:qualname"``) a ``FunctionTool`` config may
+            import.
     """
 
     allow_paths: tuple[Path, ...] = ()
@@ -106,6 +115,7 @@ class LoadPolicy:
     approval_func: Any = None
     allow_env: frozenset[str] = frozenset()
     allow_hosts: frozenset[str] = frozenset()
+    allow_functions: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -116,6 +126,7 @@ class LoadPolicy:
         approval_func: Any,
         allow_env: Iterable[str] | None = None,
         allow_hosts: Iterable[str] | None = None,
+        allow_functions: Iterable[str] | None = None,
     ) -> LoadPolicy:
         """Check the ``load_component`` arguments and resolve the directories."""
         if isinstance(allow_paths, (str, os.PathLike)):
@@ -150,8 +161,11 @@ class LoadPolicy:
             approval_func,
             _names(allow_env, "allow_env", _ENV_NAME, "an environment variable name"),
             frozenset(
-                name.lower()
+                _host_entry(name)
                 for name in _names(allow_hosts, "allow_hosts", _HOST, "a host or host:port")
+            ),
+            _names(
+                allow_functions, "allow_functions", _FUNCTION, "a function as 'module:qualname'"
             ),
         )
 
@@ -186,9 +200,10 @@ class LoadPolicy:
         """Refuse a config that would connect ``what`` to the host of ``address``
         unless that host (or ``host:port``) is in ``allow_hosts``."""
         host, port = host_of(address)
-        if host in self.allow_hosts or (port is not None and f"{host}:{port}" in self.allow_hosts):
+        with_port = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if host in self.allow_hosts or (port is not None and with_port in self.allow_hosts):
             return
-        target = host if port is None else f"{host}:{port}"
+        target = host if port is None else with_port
         raise loader.error(
             f"this {what} would connect to `{target}`, a host this load may not reach (a "
             f"config from elsewhere could make it talk to your internal services). Pass "
@@ -208,11 +223,14 @@ class LoadPolicy:
             params = config.get("server_params")
             if isinstance(params, Mapping) and isinstance(params.get("url"), str):
                 self.check_host(params["url"], "server_params.url", "MCP workbench", loader)
+        elif name == "FunctionTool":
+            self._check_function(config, loader)
         elif name == "RedisStore":
             host = config.get("host", "localhost")
             port = config.get("port", 6379)
             if isinstance(host, str):
-                address = f"redis://{host}:{port}" if isinstance(port, int) else host
+                bracketed = f"[{host}]" if ":" in host else host
+                address = f"redis://{bracketed}:{port}" if isinstance(port, int) else host
                 self.check_host(address, "host", "RedisStore", loader)
         if isinstance(config.get("dsn"), str):
             self.check_host(config["dsn"], "dsn", name, loader)
@@ -240,6 +258,22 @@ class LoadPolicy:
             field,
         )
 
+    def _check_function(self, config: Mapping[str, Any], loader: Loader) -> None:
+        if "source_code" in config:
+            raise loader.error(
+                "this FunctionTool config carries Python source code, and flowlib never "
+                "executes code from a config. Dump the agent with flowlib (its function "
+                "tools are then named by their import path) or build the tool in code."
+            )
+        function = config.get("function")
+        if isinstance(function, str) and function not in self.allow_functions:
+            raise loader.error(
+                f"this FunctionTool would import and call the function `{function}`, which "
+                f"this load may not import. Pass `allow_functions=[{function!r}]` to "
+                "`load_component` if the config is trusted.",
+                "function",
+            )
+
     def _check_command(self, config: Mapping[str, Any], loader: Loader) -> None:
         params = config.get("server_params")
         if not isinstance(params, Mapping):
@@ -256,6 +290,15 @@ class LoadPolicy:
                 "`allow_commands=True` to `load_component` if the config is trusted.",
                 "server_params",
             )
+
+
+def _host_entry(entry: str) -> str:
+    """An ``allow_hosts`` entry as hosts are compared: lower case, an IPv6 address
+    without its brackets unless a port follows (``[::1]:8080``)."""
+    entry = entry.lower()
+    if entry.startswith("[") and entry.endswith("]"):
+        return entry[1:-1]
+    return entry
 
 
 def _names(

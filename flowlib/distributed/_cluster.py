@@ -9,6 +9,7 @@ from typing import Any
 
 import ray
 
+from .._english import clause
 from ..errors import RayClusterError, RayConnectionError, RayWorkersError
 
 __all__ = ["check_reachable", "connect", "placeable", "wait_ready"]
@@ -85,7 +86,7 @@ def connect(
         ray.init(address=address, **options)
     except ConnectionError as exc:
         raise RayConnectionError(
-            f"No Ray cluster at `{address}`: {exc}. Start one (`ray start --head`), or "
+            f"No Ray cluster at `{address}`: {clause(exc)}. Start one (`ray start --head`), or "
             "pass `address=None` for a local cluster.",
             argument="address",
         ) from exc
@@ -93,9 +94,9 @@ def connect(
         ray.shutdown()
         where = "a local Ray cluster" if address is None else f"the Ray cluster at `{address}`"
         raise RayClusterError(
-            f"Could not start or join {where}: {str(exc).rstrip('.')}. Ray gives up after "
-            "timeouts of its own (30 s for a node to start, or to connect through Ray "
-            "Client), which an overloaded machine can miss: try again."
+            f"Could not start or join {where}: {clause(exc)}. Ray gives up after timeouts "
+            "of its own (30 s for a node to start, or to connect through Ray Client), which "
+            "an overloaded machine can miss: try again."
         ) from exc
     return True
 

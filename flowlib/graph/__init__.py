@@ -14,7 +14,7 @@ from ._conditions import (
 )
 from ._executor import COMPLETE_REASON, GraphExecutor, RunRecorder
 from ._fire import EdgeRule, edge_rule, edge_rules, fire_edges
-from ._model import DiGraph, DiGraphEdge, DiGraphNode, NodeKind
+from ._model import DiGraph, DiGraphEdge, DiGraphNode, InstanceFactory, MapFunction, NodeKind
 from ._node import (
     AgentNode,
     DirectCallNode,
@@ -27,6 +27,7 @@ from ._node import (
     as_node,
 )
 from ._plan import ExecutionPlan
+from ._policies import CachePolicy, RetryPolicy, check_timeout, is_transient
 from ._router import Router, Routing, Selected
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
@@ -38,6 +39,7 @@ __all__ = [
     "AgentNode",
     "AllOf",
     "AnyOf",
+    "CachePolicy",
     "CallableCondition",
     "Contains",
     "DiGraph",
@@ -53,12 +55,15 @@ __all__ = [
     "GraphManagerState",
     "GraphWarning",
     "HandoffTo",
+    "InstanceFactory",
     "IsHandoff",
+    "MapFunction",
     "Node",
     "NodeContext",
     "NodeKind",
     "Not",
     "Regex",
+    "RetryPolicy",
     "Router",
     "RouterNode",
     "Routing",
@@ -69,6 +74,7 @@ __all__ = [
     "TraceObserver",
     "TurnOutput",
     "as_node",
+    "check_timeout",
     "describe_condition",
     "edge_rule",
     "edge_rules",
@@ -77,5 +83,6 @@ __all__ = [
     "graph_difference",
     "graph_signature",
     "graph_warnings",
+    "is_transient",
     "validate_graph",
 ]

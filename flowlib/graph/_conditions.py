@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
@@ -128,7 +129,9 @@ def _compile_linear(pattern: str, ignore_case: bool) -> Any:
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         try:
-            re.compile(pattern)
+            with warnings.catch_warnings():  # only asking whether `re` would take it
+                warnings.simplefilter("ignore")
+                re.compile(pattern)
         except re.error:
             raise re.error(str(detail)) from None
         raise re.error(

@@ -46,8 +46,12 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
+from ..tools._keys import call_scope, keyed_turn, turn_scope
+from ._guard import Attempts, NodeGuard
+from ._map import MapInstances, instance_name, run_map
 from ._node import Node, NodeContext, TurnOutput, as_node
 from ._plan import ExecutionPlan
+from ._policies import check_timeout
 from ._scheduler import LoadedState, Scheduler
 from ._shapes import Participant
 from ._state import GraphManagerState
@@ -100,6 +104,11 @@ class RunRecorder(Protocol):
         """The run stopped (after the interrupted turns were put back in the ready set)."""
         ...
 
+    # Optional: ``async def progressed(self, node: int, instance: str) -> None``, told
+    # when instance ``instance`` (``target[i]``) of map target ``node`` finished (its
+    # output is in the bookkeeping, the turn is still running); a checkpointer writes a
+    # checkpoint so the instance never runs again.
+
 
 @dataclass(frozen=True, slots=True)
 class Budget:
@@ -133,6 +142,15 @@ class _Wake:
     """Queue marker: the cancellation token fired."""
 
 
+@dataclass(slots=True)
+class _Progress:
+    """Queue marker: instance ``instance`` of map target ``node`` finished (its output is
+    in the scheduler's state): a checkpoint can keep it."""
+
+    node: int
+    instance: str
+
+
 class GraphExecutor:
     """Runs an [`ExecutionPlan`][flowlib.graph.ExecutionPlan] over participants and keeps the run
     state.
@@ -148,6 +166,9 @@ class GraphExecutor:
         task_router: Lets a team choose the next nodes from a new task (Swarm resumes at
             the target of a ``HandoffMessage`` task).
         dead_end_reason: Lets a team explain a node that matched none of its edges.
+        turn_timeout: The default deadline of every node's turn, in seconds (a node's own
+            ``timeout`` wins): past it the turn is cancelled and counts as a failed
+            attempt (see docs/graph-semantics.md, "Node policies").
     """
 
     def __init__(
@@ -161,7 +182,9 @@ class GraphExecutor:
         event_source: str | None = None,
         task_router: TaskRouter | None = None,
         dead_end_reason: DeadEndDescriber | None = None,
+        turn_timeout: float | None = None,
     ) -> None:
+        check_timeout(turn_timeout, "turn_timeout")
         self._plan = plan
         self._participants = list(participants)
         self._event_source = event_source
@@ -169,6 +192,7 @@ class GraphExecutor:
         self._dead_end_reason = dead_end_reason
         self._termination = termination_condition
         self._max_turns = max_turns
+        self._run_id: str | None = None  # of the current run (idempotency keys)
         self._factory = message_factory
         self._is_running = False
         # The run's budget (docs/state.md): whether a run is open (started and not yet
@@ -189,6 +213,54 @@ class GraphExecutor:
             for node, participant in enumerate(self._participants)
         ]
         self._counts = [node.counts_turn for node in self._nodes]
+        self._turn_timeout = turn_timeout
+        self._guards = self._make_guards(turn_timeout)
+        graph_nodes = plan.graph.nodes
+        self._maps: list[MapInstances | None] = [
+            None
+            if plan.map_in[index] is None
+            else MapInstances(
+                self._nodes[index],
+                getattr(graph_nodes.get(name), "instances", None),
+                message_factory,
+            )
+            for index, name in enumerate(plan.names)
+        ]
+        # Nodes whose turn always runs as a task: a policy's deadline cancels only that
+        # turn, and a map's instances run concurrently.
+        self._tasked = [
+            guard is not None or runner is not None
+            for guard, runner in zip(self._guards, self._maps, strict=True)
+        ]
+
+    def _make_guards(self, turn_timeout: float | None) -> list[NodeGuard | None]:
+        """One guard per node with a policy (None for the others: the plain path)."""
+        guards: list[NodeGuard | None] = []
+        graph_nodes = self._plan.graph.nodes
+        for index, name in enumerate(self._plan.names):
+            spec = graph_nodes.get(name)
+            timeout = spec.timeout if spec is not None and spec.timeout else turn_timeout
+            retry = spec.retry if spec is not None else None
+            cache = spec.cache if spec is not None else None
+            if timeout is None and retry is None and cache is None:
+                guards.append(None)
+                continue
+            guards.append(
+                NodeGuard(
+                    name,
+                    self._nodes[index],
+                    timeout=timeout,
+                    retry=retry,
+                    cache=cache,
+                    factory=self._factory,
+                )
+            )
+        return guards
+
+    @property
+    def turn_timeout(self) -> float | None:
+        """The default deadline of a node's turn, in seconds (None: none)."""
+        return self._turn_timeout
 
     def _context(self, node: int, participant: Participant, factory: MessageFactory) -> NodeContext:
         plan = self._plan
@@ -294,7 +366,11 @@ class GraphExecutor:
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | TurnOutput, None]:
         # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
-        return trace_node_turn(self, node, self._nodes[node].turn(messages, token))
+        # The turn runs in its idempotency-key scope (flowlib/tools/_keys.py).
+        runner = self._nodes[node]
+        scope = turn_scope(self._run_id, self._plan.names[node], self._sched.node_turns[node])
+        stream = keyed_turn(runner.turn(messages, token), scope)
+        return trace_node_turn(self, node, stream, runner.participant)
 
     async def _drive(
         self,
@@ -305,12 +381,18 @@ class GraphExecutor:
     ) -> None:
         """Run one turn in its own task, forwarding its items to the run's queue."""
         output: TurnOutput | None = None
+        guard = self._guards[node]
         try:
-            async for item in self._turn(node, messages, token):
-                if isinstance(item, TurnOutput):
-                    output = item
-                else:
-                    queue.put_nowait(item)
+            if self._maps[node] is not None:
+                output = await self._map_turn(node, token, queue)
+            elif guard is not None:
+                output = await self._guarded(guard, node, messages, token, queue)
+            else:
+                async for item in self._turn(node, messages, token):
+                    if isinstance(item, TurnOutput):
+                        output = item
+                    else:
+                        queue.put_nowait(item)
         except asyncio.CancelledError:
             queue.put_nowait(_Done(node, None, asyncio.CancelledError()))
             raise
@@ -318,6 +400,65 @@ class GraphExecutor:
             queue.put_nowait(_Done(node, None, exc))
             return
         queue.put_nowait(_Done(node, output, None))
+
+    async def _guarded(
+        self,
+        guard: NodeGuard,
+        node: int,
+        messages: list[BaseChatMessage],
+        token: CancellationToken,
+        queue: asyncio.Queue[Any],
+    ) -> TurnOutput | None:
+        """A turn under its node's policies (timeout, retry, cache)."""
+        sched = self._sched
+
+        def turn(given: list[BaseChatMessage]) -> AsyncGenerator[Item | TurnOutput, None]:
+            return self._turn(node, given, token)
+
+        def retry_messages(given: list[BaseChatMessage]) -> list[BaseChatMessage]:
+            # A nested team that took its messages resumes its own run on a retry.
+            return [] if sched.handed_over[node] else given
+
+        report = Attempts()
+        step = sched.turn_step[node]
+        try:
+            return await guard.run(
+                turn, messages, queue.put_nowait, report, retry_messages=retry_messages
+            )
+        finally:
+            self.trace.note_attempts(step, report.attempts, cache_hit=report.cache_hit)
+
+    async def _map_turn(
+        self, node: int, token: CancellationToken, queue: asyncio.Queue[Any]
+    ) -> TurnOutput:
+        """The turn of a map target: its instances (see ``_map.py``)."""
+        runner = self._maps[node]
+        edge = self._plan.map_in[node]
+        assert runner is not None and edge is not None
+        sched = self._sched
+        items, done = sched.take_map(node)
+        name = self._plan.names[node]
+        step = sched.turn_step[node]
+
+        def finished(index: int) -> None:
+            label = instance_name(name, index)
+            self.trace.note_instance(step, label)
+            queue.put_nowait(_Progress(node, label))
+
+        # The instances' idempotency keys derive from the map turn's (flowlib/tools/_keys.py).
+        scope = turn_scope(self._run_id, name, sched.node_turns[node])
+        with call_scope(scope):
+            return await run_map(
+                name,
+                items,
+                done,
+                runner,
+                limit=edge.max_concurrency,
+                guard=self._guards[node],
+                token=token,
+                emit=queue.put_nowait,
+                finished=finished,
+            )
 
     # --- a run --------------------------------------------------------------------------
 
@@ -352,6 +493,7 @@ class GraphExecutor:
                 "with ExternalTermination or a cancellation token) before starting another."
             )
         self._is_running = True
+        self._run_id = run_id
         sched = self._sched
         token = cancellation_token or CancellationToken()
         consumer = asyncio.current_task()
@@ -426,7 +568,7 @@ class GraphExecutor:
                         break
                     if token.is_cancelled():
                         raise asyncio.CancelledError()
-                    if tasks or len(sched.ready) > 1:
+                    if tasks or len(sched.ready) > 1 or self._tasked[sched.ready[0]]:
                         node = sched.pop_ready()
                         if self._counts[node]:
                             sched.current_turn += 1
@@ -517,6 +659,10 @@ class GraphExecutor:
                             yield item
                 elif type(entry) is _Wake:
                     raise asyncio.CancelledError()
+                elif type(entry) is _Progress:
+                    progressed = getattr(recorder, "progressed", None)
+                    if progressed is not None:
+                        await progressed(entry.node, entry.instance)
                 else:
                     if not isinstance(entry, ModelClientStreamingChunkEvent):
                         kept.append(entry)

@@ -8,7 +8,7 @@ be validated and drawn without running anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
@@ -26,11 +26,12 @@ from ..errors import ConditionSerializationError, GraphLoadError
 from ..messages import BaseChatMessage
 from ._conditions import CallableCondition, EdgeCondition, condition_from_data
 from ._fire import edge_rule, fire_edges
+from ._policies import CachePolicy, RetryPolicy
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["DiGraph", "DiGraphEdge", "DiGraphNode", "NodeKind"]
+__all__ = ["DiGraph", "DiGraphEdge", "DiGraphNode", "InstanceFactory", "MapFunction", "NodeKind"]
 
 NodeKind = Literal["agent", "team", "router", "function"]
 """What runs at a node: a chat agent, a nested team, a router (selector, orchestrator) or a
@@ -39,6 +40,13 @@ plain Python function."""
 Activation = Literal["all", "any"]
 
 ConditionFunction = Callable[[BaseChatMessage], bool]
+
+InstanceFactory = Callable[[int], Any]
+"""Builds the participant of a map target's instance ``i`` (an agent or a team)."""
+
+MapFunction = Callable[[BaseChatMessage | None], Sequence[str | BaseChatMessage]]
+"""A map edge's function: the source's final message to the list of items, one target
+instance per item."""
 
 
 class DiGraphEdge(BaseModel):
@@ -56,6 +64,13 @@ class DiGraphEdge(BaseModel):
         activation_condition: ``"all"`` (every edge of the group must fire) or ``"any"``
             (one is enough); ``None`` uses the target node's ``activation``.
         label: A label to draw instead of the condition's own.
+        map: The name of the edge's map function, for a map edge (one instance of the
+            target per item of the list the function returns; see docs/graph-semantics.md,
+            "Map edges"); what a dump holds.
+        map_function: The map function itself (not serialisable: ``DiGraph.load`` takes it
+            back through ``maps={name: func}``).
+        max_concurrency: At most this many instances of a map edge's target run at once
+            (None: all).
     """
 
     target: str
@@ -64,6 +79,9 @@ class DiGraphEdge(BaseModel):
     activation_group: str = ""
     activation_condition: Activation | None = None
     label: str | None = None
+    map: str | None = None
+    map_function: SkipJsonSchema[MapFunction | None] = Field(default=None, exclude=True)
+    max_concurrency: int | None = Field(default=None, ge=1)
 
     @field_validator("condition", mode="before")
     @classmethod
@@ -86,7 +104,16 @@ class DiGraphEdge(BaseModel):
         if self.condition_function is not None:
             name = getattr(self.condition_function, "__name__", "callable")
             data["condition"] = CallableCondition(name=name).model_dump()
+        # A plain edge dumps as before map edges existed (AutoGen's shape).
+        for key in ("map", "max_concurrency"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
+
+    @property
+    def is_map(self) -> bool:
+        """Whether the edge is a map edge (one target instance per item)."""
+        return self.map is not None or self.map_function is not None
 
     @property
     def is_conditional(self) -> bool:
@@ -107,12 +134,33 @@ class DiGraphNode(BaseModel):
         edges: Outgoing edges, in the order they were added.
         activation: Default activation condition of the node's incoming edge groups.
         kind: What runs at the node (for drawing and for the executor).
+        timeout: Seconds a turn of the node may take; past it the turn is cancelled and
+            counts as a failed attempt. ``None``: the team's ``turn_timeout``.
+        retry: How failed turns are retried ([`RetryPolicy`][flowlib.graph.RetryPolicy]).
+        cache: Where turns are cached ([`CachePolicy`][flowlib.graph.CachePolicy]).
+        instances: For the target of a map edge, builds the participant of instance ``i``
+            (a fresh agent per item); None: a copy from the participant's component
+            config (a function node is called as it is).
     """
 
     name: str
     edges: list[DiGraphEdge] = Field(default_factory=list)
     activation: Activation = "all"
     kind: NodeKind = "agent"
+    timeout: float | None = Field(default=None, gt=0)
+    retry: RetryPolicy | None = None
+    cache: SkipJsonSchema[CachePolicy | None] = Field(default=None, exclude=True)
+    instances: SkipJsonSchema[InstanceFactory | None] = Field(default=None, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset_policies(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A node without policies dumps as before the policies existed (AutoGen's shape).
+        data = handler(self)
+        if isinstance(data, dict):
+            for policy in ("timeout", "retry", "cache"):
+                if data.get(policy) is None:
+                    data.pop(policy, None)
+        return data
 
 
 class DiGraph(BaseModel):
@@ -244,6 +292,8 @@ class DiGraph(BaseModel):
         data: Mapping[str, Any],
         *,
         conditions: Mapping[str, ConditionFunction] | None = None,
+        maps: Mapping[str, MapFunction] | None = None,
+        error_types: Mapping[str, type[BaseException]] | None = None,
     ) -> DiGraph:
         """Rebuild a graph from [`dump`][flowlib.graph.DiGraph.dump] output.
 
@@ -251,6 +301,10 @@ class DiGraph(BaseModel):
             data: The dumped graph.
             conditions: Callables for the edges whose conditions were callables, by the
                 name the dump recorded.
+            maps: The map functions of map edges, by the name the dump recorded: a map
+                function is code, so it loads only when the caller passes it.
+            error_types: Error classes a node's ``RetryPolicy.retry_on`` names that are
+                neither builtin nor flowlib's, by the name the dump recorded.
 
         Raises:
             ConditionSerializationError: If a callable condition is not in ``conditions``.
@@ -264,7 +318,7 @@ class DiGraph(BaseModel):
                 "handle; pass what `DiGraph.dump()` wrote."
             )
         try:
-            graph = cls.model_validate(data)
+            graph = cls.model_validate(data, context={"error_types": dict(error_types or {})})
         except ValidationError as exc:
             # Surface our own condition errors (wrapped by pydantic) as themselves,
             # with the edge they were found on.
@@ -293,6 +347,17 @@ class DiGraph(BaseModel):
                     )
                 edge.condition = None
                 edge.condition_function = func
+            if edge.map is not None:
+                mapper = (maps or {}).get(edge.map)
+                if mapper is None:
+                    raise ConditionSerializationError(
+                        f"Edge `{source} -> {edge.target}` is a map edge with the function "
+                        f"`{edge.map}`, which JSON cannot hold; pass "
+                        f"`maps={{'{edge.map}': func}}` to load it (a map function is code: "
+                        "it loads only with your permission).",
+                        edges=[(source, edge.target)],
+                    )
+                edge.map_function = mapper
         return graph
 
 

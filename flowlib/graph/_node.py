@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from .._english import a
 from ..base import CancellationToken, ChatAgent, Response, TaskResult, Team
 from ..checkpoint import StateChange, diff_state, json_state, state_change
 from ..errors import ArgumentTypeError, ContractError, RoutingError
@@ -353,7 +354,7 @@ def node_class(participant: object) -> type[Node]:
     if isinstance(participant, ChatAgent):
         return AgentNode
     raise ArgumentTypeError(
-        f"A graph node cannot run a {type(participant).__name__}; pass a ChatAgent, a Team, "
+        f"A graph node cannot run {a(type(participant).__name__)}; pass a ChatAgent, a Team, "
         "a Router or a FunctionAgent as the participant.",
         argument="participant",
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._fire import ALWAYS, PREDICATE, SUBSTRING, EdgeRule, edge_rule
-from ._model import DiGraph
+from ._model import DiGraph, MapFunction
 from ._validate import GraphAnalysis
 
 __all__ = ["ALWAYS", "PREDICATE", "SUBSTRING", "ExecutionPlan", "PlanEdge", "PlanGroup"]
@@ -19,9 +19,12 @@ __all__ = ["ALWAYS", "PREDICATE", "SUBSTRING", "ExecutionPlan", "PlanEdge", "Pla
 
 @dataclass(slots=True)
 class PlanEdge(EdgeRule):
-    """One edge of the plan: its rule and its activation group."""
+    """One edge of the plan: its rule, its activation group and, for a map edge, its map
+    function and concurrency bound."""
 
     group: int = -1
+    mapper: MapFunction | None = None
+    max_concurrency: int | None = None
 
 
 @dataclass(slots=True)
@@ -48,6 +51,8 @@ class ExecutionPlan:
         self.groups: list[PlanGroup] = []
         self.edges: list[PlanEdge] = []
         self.out_edges: list[list[PlanEdge]] = [[] for _ in self.names]
+        # Per node, the map edge that leads to it (validation: its only incoming edge).
+        self.map_in: list[PlanEdge | None] = [None] * len(self.names)
         group_ids: dict[tuple[int, str], int] = {}
         for position, edge in enumerate(analysis.edges):
             source, target = analysis.sources[position], analysis.targets[position]
@@ -70,6 +75,11 @@ class ExecutionPlan:
             plan_edge = PlanEdge(
                 rule.index, source, target, rule.test, rule.text, rule.predicate, group_id
             )
+            mapper = getattr(edge, "map_function", None)
+            if mapper is not None or getattr(edge, "map", None) is not None:
+                plan_edge.mapper = mapper if mapper is not None else _unloaded(edge)
+                plan_edge.max_concurrency = getattr(edge, "max_concurrency", None)
+                self.map_in[target] = plan_edge
             self.edges.append(plan_edge)
             self.out_edges[source].append(plan_edge)
         self.group_ids = group_ids
@@ -77,3 +87,16 @@ class ExecutionPlan:
     def describe_edge(self, edge: PlanEdge) -> str:
         """``source -> target`` for messages."""
         return f"{self.names[edge.source]} -> {self.names[edge.target]}"
+
+
+def _unloaded(edge: object) -> MapFunction:
+    """A map edge built from data without its function: it fails when it would map."""
+    name = getattr(edge, "map", None)
+
+    def missing(message: object) -> list[str]:
+        raise LookupError(
+            f"the map function `{name}` was not given back when the graph was loaded; pass "
+            f"`maps={{'{name}': func}}`"
+        )
+
+    return missing

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import NodeExecutionError, StateError
-from ..messages import BaseChatMessage, MessageFactory
+from .._english import a
+from ..errors import ContractError, NodeExecutionError, StateError
+from ..messages import BaseChatMessage, MessageFactory, TextMessage
 from ._activation import ActivationTracker
 from ._fire import fire_edges
 from ._plan import ExecutionPlan, PlanEdge
@@ -65,6 +66,11 @@ class Scheduler:
         self.ready: deque[int] = deque()
         self.fresh = True
         self.current_turn = 0
+        # Map targets: the items their map edge produced (instances to run) and the
+        # outputs of the instances that finished, by item index.
+        self.map_items: dict[int, list[BaseChatMessage]] = {}
+        self.map_done: dict[int, dict[int, list[BaseChatMessage]]] = {}
+        self.map_taken: dict[int, list[BaseChatMessage]] = {}  # the items a map turn runs
         self._clear_nodes()
 
     def _clear_nodes(self) -> None:
@@ -87,6 +93,9 @@ class Scheduler:
         # The thread length an interrupted turn had seen: its re-run sees no more.
         self.limit = [-1] * count
         self.turn_end = [0] * count
+        # Recorded turns per node in the run: numbers each turn for its idempotency key
+        # (an interrupted turn is not counted, so its re-run has the same number).
+        self.node_turns = [0] * count
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
@@ -95,6 +104,9 @@ class Scheduler:
         self.thread_node.clear()
         self.ready.clear()
         self._clear_nodes()
+        self.map_items.clear()
+        self.map_done.clear()
+        self.map_taken.clear()
         self.fresh = True
         self.current_turn = 0
 
@@ -199,11 +211,24 @@ class Scheduler:
         out_edges = self.plan.out_edges[node]
         final = output.final if output is not None else None
         passed: list[bool] = []
+        mapped: list[tuple[int, list[BaseChatMessage]]] = []
         if out_edges:
             selected = output.selected if output is not None else None
             passed = fire_edges(out_edges, final, selected, self._is_absorbed, self._check)
+            for edge, ok in zip(out_edges, passed, strict=True):
+                if ok and edge.mapper is not None:
+                    mapped.append((edge.target, self._map_items(edge, final)))
         # Nothing below raises: the turn is recorded whole, exactly once.
         self.running[node] = False
+        self.node_turns[node] += 1
+        if self.plan.map_in[node] is not None:  # a map's instances all finished
+            ran = self.map_taken.pop(node, None)
+            if ran is not None and self.map_items.get(node) is ran:
+                self.map_items.pop(node, None)
+                self.map_done.pop(node, None)
+        for target, items in mapped:
+            self.map_items[target] = items
+            self.map_done.pop(target, None)
         if output is not None and output.published:
             for message in output.published:
                 self.thread.append(message)
@@ -234,6 +259,41 @@ class Scheduler:
             else:
                 self.enqueue(node)
         return output.stop_reason if output is not None else None
+
+    def take_map(self, node: int) -> tuple[list[BaseChatMessage], dict[int, list[BaseChatMessage]]]:
+        """Start a map target's turn: its items and the outputs of the instances that
+        already finished (filled in as instances finish)."""
+        items = self.map_items.setdefault(node, [])
+        self.map_taken[node] = items
+        return items, self.map_done.setdefault(node, {})
+
+    def _map_items(self, edge: PlanEdge, final: BaseChatMessage | None) -> list[BaseChatMessage]:
+        """The items of a map edge that fired: its function on the source's final message,
+        each a chat message (a string becomes a ``TextMessage`` from the source)."""
+        assert edge.mapper is not None
+        source = self.plan.names[edge.source]
+        where = f"the map function of edge `{self.plan.describe_edge(edge)}`"
+        try:
+            produced = edge.mapper(final)
+            if isinstance(produced, (str, bytes)) or not isinstance(produced, Sequence):
+                raise ContractError(
+                    f"it returned {type(produced).__name__}; a map function returns a list "
+                    "of strings or chat messages"
+                )
+            items: list[BaseChatMessage] = []
+            for position, item in enumerate(produced):
+                if isinstance(item, str):
+                    items.append(TextMessage(content=item, source=source))
+                elif isinstance(item, BaseChatMessage):
+                    items.append(item)
+                else:
+                    raise ContractError(
+                        f"item {position} is {type(item).__name__}; a map function returns "
+                        "a list of strings or chat messages"
+                    )
+        except Exception as exc:
+            raise NodeExecutionError(source, exc, during=where) from exc
+        return items
 
     def check(self, edge: PlanEdge, message: BaseChatMessage) -> bool:
         assert edge.predicate is not None
@@ -295,6 +355,14 @@ class Scheduler:
             "absorbed": [self.edge_key(e) for e in absorbed],
             "current_turn": self.current_turn,
             "fresh": self.fresh and not running,
+            "node_turns": {names[i]: n for i, n in enumerate(self.node_turns) if n},
+            "map_items": {
+                names[n]: [dict(m.dump()) for m in items] for n, items in self.map_items.items()
+            },
+            "map_done": {
+                names[n]: {str(i): [dict(m.dump()) for m in out] for i, out in done.items()}
+                for n, done in self.map_done.items()
+            },
         }
 
     def save_state(self) -> GraphManagerState:
@@ -383,8 +451,34 @@ class Scheduler:
             if node not in ready:
                 ready.append(node)
         pending = [node_of(name, "pending") for name in state.pending]
+        try:
+            map_items = {
+                node_of(name, "map_items"): [self._message(data) for data in items]
+                for name, items in state.map_items.items()
+            }
+            map_done = {
+                node_of(name, "map_done"): {
+                    int(i): [self._message(data) for data in out] for i, out in done.items()
+                }
+                for name, done in state.map_done.items()
+            }
+        except (ValueError, TypeError) as exc:
+            if isinstance(exc, StateError):
+                raise
+            raise StateError(
+                f"Saved state holds map items or instance outputs this team cannot rebuild "
+                f"({exc}); the state is corrupt or needs `custom_message_types`."
+            ) from exc
         fired = [edge_of(key) for key in state.fired]
         absorbed = [edge_of(key) for key in state.absorbed]
+        node_turns = [0] * len(self.plan.names)
+        for name, count in state.node_turns.items():
+            if type(count) is not int or count < 0:
+                raise StateError(
+                    f"Saved state gives node `{name}` {count!r} recorded turns; it must be an "
+                    "integer >= 0 (the state is corrupt)."
+                )
+            node_turns[node_of(name, "node_turns")] = count
         return LoadedState(
             thread,
             origins,
@@ -396,6 +490,9 @@ class Scheduler:
             absorbed,
             state.current_turn,
             state.fresh,
+            node_turns,
+            map_items,
+            map_done,
         )
 
     def apply_state(self, loaded: LoadedState) -> None:
@@ -416,6 +513,18 @@ class Scheduler:
         self.tracker.load(loaded.fired, loaded.absorbed)
         self.current_turn = loaded.current_turn
         self.fresh = loaded.fresh
+        self.node_turns = list(loaded.node_turns)
+        self.map_items = {n: list(items) for n, items in loaded.map_items.items()}
+        self.map_done = {n: dict(done) for n, done in loaded.map_done.items()}
+
+    def _message(self, data: Any) -> BaseChatMessage:
+        message = self.factory.create(data)
+        if not isinstance(message, BaseChatMessage):
+            raise StateError(
+                f"Saved state holds {a(type(message).__name__)} where a chat "
+                "message belongs; the state is corrupt."
+            )
+        return message
 
 
 @dataclass(slots=True)
@@ -432,3 +541,6 @@ class LoadedState:
     absorbed: list[int]
     current_turn: int
     fresh: bool
+    node_turns: list[int]
+    map_items: dict[int, list[Any]] = field(default_factory=dict)
+    map_done: dict[int, dict[int, list[Any]]] = field(default_factory=dict)

@@ -44,7 +44,8 @@ def graph_description(plan: ExecutionPlan) -> dict[str, Any]:
         edges.append(
             f"{plan.names[plan.edges[position].source]} -> {edge.target} "
             f"[group={group.name}, {'any' if group.any else 'all'}, "
-            f"{_condition_text(edge.condition, edge.condition_function)}]"
+            f"{_condition_text(edge.condition, edge.condition_function)}"
+            f"{', map' if getattr(edge, 'is_map', False) else ''}]"
         )
     return {
         "nodes": {name: str(kind) for name, kind in zip(plan.names, plan.kinds, strict=True)},

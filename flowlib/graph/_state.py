@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = ["GRAPH_STATE_VERSION", "GraphManagerState"]
 
@@ -32,6 +32,12 @@ class GraphManagerState(BaseModel):
         absorbed: Edges of ``any`` groups whose next firing is void (see the executor).
         current_turn: Turns run in the run that produced the state.
         fresh: Whether the next run starts again from the entry nodes.
+        node_turns: Per node, its recorded turns in the run (numbers its turns'
+            idempotency keys, see [`call_key`][flowlib.tools.call_key]); absent: none.
+        map_items: Per map target whose instances are to run (or running), the items its
+            map edge produced, dumped as messages.
+        map_done: Per map target, the outputs of the instances that finished, by item
+            index (a resumed map runs only the others).
     """
 
     type: Literal["GraphManagerState"] = "GraphManagerState"
@@ -46,3 +52,16 @@ class GraphManagerState(BaseModel):
     absorbed: list[tuple[str, str, str]] = Field(default_factory=list)
     current_turn: int = 0
     fresh: bool = True
+    node_turns: dict[str, int] = Field(default_factory=dict)
+    map_items: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    map_done: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_idle_maps(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A graph without a map in progress saves as before map edges existed.
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("map_items", "map_done"):
+                if not data.get(key):
+                    data.pop(key, None)
+        return data

@@ -41,6 +41,11 @@ class RunTrace:
             the source's turn.
         edge_ends: ``(source, target)`` names by edge index.
         stop_reason: Why the run stopped, once it has.
+        attempts: For each step that took more than one attempt (a node's retry policy),
+            how many it took.
+        cache_hits: The steps answered from their node's cache, in order.
+        instances: ``(step, "<target>[i]")`` for every map instance that finished, in the
+            order they finished (the step is the map target's turn).
     """
 
     names: list[str]
@@ -48,6 +53,9 @@ class RunTrace:
     step_nodes: list[int] = field(default_factory=list)
     fired: list[tuple[int, int]] = field(default_factory=list)
     stop_reason: str | None = None
+    attempts: dict[int, int] = field(default_factory=dict)
+    cache_hits: list[int] = field(default_factory=list)
+    instances: list[tuple[int, str]] = field(default_factory=list)
     _observers: list[TraceObserver] = field(
         default_factory=list, init=False, repr=False, compare=False
     )
@@ -77,10 +85,32 @@ class RunTrace:
             for observer in self._observers:
                 observer.on_fire(self, position)
 
+    def note_attempts(self, step: int, attempts: int, *, cache_hit: bool = False) -> None:
+        """Record how many attempts the turn at ``step`` took and whether its node's cache
+        answered it."""
+        if attempts > 1:
+            self.attempts[step] = attempts
+        if cache_hit:
+            self.cache_hits.append(step)
+
+    def note_instance(self, step: int, name: str) -> None:
+        """Record that map instance ``name`` of the turn at ``step`` finished."""
+        self.instances.append((step, name))
+
+    def instance_counts(self) -> dict[int, int]:
+        """For each map turn (by step), how many instances finished in this run."""
+        counts: dict[int, int] = {}
+        for step, _ in self.instances:
+            counts[step] = counts.get(step, 0) + 1
+        return counts
+
     def clear(self) -> None:
         """Forget the previous run's path (a new run starts)."""
         self.step_nodes.clear()
         self.fired.clear()
+        self.attempts.clear()
+        self.cache_hits.clear()
+        self.instances.clear()
         self.stop_reason = None
         for observer in self._observers:
             observer.on_clear(self)

@@ -18,6 +18,8 @@ offending nodes or edges and says how to fix it:
 - every cycle has a conditional edge (equivalently, the unconditional edges form a DAG);
   one offending cycle is shown as ``a -> b -> a``;
 - the edges of one activation group agree on ``all``/``any``;
+- a map edge is the only edge into its target, is not a self-loop and does not lead to
+  a router (docs/graph-semantics.md, "Map edges");
 - a team whose graph loops has a termination condition or ``max_turns``
   (`check_loop_bounded()`, applied when ``has_termination`` is given).
 """
@@ -34,6 +36,7 @@ from ..errors import (
     CycleWithoutExitError,
     EmptyGraphError,
     GraphError,
+    MapEdgeConflictError,
     NoStartNodeError,
     UnboundedLoopError,
     UnknownNodeError,
@@ -383,11 +386,55 @@ def validate_graph(
     if not allow_unconditional_cycles:
         check_cycles_have_exits(graph, analysis)
     _check_activation_conflicts(analysis)
+    _check_map_edges(graph, analysis)
     if has_termination is not None and graph.pattern != "round_robin":
         check_loop_bounded(
             analysis, has_termination=has_termination, max_turns=max_turns, team=team
         )
     return analysis
+
+
+def _check_map_edges(graph: GraphIR, analysis: GraphAnalysis) -> None:
+    """A map edge's target is reached by that edge only (so its instances and the join
+    after them are unambiguous); no map self-loop; no map into a router."""
+    edges = analysis.edges
+    maps = [i for i, edge in enumerate(edges) if getattr(edge, "is_map", False)]
+    if not maps:
+        return
+    names = analysis.names
+    incoming: dict[int, list[int]] = {}
+    for position, target in enumerate(analysis.targets):
+        incoming.setdefault(target, []).append(position)
+    for position in maps:
+        source, target = analysis.sources[position], analysis.targets[position]
+        shown = f"`{names[source]} -> {names[target]}`"
+        if source == target:
+            raise MapEdgeConflictError(
+                f"The map edge {shown} is a self-loop; a map edge starts instances of "
+                "another node. Map into a separate node.",
+                nodes=[names[source]],
+                edges=[(names[source], names[target])],
+            )
+        if graph.nodes[names[target]].kind == "router":
+            raise MapEdgeConflictError(
+                f"The map edge {shown} leads to a router; instances of a router would "
+                "route the same run several times. Map into an agent or function node.",
+                nodes=[names[target]],
+                edges=[(names[source], names[target])],
+            )
+        others = [e for e in incoming[target] if e != position]
+        if others:
+            listed = ", ".join(
+                f"`{names[analysis.sources[e]]} -> {names[target]}`" for e in others[:_SHOWN]
+            )
+            raise MapEdgeConflictError(
+                f"Node `{names[target]}` is the target of the map edge {shown} and also of "
+                f"{listed}; a map target runs one instance per item of its map edge, so "
+                "another edge into it would make its join ambiguous. Lead the other edge "
+                "into the node after the map (the reduce), or map into a node of its own.",
+                nodes=[names[target]],
+                edges=[(names[analysis.sources[e]], names[target]) for e in [position, *others]],
+            )
 
 
 def _check_activation_conflicts(analysis: GraphAnalysis) -> None:

@@ -17,6 +17,7 @@ from ._client import (
     validate_model_info,
 )
 from ._image import Image, ImageDetail
+from ._ollama import OLLAMA_DEFAULT_TIMEOUT, OllamaChatCompletionClient
 from ._openai import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
@@ -50,6 +51,7 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ChatCompletionCache",
     "ChatCompletionClient",
     "ChatCompletionTokenLogprob",
+    "ClientClosedError",
     "CreateResult",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RETRIES",
@@ -66,8 +68,9 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
-    "ClientClosedError",
     "ModelResponseError",
+    "OLLAMA_DEFAULT_TIMEOUT",
+    "OllamaChatCompletionClient",
     "OpenAIChatCompletionClient",
     "RedisStore",
     "ReplayChatCompletionClient",
@@ -79,3 +82,49 @@ __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "UserMessage",
     "validate_model_info",
 ]
+
+# Clients AutoGen's documents name that flowlib does not provide: importing one says what
+# to use instead (issue 27.1). docs/models.md has the same table.
+_NOT_PROVIDED = {
+    "AzureAIChatCompletionClient": (
+        "AutoGen's client for Azure AI Foundry and GitHub Models (azure-ai-inference SDK)",
+        "OpenAIChatCompletionClient(model=..., base_url=<the endpoint's OpenAI-compatible "
+        "URL, e.g. https://models.inference.ai.azure.com>, api_key=..., model_info=...), or "
+        "AzureOpenAIChatCompletionClient for Azure OpenAI deployments",
+    ),
+    "SKChatCompletionAdapter": (
+        "AutoGen's adapter of Semantic Kernel's chat services",
+        "OpenAIChatCompletionClient against the provider's OpenAI-compatible endpoint "
+        "(Gemini and Claude model names find theirs by themselves; Ollama has "
+        "OllamaChatCompletionClient), or implement ChatCompletionClient",
+    ),
+    "AnthropicChatCompletionClient": (
+        "AutoGen's client on Anthropic's own SDK",
+        'OpenAIChatCompletionClient(model="claude-...") : Claude model names go to '
+        "Anthropic's OpenAI-compatible endpoint with ANTHROPIC_API_KEY",
+    ),
+    "AnthropicBedrockChatCompletionClient": (
+        "AutoGen's client for Claude on AWS Bedrock (Anthropic's SDK)",
+        "OpenAIChatCompletionClient with base_url= an OpenAI-compatible gateway to Bedrock, "
+        "or implement ChatCompletionClient",
+    ),
+    "LlamaCppChatCompletionClient": (
+        "AutoGen's in-process llama.cpp client (llama-cpp-python)",
+        "OpenAIChatCompletionClient(model=..., base_url=<llama.cpp server>/v1, "
+        "model_info=...) against `llama-server`",
+    ),
+}
+
+
+def __getattr__(name: str) -> object:
+    known = _NOT_PROVIDED.get(name)
+    if known is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ..errors import ClientNotProvidedError
+
+    what, instead = known
+    error = ClientNotProvidedError(
+        f"flowlib does not provide `{name}` ({what}). Use {instead}. See docs/models.md.",
+        name=name,
+    )
+    raise error

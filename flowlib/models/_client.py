@@ -211,6 +211,10 @@ class ChatCompletionClient(ComponentBase, ABC):
     """
 
     component_type: ClassVar[str] = "model"
+    otel_provider_name: ClassVar[str | None] = None
+    """``gen_ai.provider.name`` of this client's spans: a value the OpenTelemetry GenAI
+    conventions register (``"openai"``, ``"azure.ai.openai"``, ``"anthropic"``, ...), or
+    None for the class's name (a client of your own may set it)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # A client of the user's own is traced like flowlib's (see docs/observability.md).

@@ -20,7 +20,12 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from .._telemetry import traced_create, traced_create_stream
+from .._telemetry import (
+    describe_request,
+    describe_response,
+    traced_create,
+    traced_create_stream,
+)
 from ..component import json_field, load_error, refuse_field, skip_field
 from ..component._registry import register_builtin
 from ..errors import FlowlibError, InvalidTypeError, InvalidValueError
@@ -59,6 +64,7 @@ from ._openai_mapping import (
     wire_tool_choice,
     wire_tools,
 )
+from ._providers import endpoint_of, forget_openai_environment, provider_key, provider_of_model
 from ._types import CreateResult, FunctionCall, LLMMessage, RequestUsage
 
 if TYPE_CHECKING:
@@ -133,8 +139,9 @@ def _resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
     known = lookup_model_info(model)
     if known is None:
         raise InvalidValueError(
-            f"`{model}` is not a known OpenAI model, so flowlib cannot tell what it "
-            f"supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
+            f"`{model}` is not a model flowlib knows (its table holds the names AutoGen "
+            "0.7.5 knows: OpenAI, Gemini, Claude and Llama API models), so flowlib cannot "
+            f"tell what it supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
         )
     return known
 
@@ -381,7 +388,7 @@ class _Request:
 class _BaseOpenAIClient(ChatCompletionClient):
     """The shared implementation behind the OpenAI and Azure OpenAI clients."""
 
-    _otel_system = "openai"  # gen_ai.system of its spans
+    otel_provider_name = "openai"
 
     def __init__(
         self,
@@ -406,8 +413,9 @@ class _BaseOpenAIClient(ChatCompletionClient):
         self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = _can_post_directly(client)
 
-    def _common_config(self) -> dict[str, Any]:
-        """The config fields both OpenAI clients share (the component protocol)."""
+    def _common_config(self, headers_field: str = "default_headers") -> dict[str, Any]:
+        """The config fields the OpenAI-based clients share (the component protocol);
+        the caller's headers go under ``headers_field``."""
         sdk = self._client
         config: dict[str, Any] = {"model": self._model, "model_info": dict(self._model_info)}
         config["timeout"] = "none" if self.timeout is None else self.timeout
@@ -418,11 +426,11 @@ class _BaseOpenAIClient(ChatCompletionClient):
         # its own); reading them is allow-listed in tests/test_layers.py.
         for name, value in dict(getattr(sdk, "_custom_headers", None) or {}).items():
             if name.lower() in SECRET_HEADERS:
-                skip_field(f"default_headers.{name}", "it holds a credential; add it back by hand.")
+                skip_field(f"{headers_field}.{name}", "it holds a credential; add it back by hand.")
             else:
                 headers[name] = value
         if headers:
-            config["default_headers"] = headers
+            config[headers_field] = headers
         if self._context_window is not None:
             config["context_window"] = self._context_window
         config["include_name_in_message"] = self._include_name
@@ -539,6 +547,21 @@ class _BaseOpenAIClient(ChatCompletionClient):
         kwargs["model"] = self._model
         return _Request(kwargs, structured)
 
+    def _describe(self, kwargs: Mapping[str, Any]) -> None:
+        """Tell the current model-call span where the request goes and what it sets."""
+        # A client given as ``client=`` need not be the SDK's (an instrumented wrapper):
+        # its address is then unknown, and only the options are told.
+        url = getattr(self._client, "base_url", None)
+        host = getattr(url, "host", None)
+        port = getattr(url, "port", None) or {"https": 443, "http": 80}.get(
+            str(getattr(url, "scheme", ""))
+        )
+        describe_request(
+            server=host if isinstance(host, str) and host else None,
+            port=port if isinstance(port, int) else None,
+            options=kwargs,
+        )
+
     def _record_usage(self, usage: RequestUsage) -> None:
         self._actual += usage
         self._total += usage
@@ -582,6 +605,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        self._describe(request.kwargs)
         completion = await _within(
             _linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
         )
@@ -592,6 +616,11 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 f"{_preview(completion)}"
             )
         choice = choices[0]
+        describe_response(
+            response_id=getattr(completion, "id", None),
+            model=getattr(completion, "model", None),
+            finish_reasons=[c.finish_reason for c in choices if c.finish_reason],
+        )
         message = choice.message
         usage = _usage(getattr(completion, "usage", None))
         calls = self._function_calls(
@@ -640,6 +669,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
         request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
         request.kwargs["stream"] = True
         request.kwargs.setdefault("stream_options", {"include_usage": True})
+        self._describe(request.kwargs)
         limit = self._deadline_args()
         stream = await _within(_linked(self._call(request.kwargs), cancellation_token), *limit)
         text: list[str] = []
@@ -649,6 +679,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
         usage: Any = None
         logprobs: list[Any] = []
         saw_logprobs = False
+        response_id: str | None = None
+        response_model: str | None = None
         try:
             while True:
                 chunk = await _within(
@@ -656,6 +688,8 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 )
                 if chunk is _END:
                     break
+                response_id = response_id or getattr(chunk, "id", None)
+                response_model = response_model or getattr(chunk, "model", None)
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage
                 choices = getattr(chunk, "choices", None) or []
@@ -694,6 +728,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
                 f"(after {got}): the connection was cut or the answer was not an event "
                 "stream. The partial answer is discarded."
             )
+        describe_response(response_id=response_id, model=response_model, finish_reasons=[reason])
         result_usage = _usage(usage)
         result = self._result(
             text="".join(text) if text else None,
@@ -813,6 +848,10 @@ class _BaseOpenAIClient(ChatCompletionClient):
         """
         return count_tokens(messages, tools=tools, model=self._model)
 
+    def _known_window(self) -> int | None:
+        """The model's context window from flowlib's table, if it knows the model."""
+        return lookup_context_window(self._model)
+
     def remaining_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
@@ -823,7 +862,7 @@ class _BaseOpenAIClient(ChatCompletionClient):
             ValueError: The context window of the model is unknown; pass
                 ``context_window=`` to the client.
         """
-        window = self._context_window or lookup_context_window(self._model)
+        window = self._context_window or self._known_window()
         if window is None:
             raise InvalidValueError(
                 f"The context window of `{self._model}` is unknown; pass "
@@ -970,8 +1009,18 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
         if client is None:
             from openai import AsyncOpenAI
 
+            # Gemini, Claude and Llama API names default to their provider's endpoint,
+            # whose key is read only for it (_providers.py).
+            base_url, provider = endpoint_of(model, base_url)
+            elsewhere = provider is not None or (
+                provider_of_model(model) is not None and not env_key_belongs_to(base_url)
+            )
             if api_key == "":  # configs leave it empty for later; the SDK refuses ""
                 api_key = _PLACEHOLDER_KEY
+            if api_key is None and provider is not None:
+                api_key = provider_key(provider)
+            elif api_key is None and elsewhere:
+                api_key = _PLACEHOLDER_KEY  # not OPENAI_API_KEY: it is not for this endpoint
             if api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
                     raise InvalidValueError(
@@ -986,6 +1035,10 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
                 organization=organization,
                 **_sdk_options(timeout, max_retries, default_headers),
             )
+            if elsewhere:
+                forget_openai_environment(
+                    client, organization=organization, default_headers=default_headers
+                )
         elif api_key or base_url or organization or default_headers or timeout != DEFAULT_TIMEOUT:
             raise InvalidTypeError(
                 "Pass either client= or connection options (api_key, base_url, organization, "
@@ -1021,9 +1074,11 @@ class OpenAIChatCompletionClient(_BaseOpenAIClient):
 
     @classmethod
     def _from_config(cls, config: OpenAIClientConfig) -> Self:
-        foreign = not env_key_belongs_to(config.base_url)
-        api_key = key_of(config, owner=None if foreign else "OPENAI_API_KEY")
-        if api_key is None and foreign:
+        base_url, provider = endpoint_of(config.model, config.base_url)
+        foreign = not env_key_belongs_to(base_url)
+        owner = provider.key_env if provider else None if foreign else "OPENAI_API_KEY"
+        api_key = key_of(config, owner=owner)
+        if api_key is None and foreign and provider is None:
             api_key = _PLACEHOLDER_KEY  # not the environment's key: it is not for this endpoint
         loaded = cls(
             config.model,
@@ -1101,7 +1156,7 @@ class AzureOpenAIChatCompletionClient(_BaseOpenAIClient):
         >>> asyncio.run(client.close())
     """
 
-    _otel_system = "az.ai.openai"  # gen_ai.system of its spans
+    otel_provider_name = "azure.ai.openai"
 
     def __init__(
         self,

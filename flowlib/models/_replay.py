@@ -258,7 +258,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         ('Hello!', 'stop')
     """
 
-    _otel_system = "replay"  # gen_ai.system of its spans (a scripted model)
+    otel_provider_name = "replay"  # a scripted model: no registered provider
 
     def __init__(
         self,

@@ -200,7 +200,10 @@ class _Writer:
         lines = edge.label_lines
         if lines:
             attrs.append(("label", dot_quote("\n".join(lines))))
-        if edge.conditional:
+        if edge.mapped:  # one instance per item: a bold edge with a crow's foot
+            attrs.append(("style", dot_quote("dashed,bold") if edge.conditional else "bold"))
+            attrs.append(("arrowhead", "crow"))
+        elif edge.conditional:
             attrs.append(("style", "dashed"))
         if edge.back:
             attrs.append(("constraint", "false"))

@@ -205,7 +205,8 @@ class _Writer:
             self.link(f"{start} --> {_id(entry)}", "grey" if grey else "start")
 
     def edge(self, edge: SceneEdge) -> None:
-        arrow = "-.->" if edge.conditional else "-->"
+        # A map edge (one instance per item) is a thick arrow.
+        arrow = "==>" if edge.mapped else "-.->" if edge.conditional else "-->"
         lines = edge.label_lines
         label = f"|{_label(lines)}|" if lines else ""
         style: str | None = None

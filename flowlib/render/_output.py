@@ -8,6 +8,7 @@ when an image is asked for, with an error that says how to install them.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +46,11 @@ def _graphviz() -> Any:
     return graphviz
 
 
+# Graphviz's scanner refuses a quoted string longer than this.
+_GRAPHVIZ_MAX_STRING = 16_384
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
 def _pipe(dot_source: str, image: Literal["svg", "png"]) -> bytes:
     """Run ``dot -T<image>`` on ``dot_source``.
 
@@ -53,8 +59,22 @@ def _pipe(dot_source: str, image: Literal["svg", "png"]) -> bytes:
         RenderError: If ``dot`` fails.
     """
     graphviz = _graphviz()
+    longest = max((len(m.group()) - 2 for m in _QUOTED.finditer(dot_source)), default=0)
+    if longest > _GRAPHVIZ_MAX_STRING:
+        # dot stops reading at such a string, and writing the rest of a large input to
+        # it would fail with a BrokenPipeError (issue 21.6).
+        raise RenderError(
+            f"A node name, label or title of {longest:,} characters cannot be drawn: "
+            f"Graphviz accepts at most {_GRAPHVIZ_MAX_STRING:,} characters in one. Shorten "
+            "it (to_dot() and to_mermaid() still work)."
+        )
     try:
         data = graphviz.Source(dot_source).pipe(format=image, quiet=True)
+    except BrokenPipeError as exc:
+        raise RenderError(
+            f"Graphviz `dot -T{image}` stopped reading its input (a string too long for "
+            "it, or it crashed). Check the DOT text from `to_dot()`."
+        ) from exc
     except graphviz.ExecutableNotFound as exc:
         raise GraphvizNotFoundError(
             f"Graphviz's `dot` program was not found on PATH, and drawing {image.upper()} "

@@ -125,10 +125,13 @@ def steps_from_run(
     pending: dict[str, list[int]] = {}
     for position, name in enumerate(trace.steps):
         pending.setdefault(name, []).append(position)
+    for step, count in trace.instance_counts().items():
+        if 0 <= step < len(steps):
+            steps[step].note = f"{count} instance{'s' if count != 1 else ''} (map)"
     current = -1
     finished: list[float | None] = [None] * len(steps)
     for position, item in enumerate(items):
-        queue = pending.get(item.source)
+        queue = pending.get(_node_of(item.source))
         if queue:
             current = queue[0]
         elif current < 0:
@@ -145,6 +148,13 @@ def steps_from_run(
                 steps[position].seconds = max(0.0, end - previous)
                 previous = end
     return steps
+
+
+def _node_of(source: str) -> str:
+    """The node a source names: a map instance ``target[i]`` belongs to ``target``."""
+    if source.endswith("]") and "[" in source:
+        return source[: source.rindex("[")]
+    return source
 
 
 def steps_from_records(obj: DiGraph | SupportsGraph, records: Sequence[Any]) -> list[PageStep]:
@@ -167,6 +177,8 @@ def steps_from_records(obj: DiGraph | SupportsGraph, records: Sequence[Any]) -> 
     steps: list[PageStep] = []
     previous: float | None = None
     for record in records:
+        # (A map instance's own checkpoint names `target[i]`, not a node: its output is
+        # in the map's turn record.)
         if record.kind == "turn" and record.node in graph.nodes:
             items = [factory.create(data) for data in record.messages]
             step = PageStep(node=record.node)
@@ -174,6 +186,11 @@ def steps_from_records(obj: DiGraph | SupportsGraph, records: Sequence[Any]) -> 
                 _add_item(step, item)
             if previous is not None:
                 step.seconds = max(0.0, record.created_at - previous)
+            instances = {m.source for m in items if m.source != record.node}
+            instances = {name for name in instances if _node_of(name) == record.node}
+            if instances:
+                count = len(instances)
+                step.note = f"{count} instance{'s' if count != 1 else ''} (map)"
             final = next((m for m in reversed(items) if isinstance(m, BaseChatMessage)), None)
             for edge in graph.nodes[record.node].edges:
                 if final is not None and edge.check_condition(final):

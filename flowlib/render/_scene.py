@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .._english import a
 from ..errors import InvalidTypeError
 from ..graph import DiGraph, DiGraphEdge, NodeKind, describe_condition
 from ..graph._validate import GraphAnalysis, analyse
@@ -70,11 +71,15 @@ class SceneEdge:
     conditional: bool
     back: bool
     status: EdgeStatus
+    mapped: str = ""  # a map edge: ``map <function>`` (and its concurrency bound)
 
     @property
     def label_lines(self) -> list[str]:
-        """Condition, activation group annotation and step numbers, each when present."""
-        lines = [self.condition] if self.condition else []
+        """Map, condition, activation group annotation and step numbers, each when
+        present."""
+        lines = [self.mapped] if self.mapped else []
+        if self.condition:
+            lines.append(self.condition)
         if self.annotation:
             lines.append(f"[{self.annotation}]")
         if self.steps:
@@ -114,7 +119,7 @@ def graph_of(obj: DiGraph | SupportsGraph) -> DiGraph:
     if isinstance(graph, DiGraph):
         return graph
     raise InvalidTypeError(
-        f"Cannot draw a {type(obj).__name__}: pass a DiGraph or a team (anything with a "
+        f"Cannot draw {a(type(obj).__name__)}: pass a DiGraph or a team (anything with a "
         "`graph` attribute holding a DiGraph), e.g. `to_dot(builder.build())`."
     )
 
@@ -202,6 +207,14 @@ def _condition_text(edge: DiGraphEdge) -> str:
     if edge.condition_function is not None:
         return describe_condition(edge.condition_function)
     return describe_condition(edge.condition)
+
+
+def _map_text(edge: DiGraphEdge) -> str:
+    if not edge.is_map:
+        return ""
+    name = edge.map or getattr(edge.map_function, "__name__", "map")
+    bound = f", {edge.max_concurrency} at once" if edge.max_concurrency else ""
+    return f"map {name}: one per item{bound}"
 
 
 # --- structure ----------------------------------------------------------------------------
@@ -335,6 +348,7 @@ def _build(
                 conditional=edge.is_conditional,
                 back=index in back,
                 status=edge_status,
+                mapped=_map_text(edge),
             )
         )
 

@@ -8,7 +8,17 @@ from typing import Literal
 from ..agents import FunctionAgent, NodeFunction
 from ..base import ChatAgent, Team
 from ..errors import ArgumentTypeError, DuplicateNodeError, InvalidArgumentError, UnknownNodeError
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode, EdgeCondition, NodeKind
+from ..graph import (
+    CachePolicy,
+    DiGraph,
+    DiGraphEdge,
+    DiGraphNode,
+    EdgeCondition,
+    MapFunction,
+    NodeKind,
+    RetryPolicy,
+    check_timeout,
+)
 from ..graph._conditions import check_condition
 from ..messages import BaseChatMessage
 
@@ -77,6 +87,10 @@ class DiGraphBuilder:
         *,
         name: str | None = None,
         kind: NodeKind | None = None,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        cache: CachePolicy | None = None,
+        instances: Callable[[int], GraphParticipant] | None = None,
     ) -> DiGraphBuilder:
         """Add a node for ``agent`` (an agent, a nested team, or a sync/async function).
 
@@ -85,13 +99,41 @@ class DiGraphBuilder:
             activation: How the node's incoming edge groups are satisfied by default.
             name: Node name for a function (defaults to the function's ``__name__``).
             kind: Override the node kind shown in drawings (``router`` for routers).
+            timeout: Seconds one attempt of a turn may take; past it the turn is
+                cancelled and counts as a failed attempt (``None``: the team's
+                ``turn_timeout``, if any).
+            retry: Retry failed turns ([`RetryPolicy`][flowlib.graph.RetryPolicy]).
+            cache: Answer turns whose input was seen before from a cache
+                ([`CachePolicy`][flowlib.graph.CachePolicy]).
+            instances: For the target of a map edge: ``instances(i)`` builds a fresh agent
+                (or team) for item ``i``. Default: a copy made from the agent's component
+                config; a function node is called as it is.
 
         Raises:
             DuplicateNodeError: If a node of that name exists.
-            InvalidArgumentError: If ``activation`` or ``kind`` is not one of its values.
-            ArgumentTypeError: If ``agent`` is neither an agent, a team nor a function.
+            InvalidArgumentError: If ``activation`` or ``kind`` is not one of its values,
+                or ``timeout`` is not a positive number.
+            ArgumentTypeError: If ``agent`` is neither an agent, a team nor a function, or
+                ``retry`` / ``cache`` is not a policy.
         """
         _check_activation(activation, "activation")
+        check_timeout(timeout, "timeout")
+        if instances is not None and not callable(instances):
+            raise ArgumentTypeError(
+                "`instances` must be a function of the item index, not "
+                f"{type(instances).__name__}.",
+                argument="instances",
+            )
+        for argument, value, policy in (
+            ("retry", retry, RetryPolicy),
+            ("cache", cache, CachePolicy),
+        ):
+            if value is not None and not isinstance(value, policy):
+                raise ArgumentTypeError(
+                    f"`{argument}` must be a {policy.__name__} or None, not "
+                    f"{type(value).__name__}.",
+                    argument=argument,
+                )
         if kind is not None and kind not in _NODE_KINDS:
             raise InvalidArgumentError(
                 f"`kind` must be one of {', '.join(_NODE_KINDS)} or None, not {kind!r}.",
@@ -126,7 +168,14 @@ class DiGraphBuilder:
                 nodes=[participant.name],
             )
         self.nodes[participant.name] = DiGraphNode(
-            name=participant.name, edges=[], activation=activation, kind=kind or node_kind
+            name=participant.name,
+            edges=[],
+            activation=activation,
+            kind=kind or node_kind,
+            timeout=timeout,
+            retry=retry,
+            cache=cache,
+            instances=instances,
         )
         self.agents[participant.name] = participant
         return self
@@ -140,8 +189,16 @@ class DiGraphBuilder:
         activation_condition: Literal["all", "any"] | None = None,
         *,
         label: str | None = None,
+        map: MapFunction | None = None,
+        max_concurrency: int | None = None,
     ) -> DiGraphBuilder:
-        """Add an edge ``source -> target``.
+        """Add an edge ``source -> target``; with ``map``, a map edge.
+
+        A map edge runs one instance of ``target`` per item of the list ``map`` returns
+        for the source's final message (instances ``target[0]``, ``target[1]``, ...,
+        concurrently, at most ``max_concurrency`` at once); a node after ``target`` with
+        ``activation="all"`` is the reduce and receives their outputs in item order. See
+        docs/graph-semantics.md, "Map edges".
 
         Args:
             source: Source node (name or agent).
@@ -153,6 +210,10 @@ class DiGraphBuilder:
             activation_condition: ``"all"`` or ``"any"`` for the group; ``None`` uses the
                 target node's activation.
             label: What a drawing shows on the edge instead of the condition.
+            map: The map function: the source's final message (None if it published
+                none) to a list of strings or chat messages.
+            max_concurrency: With ``map``: at most this many instances at once (None:
+                all).
 
         Raises:
             UnknownNodeError: If ``source`` or ``target`` has not been added.
@@ -175,12 +236,38 @@ class DiGraphBuilder:
                     f"or None, not {type(value).__name__}.",
                     argument=argument,
                 )
+        if map is not None and not callable(map):
+            raise ArgumentTypeError(
+                f"Edge `{source_name} -> {target_name}`: `map` must be a function of the "
+                f"message returning a list, not {type(map).__name__}.",
+                argument="map",
+            )
+        if max_concurrency is not None:
+            if map is None:
+                raise InvalidArgumentError(
+                    f"Edge `{source_name} -> {target_name}`: `max_concurrency` applies to map "
+                    "edges only; pass `map=` too, or drop it.",
+                    argument="max_concurrency",
+                )
+            if (
+                isinstance(max_concurrency, bool)
+                or not isinstance(max_concurrency, int)
+                or max_concurrency < 1
+            ):
+                raise InvalidArgumentError(
+                    f"Edge `{source_name} -> {target_name}`: `max_concurrency` must be a "
+                    f"positive integer or None, not {max_concurrency!r}.",
+                    argument="max_concurrency",
+                )
         edge = DiGraphEdge(
             target=target_name,
             condition=condition,
             activation_group=activation_group or "",
             activation_condition=activation_condition,
             label=label,
+            map=None if map is None else getattr(map, "__name__", "map"),
+            map_function=map,
+            max_concurrency=max_concurrency,
         )
         node = self.nodes[source_name]
         if source_name in self._shared:

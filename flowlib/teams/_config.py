@@ -10,7 +10,7 @@ markers and are restored from ``load_component(..., conditions={name: func})``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,8 +27,9 @@ from ..component import (
     skip_field,
 )
 from ..errors import ConditionSerializationError
-from ..graph import DiGraph, Router
+from ..graph import CachePolicy, DiGraph, MapFunction, Router
 from ..messages import BaseAgentEvent, BaseChatMessage
+from ..models import CacheStore
 from ._group_chat import BaseGroupChat
 
 __all__ = [
@@ -61,6 +62,7 @@ class TeamConfig(BaseModel):
     participants: list[ComponentModel]
     termination_condition: ComponentModel | None = None
     max_turns: int | None = None
+    turn_timeout: float | None = None
 
 
 class GroupChatConfig(TeamConfig):
@@ -124,6 +126,7 @@ def team_fields(
             None if termination is None else dump_field(termination, "termination_condition")
         ),
         "max_turns": team.max_turns,
+        "turn_timeout": team.turn_timeout,
     }
 
 
@@ -147,6 +150,7 @@ def group_chat_from_config(
         termination_condition=load_termination(config),
         max_turns=config.max_turns,
         emit_team_events=config.emit_team_events,
+        turn_timeout=config.turn_timeout,
     )
 
 
@@ -175,8 +179,31 @@ def dump_graph(graph: DiGraph) -> dict[str, Any]:
         ComponentSerializationError: Two different callables share one name.
     """
     owners: dict[str, Any] = {}
+    caches: dict[str, Any] = {}
     for source, node in graph.nodes.items():
+        if node.instances is not None:
+            skip_field(
+                f"graph.nodes.{source}.instances",
+                f"the map target `{source}` has an `instances` factory, which is code; the "
+                "loaded team copies each instance from the participant's own config.",
+            )
+        if node.cache is not None:
+            caches[source] = _dump_cache(node.cache, source)
         for index, edge in enumerate(node.edges):
+            if edge.map_function is not None:
+                name = edge.map or "map"
+                if owners.setdefault(name, edge.map_function) is not edge.map_function:
+                    refuse_field(
+                        f"graph.nodes.{source}.edges[{index}].map",
+                        f"two different callables are both named `{name}`, so "
+                        "`load_component(..., conditions={name: func})` could not tell them "
+                        "apart; define them as functions with distinct names.",
+                    )
+                skip_field(
+                    f"graph.nodes.{source}.edges[{index}].map",
+                    f"the map edge `{source} -> {edge.target}` has the map function `{name}`, "
+                    f"written by name; load with `conditions={{{name!r}: func}}`.",
+                )
             func = edge.condition_function
             if func is None:
                 continue
@@ -193,7 +220,59 @@ def dump_graph(graph: DiGraph) -> dict[str, Any]:
                 f"the edge `{source} -> {edge.target}` has the callable condition `{name}`, "
                 f"written as a marker; load with `conditions={{{name!r}: func}}`.",
             )
-    return graph.dump()
+    data = graph.dump()
+    for source, cache in caches.items():
+        data["nodes"][source]["cache"] = cache
+    return data
+
+
+def _dump_cache(policy: CachePolicy, source: str) -> dict[str, Any]:
+    """A node's cache policy in a config: its store as a component, its key function by
+    name (restored from ``conditions=`` like any callable)."""
+    key = None
+    if policy.key is not None:
+        key = getattr(policy.key, "__name__", "key")
+        skip_field(
+            f"graph.nodes.{source}.cache.key",
+            f"the cache key function `{key}` is code, written by name; load with "
+            f"`conditions={{{key!r}: func}}`.",
+        )
+    store = dump_field(policy.store, f"graph.nodes.{source}.cache.store")
+    return {"store": store.model_dump(mode="json"), "ttl": policy.ttl, "key": key}
+
+
+def _load_caches(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, CachePolicy]]:
+    """Take the cache policies out of a dumped graph and build them (their stores as
+    nested components, under this load's policy)."""
+    nodes = data.get("nodes")
+    if not isinstance(nodes, Mapping):
+        return dict(data), {}
+    caches: dict[str, CachePolicy] = {}
+    stripped: dict[str, Any] = {}
+    callables = edge_conditions()
+    for name, node in nodes.items():
+        if isinstance(node, Mapping) and isinstance(node.get("cache"), Mapping):
+            spec = node["cache"]
+            store = load_field(spec.get("store"), f"graph.nodes.{name}.cache.store", CacheStore)
+            key_name = spec.get("key")
+            key = None
+            if key_name is not None:
+                key = callables.get(str(key_name))
+                if key is None:
+                    raise ConditionSerializationError(
+                        f"`graph.nodes.{name}.cache.key`: the cache key function "
+                        f"`{key_name}` is code; pass it back with "
+                        f"`load_component(..., conditions={{{str(key_name)!r}: func}})`."
+                    )
+            try:
+                caches[name] = CachePolicy(store=store, ttl=spec.get("ttl"), key=key)
+            except ValueError as exc:
+                raise load_error(
+                    f"the cache policy is malformed: {exc}", f"graph.nodes.{name}"
+                ) from exc
+            node = {k: v for k, v in node.items() if k != "cache"}
+        stripped[name] = node
+    return {**data, "nodes": stripped}, caches
 
 
 def _callable_markers(graph: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -208,6 +287,9 @@ def _callable_markers(graph: Mapping[str, Any]) -> list[tuple[str, str, str]]:
             condition = edge.get("condition") if isinstance(edge, Mapping) else None
             if isinstance(condition, Mapping) and condition.get("kind") == "callable":
                 found.append((str(source), str(edge.get("target")), str(condition.get("name"))))
+            mapper = edge.get("map") if isinstance(edge, Mapping) else None
+            if isinstance(mapper, str):
+                found.append((str(source), str(edge.get("target")), mapper))
     return found
 
 
@@ -221,6 +303,7 @@ def load_graph(data: Mapping[str, Any]) -> DiGraph:
     from pydantic import ValidationError
 
     conditions = edge_conditions()
+    data, caches = _load_caches(data)
     missing = [
         (source, target, name)
         for source, target, name in _callable_markers(data)
@@ -236,6 +319,12 @@ def load_graph(data: Mapping[str, Any]) -> DiGraph:
             edges=[(s, t) for s, t, _ in missing],
         )
     try:
-        return DiGraph.load(dict(data), conditions=conditions)
+        graph = DiGraph.load(
+            dict(data), conditions=conditions, maps=cast(Mapping[str, MapFunction], conditions)
+        )
     except ValidationError as exc:
         raise load_error(f"the graph is malformed: {exc}", "graph") from exc
+    for name, policy in caches.items():
+        if name in graph.nodes:
+            graph.nodes[name].cache = policy
+    return graph

@@ -138,6 +138,14 @@ class Checkpointer:
         if self._sync:
             await self._write("turn", node=name, status="running")
 
+    async def progressed(self, node: int, instance: str) -> None:
+        """Instance ``instance`` (``target[i]``) of map target ``node`` finished (its
+        output is in the executor's bookkeeping): checkpoint it (sync), so a resumed run
+        does not run it again. Not a turn: the run's turn count does not change."""
+        del node
+        if self._sync:
+            await self._write("turn", node=instance, status="running")
+
     async def stopped(self, outcome: RunOutcome, reason: str | None) -> None:
         """The run stopped: write a ``stop`` record with the final bookkeeping."""
         if self._stored.last_checkpoint == 0:  # nothing stored yet: the record is whole

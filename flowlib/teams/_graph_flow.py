@@ -35,7 +35,7 @@ class GraphFlow(BaseGroupChat):
     conditional branches and loops with exits.
 
     Nodes start eagerly as soon as their activation is satisfied; independent nodes run
-    concurrently. See :doc:`graph-semantics` for every rule.
+    concurrently. See "Graph semantics" in the docs for every rule.
 
     Args:
         participants: The agents, nested teams and function nodes of the graph
@@ -49,6 +49,9 @@ class GraphFlow(BaseGroupChat):
         runtime: Accepted for AutoGen compatibility; flowlib has no separate runtime, so
             only ``None`` is allowed.
         custom_message_types: Extra message classes the participants produce.
+        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
+            the run fails resumably (``run()`` re-runs the turn). A node's own
+            ``timeout`` wins. See docs/graph-semantics.md.
 
     Raises:
         ValueError: For duplicate participant names, an invalid graph (e.g. a cycle
@@ -90,6 +93,7 @@ class GraphFlow(BaseGroupChat):
             description=config.description,
             termination_condition=load_termination(config),
             max_turns=config.max_turns,
+            turn_timeout=config.turn_timeout,
         )
 
     def __init__(
@@ -105,6 +109,7 @@ class GraphFlow(BaseGroupChat):
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
+        turn_timeout: float | None = None,
     ) -> None:
         reject_runtime(runtime)
         check_team_arguments(
@@ -128,6 +133,7 @@ class GraphFlow(BaseGroupChat):
             custom_message_types=custom_message_types,
             checkpoint_store=checkpoint_store,
             durability=durability,
+            turn_timeout=turn_timeout,
         )
 
 

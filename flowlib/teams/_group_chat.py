@@ -109,6 +109,9 @@ class BaseGroupChat(Team, ABC):
 
         policy: How the team checks and routes a task and explains a dead end (see
             [`TeamPolicy`][flowlib.teams.TeamPolicy]); None: the default policy.
+        turn_timeout: Seconds each turn may take (the default of every node's
+            ``timeout``): past it the turn is cancelled, counts as a failed attempt and,
+            with no retry left, fails the run resumably.
 
     Raises:
         ValueError: If there are no participants or ``max_turns`` is below 1.
@@ -133,6 +136,7 @@ class BaseGroupChat(Team, ABC):
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
         policy: TeamPolicy | None = None,
+        turn_timeout: float | None = None,
     ) -> None:
         if policy is not None and not isinstance(policy, TeamPolicy):
             raise ArgumentTypeError(
@@ -215,6 +219,7 @@ class BaseGroupChat(Team, ABC):
             event_source=name if emit_team_events else None,
             task_router=self._policy.route_task,
             dead_end_reason=self._policy.describe_dead_end,
+            turn_timeout=turn_timeout,
         )
         self._emit_team_events = emit_team_events
         self._checkpoint_store = checkpoint_store
@@ -270,6 +275,11 @@ class BaseGroupChat(Team, ABC):
     def max_turns(self) -> int | None:
         """The per-run turn limit."""
         return self._max_turns
+
+    @property
+    def turn_timeout(self) -> float | None:
+        """The deadline of each turn in seconds (None: none), see ``turn_timeout=``."""
+        return self._executor.turn_timeout
 
     @property
     def checkpoint_store(self) -> CheckpointStore | None:

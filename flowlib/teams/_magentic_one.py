@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import Self
 
+from .._english import clause
 from ..base import CancellationToken, ChatAgent, TerminationCondition
 from ..checkpoint import CheckpointStore
 from ..component import dump_field, load_field
@@ -785,7 +786,7 @@ class MagenticOneOrchestrator(Router):
                 message = self.message_factory.create(data)
             except ValueError as exc:
                 raise StateError(
-                    f"`{self.name}` cannot rebuild its transcript: {exc}. Pass the message "
+                    f"`{self.name}` cannot rebuild its transcript: {clause(exc)}. Pass the message "
                     "classes the participants produce as `custom_message_types`."
                 ) from exc
             if not isinstance(message, BaseChatMessage):
@@ -858,6 +859,9 @@ class MagenticOneGroupChat(BaseGroupChat):
         final_answer_prompt: The prompt that turns the transcript into the final answer;
             ``{task}`` in it is replaced by the task text.
         custom_message_types: Extra message classes the participants produce.
+        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
+            the run fails resumably (``run()`` re-runs the turn). A node's own
+            ``timeout`` wins. See docs/graph-semantics.md.
         emit_team_events: Stream a ``SelectSpeakerEvent`` before each participant's turn.
 
     Raises:
@@ -919,6 +923,7 @@ class MagenticOneGroupChat(BaseGroupChat):
             description=config.description,
             termination_condition=load_termination(config),
             max_turns=config.max_turns,
+            turn_timeout=config.turn_timeout,
             max_stalls=config.max_stalls,
             final_answer_prompt=ORCHESTRATOR_FINAL_ANSWER_PROMPT if prompt is None else prompt,
             emit_team_events=config.emit_team_events,
@@ -940,6 +945,7 @@ class MagenticOneGroupChat(BaseGroupChat):
         emit_team_events: bool = False,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
+        turn_timeout: float | None = None,
     ) -> None:
         reject_runtime(runtime)
         check_team_arguments(
@@ -980,6 +986,7 @@ class MagenticOneGroupChat(BaseGroupChat):
             emit_team_events=emit_team_events,
             checkpoint_store=checkpoint_store,
             durability=durability,
+            turn_timeout=turn_timeout,
             policy=MagenticOnePolicy(self._orchestrator),
         )
         # Saved transcripts may hold the participants' custom message types.

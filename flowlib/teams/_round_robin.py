@@ -43,6 +43,9 @@ class RoundRobinGroupChat(BaseGroupChat):
         max_turns: At most this many turns per run.
         runtime: Only ``None`` (flowlib has no separate runtime).
         custom_message_types: Extra message classes the participants produce.
+        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
+            the run fails resumably (``run()`` re-runs the turn). A node's own
+            ``timeout`` wins. See docs/graph-semantics.md.
         emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
 
     Raises:
@@ -88,6 +91,7 @@ class RoundRobinGroupChat(BaseGroupChat):
         emit_team_events: bool = False,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
+        turn_timeout: float | None = None,
     ) -> None:
         reject_runtime(runtime)
         check_team_arguments(
@@ -108,6 +112,7 @@ class RoundRobinGroupChat(BaseGroupChat):
             emit_team_events=emit_team_events,
             checkpoint_store=checkpoint_store,
             durability=durability,
+            turn_timeout=turn_timeout,
         )
 
 

@@ -135,10 +135,10 @@ def _check_format_specs(prompt: str) -> None:
         if field is None or not spec:
             continue
         if "{" in spec or "}" in spec:
-            raise ValueError(f"the field {{{field}}} has a nested field in its format spec")
+            raise InvalidValueError(f"the field {{{field}}} has a nested field in its format spec")
         numbers = [int(number) for number in re.findall(r"\d+", spec)]
         if any(number > _MAX_FORMAT_NUMBER for number in numbers):
-            raise ValueError(
+            raise InvalidValueError(
                 f"the format spec of {{{field}}} (`{spec[:40]}`) asks for more than "
                 f"{_MAX_FORMAT_NUMBER:,} characters"
             )
@@ -208,6 +208,9 @@ class SelectorRouter(Router):
         model_client_streaming: Stream the selector model's tokens as chunk events.
         model_context: Holds the history the prompt shows; unbounded by default.
         custom_message_types: Extra message classes, to load a saved thread.
+        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
+            the run fails resumably (``run()`` re-runs the turn). A node's own
+            ``timeout`` wins. See docs/graph-semantics.md.
     """
 
     def __init__(
@@ -657,6 +660,7 @@ class SelectorGroupChat(BaseGroupChat):
             description=config.description,
             termination_condition=termination,
             max_turns=config.max_turns,
+            turn_timeout=config.turn_timeout,
             selector_prompt=(
                 DEFAULT_SELECTOR_PROMPT
                 if config.selector_prompt is None
@@ -690,6 +694,7 @@ class SelectorGroupChat(BaseGroupChat):
         model_context: ChatCompletionContext | None = None,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
+        turn_timeout: float | None = None,
     ) -> None:
         reject_runtime(runtime)
         check_team_arguments(
@@ -738,6 +743,7 @@ class SelectorGroupChat(BaseGroupChat):
             emit_team_events=emit_team_events,
             checkpoint_store=checkpoint_store,
             durability=durability,
+            turn_timeout=turn_timeout,
             policy=SelectorPolicy(router_name),
         )
 

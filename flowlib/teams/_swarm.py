@@ -158,6 +158,9 @@ class Swarm(BaseGroupChat):
         max_turns: At most this many turns per run.
         runtime: Only ``None``.
         custom_message_types: Extra message classes the participants produce.
+        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
+            the run fails resumably (``run()`` re-runs the turn). A node's own
+            ``timeout`` wins. See docs/graph-semantics.md.
         emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
 
     Raises:
@@ -207,6 +210,7 @@ class Swarm(BaseGroupChat):
         emit_team_events: bool = False,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
+        turn_timeout: float | None = None,
     ) -> None:
         reject_runtime(runtime)
         check_team_arguments(
@@ -248,6 +252,7 @@ class Swarm(BaseGroupChat):
             allow_unreachable=True,  # any participant can be resumed with a handoff task
             checkpoint_store=checkpoint_store,
             durability=durability,
+            turn_timeout=turn_timeout,
             policy=SwarmPolicy([p.name for p in participants]),
         )
 

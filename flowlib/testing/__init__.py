@@ -1,5 +1,7 @@
 """Property testing as a feature: fake agents, a reference run checker, graph strategies.
 
+- [`tool_calls`][flowlib.testing.tool_calls]: a scripted model reply that calls tools, for a
+  ``ReplayChatCompletionClient`` (see "Scripting models" in the testing docs).
 - Fake agents that never call a model: [`ScriptedAgent`][flowlib.testing.ScriptedAgent] (replies
 from a script),
   [`EchoAgent`][flowlib.testing.EchoAgent], and [`GatedAgent`][flowlib.testing.GatedAgent] with a
@@ -9,6 +11,9 @@ from a script),
 team's trace against the activation
   rules, independently of the executor; a [`RunTimeline`][flowlib.testing.RunTimeline] makes the
   check exact.
+- [`check_crashes`][flowlib.testing.check_crashes] /
+  [`assert_survives_crashes`][flowlib.testing.assert_survives_crashes]: interrupt your own
+  flow (exception, cancellation, SIGKILL) and check that it resumes to the same outcome.
 - [`flowlib.testing.strategies`][flowlib.testing.strategies] (needs ``hypothesis``): strategies that
 generate valid
   graph specs (chains, fan-outs, joins, loops, random DAGs with back edges) and invalid
@@ -43,8 +48,19 @@ from ._agents import (
     TurnRecorder,
 )
 from ._checks import RunTimeline, TraceCheckError, check_run, check_trace
+from ._scripting import tool_calls
 
 if TYPE_CHECKING:
+    from ._crash import (
+        CRASH_RULES,
+        CrashFinding,
+        CrashReport,
+        CrashRule,
+        FlowNotCrashSafeError,
+        Interruption,
+        assert_survives_crashes,
+        check_crashes,
+    )
     from ._explore import (
         RULES,
         ExploreReport,
@@ -74,6 +90,19 @@ _LAZY = {
         "._explore",
     ),
     **dict.fromkeys(
+        (
+            "CRASH_RULES",
+            "CrashFinding",
+            "CrashReport",
+            "CrashRule",
+            "FlowNotCrashSafeError",
+            "Interruption",
+            "assert_survives_crashes",
+            "check_crashes",
+        ),
+        "._crash",
+    ),
+    **dict.fromkeys(
         ("NobodyToPickError", "StandIn", "StandInRouter", "StandInSelector", "Turn"),
         "._standins",
     ),
@@ -97,11 +126,17 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CRASH_RULES",
     "RULES",
+    "CrashFinding",
+    "CrashReport",
+    "CrashRule",
     "EchoAgent",
     "ExploreReport",
     "Finding",
+    "FlowNotCrashSafeError",
     "GatedAgent",
+    "Interruption",
     "NobodyToPickError",
     "RoutingOutcome",
     "Rule",
@@ -117,8 +152,11 @@ __all__ = [
     "TurnEvent",
     "TurnRecorder",
     "assert_flow_sound",
+    "assert_survives_crashes",
+    "check_crashes",
     "check_run",
     "check_trace",
     "explore",
     "routing_outcomes",
+    "tool_calls",
 ]

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from .._english import counted
 from ..errors import ContractError, FlowlibError, InvalidTypeError
 from ..graph import (
     COMPLETE_REASON,
@@ -330,7 +331,10 @@ def check_trace(
     # --- conditions, absorption and the stop reason -----------------------------------
     if replies is not None:
         if len(replies) != len(steps):
-            raise fail(f"Got {len(replies)} replies for {len(steps)} steps.")
+            raise fail(
+                f"Got {counted(len(replies), 'reply', 'replies')} for "
+                f"{counted(len(steps), 'step')}."
+            )
         fired_by_step: dict[int, list[int]] = {}
         for step, edge in fired:
             fired_by_step.setdefault(step, []).append(edge)

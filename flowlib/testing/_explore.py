@@ -21,11 +21,17 @@ Rules (``Finding.rule``):
 - ``node_error``: a condition or a router raised during the run;
 - ``unreachable_node``: no explored run reached the node;
 - ``termination_never_fires``: no explored run fired the termination condition.
+
+Map edges are explored with 0, 1 and 3 items (``MAP_COUNTS``), each instance being the
+target's stand-in; node policies are honoured without their waits and stores (no
+deadline, no cache, retries at once), and a node with a retry policy draws, per turn, how
+many attempts fail first with an error the policy retries (fewer than it allows).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -36,7 +42,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from ..base import TerminationCondition
+from .._english import counted
+from ..base import CancellationToken, Response, TerminationCondition
 from ..errors import (
     ArgumentTypeError,
     FlowlibError,
@@ -71,6 +78,10 @@ __all__ = [
     "explore",
     "routing_outcomes",
 ]
+
+MAP_COUNTS = (0, 1, 3)
+"""How many items a map edge produces in exploration: none (the branch is skipped and
+the reduce still fires), one, and several (instances run concurrently)."""
 
 Rule = Literal[
     "join_never_completes",
@@ -127,7 +138,9 @@ class Finding:
     def __str__(self) -> str:
         lines = [f"[{self.rule}] {', '.join(f'`{n}`' for n in self.nodes)}: {self.message}"]
         if self.counterexample:
-            lines.append(f"  counterexample ({len(self.counterexample)} replies):")
+            lines.append(
+                f"  counterexample ({counted(len(self.counterexample), 'reply', 'replies')}):"
+            )
             shown = self.counterexample[:12]
             lines.extend(f"    {i}. {turn}" for i, turn in enumerate(shown, start=1))
             if len(self.counterexample) > len(shown):
@@ -259,6 +272,9 @@ class _Flow:
                 f"SelectorGroupChat, ...) or a DiGraph, not {type(obj).__name__}.",
                 argument="team",
             )
+        self._current: dict[str, Any] = {}  # this run's stand-ins by node name
+        self._draw: Draw[Any] | None = None  # this run's draw
+        self.plan = self._exploration_plan(self.plan)
         self.graph: DiGraph = self.plan.graph
         self.participants = participants
         self.names = list(self.plan.names)
@@ -271,6 +287,46 @@ class _Flow:
         self.judge_termination = bool(leaves) and all(
             type(leaf).__name__ in _EXPLORABLE for leaf in leaves
         )
+
+    def _exploration_plan(self, plan: ExecutionPlan) -> ExecutionPlan:
+        """The plan explored: node policies made instant and storeless (no deadline, no
+        cache, retries without waiting), each map edge drawing its item count (0, 1 or
+        many) and each map instance the node's stand-in."""
+        graph = plan.graph
+        has_policies = any(
+            node.timeout is not None or node.retry is not None or node.cache is not None
+            for node in graph.nodes.values()
+        )
+        if not has_policies and all(edge is None for edge in plan.map_in):
+            return plan
+        nodes = {}
+        for name, node in graph.nodes.items():
+            update: dict[str, Any] = {"timeout": None, "cache": None}
+            if node.retry is not None:
+                update["retry"] = node.retry.model_copy(
+                    update={"initial_interval": 0.0, "jitter": False}
+                )
+            if plan.map_in[plan.index[name]] is not None:
+                update["instances"] = functools.partial(self._instance, name)
+            nodes[name] = node.model_copy(update=update)
+        explored = DiGraph.model_construct(
+            nodes=nodes, default_start_node=graph.default_start_node, pattern=graph.pattern
+        )
+        copy = ExecutionPlan(explored, plan.analysis)
+        for edge in copy.edges:
+            if edge.mapper is not None:
+                edge.mapper = self._items
+        return copy
+
+    def _instance(self, name: str, index: int) -> Any:
+        """A map instance in exploration: the node's stand-in (its replies are drawn)."""
+        return self._current[name]
+
+    def _items(self, message: BaseChatMessage | None) -> list[str]:
+        """A map edge in exploration: none, one or several items, drawn."""
+        assert self._draw is not None
+        count = self._draw(st.sampled_from(MAP_COUNTS))
+        return [f"item {index}" for index in range(count)]
 
     def stand_ins(self, draw: Draw[Any], record: Any) -> list[Any]:
         from ..teams._selector import SelectorRouter
@@ -299,18 +355,39 @@ class _Flow:
             if participant is None and self.graph.nodes[name].kind == "router":
                 stand_ins.append(StandInRouter(name, targets, draw, can_stop=False, record=record))
                 continue
-            stand_ins.append(
-                StandIn(
-                    name,
-                    self.out_edges[name],
-                    draw,
-                    self.vocabulary,
-                    handoffs=handoff_targets(participant),
-                    speakers=inner_speakers(participant),
-                    record=record,
-                )
+            failures = self._transient_failures(name)
+            stand_in_class = StandIn if failures is None else _FlakyStandIn
+            stand_in = stand_in_class(
+                name,
+                self.out_edges[name],
+                draw,
+                self.vocabulary,
+                handoffs=handoff_targets(participant),
+                speakers=inner_speakers(participant),
+                record=record,
             )
+            if isinstance(stand_in, _FlakyStandIn) and failures is not None:
+                stand_in.failures = failures
+            stand_ins.append(stand_in)
         return stand_ins
+
+    def _transient_failures(self, name: str) -> tuple[int, type[BaseException]] | None:
+        """For a node with a retry policy (not a map target): how many failed attempts a
+        turn may draw (fewer than the policy allows, so it recovers) and of what type."""
+        retry = self.graph.nodes[name].retry
+        if retry is None or retry.max_attempts < 2:
+            return None
+        if self.plan.map_in[self.plan.index[name]] is not None:
+            return None  # instances share the stand-in: their draws would interleave
+        candidates: list[type[BaseException]] = [ConnectionError, *(retry.retry_on or ())]
+        for error in candidates:
+            try:
+                sample = error("drawn")
+            except Exception:
+                continue  # an error class that needs other arguments
+            if retry.retries(sample):
+                return retry.max_attempts - 1, error
+        return None
 
     # --- one run -------------------------------------------------------------------------
 
@@ -325,6 +402,8 @@ class _Flow:
     async def _run(self, draw: GuardedDraw) -> RoutingOutcome:
         turns: list[Turn] = []
         stand_ins = self.stand_ins(draw, turns.append)
+        self._current = dict(zip(self.names, stand_ins, strict=True))
+        self._draw = draw
         termination = _Terminations(self.termination) if self.termination is not None else None
         if termination is not None:
             await termination.reset()
@@ -469,6 +548,28 @@ class _Flow:
         return found
 
 
+class _FlakyStandIn(StandIn):
+    """A stand-in for a node with a retry policy: before each reply it draws how many
+    attempts fail first with an error the policy retries (fewer than it allows), so the
+    exploration walks the retried turns too."""
+
+    failures: tuple[int, type[BaseException]] = (0, ConnectionError)
+    _pending: int | None = None
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Fail as drawn, then reply with a drawn message."""
+        most, error = self.failures
+        if self._pending is None:
+            self._pending = self._draw(st.integers(0, most))
+        if self._pending > 0:
+            self._pending -= 1
+            raise error(f"stand-in `{self.name}`: a drawn transient failure")
+        self._pending = None
+        return await super().on_messages(messages, cancellation_token)
+
+
 def _run_sync(flow: _Flow, draw: Draw[Any]) -> RoutingOutcome:
     try:
         asyncio.get_running_loop()
@@ -602,7 +703,7 @@ def _explore(flow: _Flow, strategy: Any, max_examples: int, max_findings: int) -
                 Finding(
                     "unreachable_node",
                     (name,),
-                    f"no explored run reached `{name}` ({len(seen)} runs); check the "
+                    f"no explored run reached `{name}` ({counted(len(seen), 'run')}); check the "
                     "conditions on the edges into it, or remove it.",
                 )
             )

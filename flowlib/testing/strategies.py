@@ -40,10 +40,10 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
 from itertools import pairwise
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 try:
     from hypothesis import strategies as st
@@ -78,6 +78,7 @@ __all__ = [
     "EdgeSpec",
     "GraphSpec",
     "InvalidGraphCase",
+    "MapGraphSpec",
     "NodeSpec",
     "TextCheck",
     "chains",
@@ -89,6 +90,7 @@ __all__ = [
     "invalid_graphs",
     "joins",
     "loops_with_exit",
+    "map_graphs",
     "node_names",
     "valid_graphs",
 ]
@@ -1030,3 +1032,104 @@ def invalid_graphs(
             f"{', '.join(error.__name__ for error in _INVALID)}."
         )
     return st.one_of(*(_INVALID[error](max_nodes) for error in chosen))
+
+
+# --- map edges (issue 23) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MapGraphSpec:
+    """A graph with one map edge: ``before`` chain -> ``source`` =map=> ``mapped``
+    (one instance per item) -> ``reduce`` (``activation="all"``), with an optional side
+    branch ``source -> side... -> reduce`` joined into the reduce and an optional tail
+    after it. Every node is a function that logs ``start:<name>`` / ``end:<name>`` (an
+    instance logs ``<mapped>[i]``); instances sleep their drawn delay, so they finish in
+    another order than the items'.
+
+    Attributes:
+        before: Nodes before the map's source, in order.
+        items: How many items the map edge produces (0 skips the branch).
+        max_concurrency: The map edge's bound (None: all at once).
+        delays: Per item, seconds its instance sleeps.
+        side: The side branch's nodes (empty: none).
+        tail: Nodes after the reduce, in order.
+    """
+
+    before: tuple[str, ...]
+    items: int
+    max_concurrency: int | None
+    delays: tuple[float, ...]
+    side: tuple[str, ...]
+    tail: tuple[str, ...]
+
+    source: ClassVar[str] = "source"
+    mapped: ClassVar[str] = "mapped"
+    reduce: ClassVar[str] = "reduce"
+
+    def team(self, log: list[str]) -> Any:
+        """A ``GraphFlow`` of logging function nodes; ``log`` receives their events."""
+        import asyncio
+
+        from ..teams import DiGraphBuilder, GraphFlow
+
+        def node(name: str) -> Callable[[Sequence[BaseChatMessage]], Awaitable[str]]:
+            async def run(messages: Sequence[BaseChatMessage]) -> str:
+                log.append(f"start:{name}")
+                await asyncio.sleep(0)
+                log.append(f"end:{name}")
+                return f"{name} done"
+
+            run.__name__ = name
+            return run
+
+        async def mapped(messages: Sequence[BaseChatMessage]) -> str:
+            (item,) = messages
+            index = int(item.to_text())
+            label = f"{MapGraphSpec.mapped}[{index}]"
+            log.append(f"start:{label}")
+            await asyncio.sleep(self.delays[index])
+            log.append(f"end:{label}")
+            return f"output {index}"
+
+        mapped.__name__ = self.mapped
+
+        def split(message: BaseChatMessage | None) -> list[str]:
+            return [str(index) for index in range(self.items)]
+
+        builder = DiGraphBuilder()
+        chain = [*self.before, self.source]
+        for name in chain:
+            builder.add_node(node(name))
+        builder.add_node(mapped)
+        builder.add_node(node(self.reduce), activation="all")
+        for name in (*self.side, *self.tail):
+            builder.add_node(node(name))
+        for first, second in pairwise(chain):
+            builder.add_edge(first, second)
+        builder.add_edge(self.source, self.mapped, map=split, max_concurrency=self.max_concurrency)
+        builder.add_edge(self.mapped, self.reduce)
+        side = [self.source, *self.side, self.reduce] if self.side else []
+        for first, second in pairwise(side):
+            builder.add_edge(first, second)
+        tail = [self.reduce, *self.tail]
+        for first, second in pairwise(tail):
+            builder.add_edge(first, second)
+        return GraphFlow(builder.get_participants(), builder.build())
+
+
+@st.composite
+def map_graphs(draw: st.DrawFn, *, max_items: int = 6) -> MapGraphSpec:
+    """A [`MapGraphSpec`][flowlib.testing.strategies.MapGraphSpec]: a map-reduce with a
+    drawn prefix, item count (0 included), concurrency bound, instance delays, side
+    branch into the reduce and tail."""
+    items = draw(st.integers(0, max_items))
+    return MapGraphSpec(
+        before=tuple(f"pre{i}" for i in range(draw(st.integers(0, 2)))),
+        items=items,
+        max_concurrency=draw(st.none() | st.integers(1, 3)),
+        delays=tuple(
+            draw(st.lists(st.sampled_from((0.0, 0.001, 0.003)), min_size=items, max_size=items))
+        ),
+        side=tuple(f"side{i}" for i in range(draw(st.integers(0, 2)))),
+        tail=tuple(f"post{i}" for i in range(draw(st.integers(0, 1)))),
+    )

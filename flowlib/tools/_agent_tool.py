@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, Field
 
 from .._cancellation import CancellationToken
+from .._english import a
 from ..component import ComponentModel, dump_component, load_field
 from ..component._registry import register_builtin
 from ..errors import FlowlibError
@@ -207,7 +208,7 @@ class AgentTool(TaskRunnerTool):
 
         agent = load_field(config.agent, "agent")
         if not isinstance(agent, ChatAgent):
-            raise AgentToolTypeError(f"AgentTool's config builds a {type(agent).__name__}.")
+            raise AgentToolTypeError(f"AgentTool's config builds {a(type(agent).__name__)}.")
         return cls(agent, return_value_as_last_message=config.return_value_as_last_message)
 
 
@@ -282,7 +283,7 @@ class TeamTool(TaskRunnerTool):
 
         team = load_field(config.team, "team")
         if not isinstance(team, Team):
-            raise AgentToolTypeError(f"TeamTool's config builds a {type(team).__name__}.")
+            raise AgentToolTypeError(f"TeamTool's config builds {a(type(team).__name__)}.")
         return cls(
             team,
             config.name,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import inspect
 import re
 import types
@@ -43,6 +44,55 @@ class _Argument:
         self.field = field  # the args-model field, None for an injected token
         self.positional = positional
         self.token = token
+
+
+class FunctionToolConfig(BaseModel):
+    """The config of a [`FunctionTool`][flowlib.tools.FunctionTool]: its function's import
+    name, never its code. Loading imports the function only if the caller lists it in
+    ``load_component(..., allow_functions=[...])``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str
+    """The function as ``"module:qualname"`` (``"myapp.tools:get_weather"``)."""
+    description: str
+    name: str
+    strict: bool = False
+
+
+def resolve_name(name: str) -> Any:
+    """Import ``"module:qualname"`` and return the object it names.
+
+    Raises:
+        ImportError: The module cannot be imported, or the name has no ``:``.
+        AttributeError: The module has no such attribute.
+    """
+    module_name, _, qualname = name.partition(":")
+    if not module_name or not qualname:
+        raise ImportError(f"`{name}` is not of the form 'module:qualname'")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def importable_name(func: Callable[..., Any]) -> str | None:
+    """``"module:qualname"`` if importing that name gives back ``func`` (or a tool that
+    wraps it), else None."""
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return None
+    if module == "__main__" or "<" in qualname:
+        return None
+    name = f"{module}:{qualname}"
+    try:
+        target = resolve_name(name)
+    except Exception:  # an import that fails here would fail at load time too
+        return None
+    if target is func or getattr(target, "func", None) is func:
+        return name
+    return None
 
 
 class FunctionTool(BaseTool[BaseModel, Any]):
@@ -103,26 +153,39 @@ class FunctionTool(BaseTool[BaseModel, Any]):
         """The wrapped function."""
         return self._func
 
-    # -- the component protocol: a function is code, never config --------------------------
+    # -- the component protocol: a function is named by its import path, never copied -----
 
-    component_config_schema: ClassVar[type[BaseModel]] = BaseModel
+    component_config_schema: ClassVar[type[BaseModel]] = FunctionToolConfig
 
-    def _to_config(self) -> BaseModel:
-        refuse_field(
-            "",
-            f"FunctionTool `{self.name}` wraps the Python function "
-            f"`{getattr(self._func, '__qualname__', self._func)!r}`, and flowlib never turns "
-            "code into config (nor loads code from one). Build this agent in code, or write "
-            "the tool as a BaseTool subclass registered with "
-            "flowlib.component.register_component().",
+    def _to_config(self) -> FunctionToolConfig:
+        function = importable_name(self._func)
+        if function is None:
+            refuse_field(
+                "",
+                f"FunctionTool `{self.name}` wraps "
+                f"`{getattr(self._func, '__qualname__', self._func)!r}`, which cannot be "
+                "imported by name (a lambda, a nested function, a method or a function of "
+                "the __main__ script), and flowlib never copies code into a config. Define "
+                "the function at the top level of a module, or build this agent in code.",
+            )
+        return FunctionToolConfig(
+            function=function, description=self.description, name=self.name, strict=self.strict
         )
 
     @classmethod
-    def _from_config(cls, config: BaseModel) -> Self:
-        raise load_error(
-            "this FunctionTool config carries Python source code; flowlib never executes code "
-            "from a config. Build the tool in code and pass it to the agent."
-        )
+    def _from_config(cls, config: FunctionToolConfig) -> Self:
+        # The load policy has already checked that the caller allowed this function.
+        try:
+            target = resolve_name(config.function)
+        except (ImportError, AttributeError) as exc:
+            raise load_error(
+                f"cannot import the function `{config.function}`: {exc}.", "function"
+            ) from exc
+        if isinstance(target, FunctionTool):
+            target = target.func
+        if not callable(target):
+            raise load_error(f"`{config.function}` is not a function.", "function")
+        return cls(target, config.description, config.name, strict=config.strict)
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
         """Call the function with validated arguments (and the token where it asks).
@@ -481,5 +544,4 @@ register_builtin(
     FunctionTool,
     "flowlib.tools.FunctionTool",
     aliases=("autogen_core.tools.FunctionTool", "FunctionTool"),
-    loadable=False,
 )

@@ -33,7 +33,8 @@ from ..messages import (
     MultiModalMessage,
     UserInputRequestedEvent,
 )
-from ..models import RequestUsage
+from ..models import Image, RequestUsage
+from ._escape import escape_control
 
 __all__ = ["Console", "UserInputManager"]
 
@@ -113,6 +114,7 @@ async def Console(
     output_stats: bool = False,
     user_input_manager: UserInputManager | None = None,
     output: TextIO | None = None,
+    raw: bool = False,
 ) -> ResultT:
     """Print the messages of an agent's or a team's stream as they arrive; return the result.
 
@@ -141,6 +143,10 @@ async def Console(
         user_input_manager: Released when a ``UserInputRequestedEvent`` comes through.
         output: Where to write; ``sys.stdout`` (looked up at call time) by default. It is
             flushed after every write, so the output is live.
+        raw: Print the text as it is. By default every control character in it but
+            newlines and tabs is shown escaped (``\x1b``, ``\r``): model, tool and agent
+            text cannot set the terminal's title, write its clipboard or erase a line
+            (see [`escape_control`][flowlib.ui.escape_control]).
 
     Returns:
         The last ``TaskResult`` or ``Response`` of the stream.
@@ -169,6 +175,7 @@ async def Console(
         output_stats=output_stats,
         user_input_manager=user_input_manager,
         started=started,
+        raw=raw,
     )
     last: ResultT | None = None
     try:
@@ -215,8 +222,10 @@ class _Printer:
         output_stats: bool,
         user_input_manager: UserInputManager | None,
         started: float,
+        raw: bool = False,
     ) -> None:
         self._output = output
+        self._raw = raw
         self._inline_images = inline_images
         self._output_stats = output_stats
         self._user_input_manager = user_input_manager
@@ -253,7 +262,7 @@ class _Printer:
             return
         source = str(getattr(message, "source", type(message).__name__))
         if not self._was_streamed(message, source):
-            self._write(_header(source) + self._text(message) + "\n")
+            self._write_message(source, message)
         usage = getattr(message, "models_usage", None)
         if isinstance(usage, RequestUsage):
             self._prompt_tokens += usage.prompt_tokens
@@ -302,13 +311,38 @@ class _Printer:
 
     def _text(self, message: Any) -> str:
         if isinstance(message, MultiModalMessage):
-            return message.to_text(iterm=self._inline_images)
+            return message.to_text()
         to_text = getattr(message, "to_text", None)
         return str(to_text()) if callable(to_text) else str(message)
 
     def _write(self, text: str) -> None:
-        self._output.write(text)
+        self._output.write(text if self._raw else escape_control(text))
         self._output.flush()
+
+    def _write_message(self, source: str, message: Any) -> None:
+        if not (self._inline_images and isinstance(message, MultiModalMessage)):
+            self._write(_header(source) + self._text(message) + "\n")
+            return
+        # The image sequences are flowlib's own; the text around them is escaped.
+        self._write(_header(source))
+        for index, item in enumerate(message.content):
+            if index:
+                self._write("\n")
+            if isinstance(item, Image):
+                self._write_trusted(_iterm_image(item))
+            else:
+                self._write(item)
+        self._write("\n")
+
+    def _write_trusted(self, text: str) -> None:
+        write = getattr(self._output, "write_trusted", None)
+        (write if callable(write) else self._output.write)(text)
+        self._output.flush()
+
+
+def _iterm_image(image: Image) -> str:
+    # iTerm2's inline image protocol, as MultiModalMessage.to_text(iterm=True) writes it.
+    return f"\x1b]1337;File=inline=1:{image.to_base64()}\x07"
 
 
 def _header(title: str) -> str:

@@ -239,3 +239,26 @@ async def test_console_end_of_input(console: _Pipe) -> None:
     assert await _answer(agent) == "no newline at the end"
     with pytest.raises(AgentError, match="EOFError"):
         await _answer(agent)
+
+
+def test_console_prompts_take_turns_in_any_event_loop(console: _Pipe) -> None:
+    agent = UserProxyAgent("user")
+
+    async def two_at_once(lines: str) -> list[str]:
+        # Both prompts wait before the input comes, so the second queues behind the first.
+        asyncio.get_running_loop().call_later(0.2, console.write, lines)
+        return list(await asyncio.gather(_answer(agent), _answer(agent)))
+
+    assert asyncio.run(two_at_once("a\nb\n")) == ["a", "b"]
+    assert asyncio.run(two_at_once("c\nd\n")) == ["c", "d"]  # a new loop, the same reader
+
+
+async def test_a_stdin_without_a_descriptor_is_read_with_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("typed answer\n"))
+    monkeypatch.setattr(upa, "_CONSOLE", upa._ConsoleReader())
+    assert await _answer(UserProxyAgent("user")) == "typed answer"
+    assert capsys.readouterr().out == upa.PROMPT

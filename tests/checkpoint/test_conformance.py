@@ -73,7 +73,7 @@ class Backend:
         messages = [m for r in records for m in message_rows(r)]
         params = "?" if self.kind == "sqlite" else "%s"
         insert_record = (
-            f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join([params] * 10)})"
+            f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join([params] * 11)})"
         )
         insert_message = f"INSERT INTO flowlib_messages VALUES ({', '.join([params] * 5)})"
         advance = f"UPDATE flowlib_runs SET last_checkpoint = {params} WHERE run_id = {params}"
@@ -570,20 +570,25 @@ async def test_an_owner_may_renew_its_expired_lease_until_taken_over(backend: Ba
 
 
 async def test_concurrent_acquirers_one_wins(backend: Backend) -> None:
-    """Several executors (separate stores, so separate connections) race for a lease,
-    then for the expired lease: one wins each time."""
+    """Several executors (separate stores, so separate connections) race for a free
+    lease, then for an expired one: one wins each time. (The leases raced for last a
+    minute, so a slow machine cannot expire a winner's lease during the race.)"""
     stores = [backend.open() for _ in range(4)]
     await stores[0].create_run(_run())
-    for round_ in range(3):
+    for round_, run_id in enumerate(["r1", "r1", "fresh"]):
+        if round_ == 1:  # the winner's process died: its lease expires
+            held = await stores[0].get_lease(run_id)
+            assert held is not None
+            await stores[0].release_lease(run_id, held.owner)
+            await _until_expired(await stores[0].acquire_lease(run_id, "dead", ttl=0.05))
         outcomes = await asyncio.gather(
-            *(s.acquire_lease("r1", f"w{round_}-{i}", ttl=0.2) for i, s in enumerate(stores)),
+            *(s.acquire_lease(run_id, f"w{round_}-{i}", ttl=60) for i, s in enumerate(stores)),
             return_exceptions=True,
         )
         won = [o for o in outcomes if isinstance(o, Lease)]
         assert len(won) == 1, outcomes
         assert all(isinstance(o, (Lease, RunLeaseError)) for o in outcomes)
-        assert await stores[0].get_lease("r1") == won[0]
-        await _until_expired(won[0])
+        assert await stores[0].get_lease(run_id) == won[0]
 
 
 async def test_a_deleted_run_loses_its_lease(backend: Backend) -> None:
@@ -636,7 +641,6 @@ async def test_a_run_and_its_first_record_are_stored_together(backend: Backend) 
             await store.create_run(_run("new"), first=wrong)
     assert await store.list_runs() == before
     assert await store.get_run("new") is None
-
 
 
 # --- load: snapshots ---------------------------------------------------------------------
@@ -707,3 +711,52 @@ async def test_load_reads_only_what_follows_the_snapshot(backend: Backend) -> No
         with psycopg.connect(backend.where) as conn:
             conn.execute(query)
     assert await store.load("r1") == whole
+
+
+# --- listing -----------------------------------------------------------------------------
+
+
+async def test_list_runs_filters_and_pages(backend: Backend) -> None:
+    store = backend.open()
+    for i in range(7):
+        run = _run(f"r{i}", created_at=float(10 + i % 3))  # ties on created_at: by run_id
+        run = run.model_copy(update={"team_type": "GraphFlow" if i % 2 else "RoundRobinGroupChat"})
+        await store.create_run(run)
+    await store.append(_record("r1", 1).model_copy(update={"created_at": 40.0}), status="complete")
+    await store.append(_record("r4", 1).model_copy(update={"created_at": 50.0}), status="failed")
+    everything = [r.run_id for r in await store.list_runs()]
+    assert everything == ["r2", "r5", "r1", "r4", "r0", "r3", "r6"]
+
+    async def ids(**filters: Any) -> list[str]:
+        return [r.run_id for r in await store.list_runs(**filters)]
+
+    assert await ids(status="complete") == ["r1"]
+    assert await ids(status=["complete", "failed"]) == ["r1", "r4"]
+    assert await ids(status="running") == ["r2", "r5", "r0", "r3", "r6"]
+    assert await ids(updated_since=12.0) == ["r2", "r5", "r1", "r4"]
+    assert await ids(flow="GraphFlow") == ["r5", "r1", "r3"]
+    assert await ids(flow="sig") == everything  # the graph signature
+    assert await ids(limit=2) == ["r2", "r5"]
+    assert await ids(status="running", limit=2, flow="RoundRobinGroupChat") == ["r2", "r0"]
+
+    pages, cursor = [], None
+    while True:
+        page = await store.list_runs(limit=3, cursor=cursor)
+        if not page:
+            break
+        pages.append([r.run_id for r in page])
+        cursor = page[-1].cursor
+    assert pages == [everything[:3], everything[3:6], everything[6:]]
+    assert await ids(cursor=(await store.get_run("r4")).cursor, status="running") == [
+        "r0",
+        "r3",
+        "r6",
+    ]  # type: ignore[union-attr]
+
+    for bad in ({"status": "done"}, {"status": []}, {"limit": 0}, {"limit": 1.5}):
+        with pytest.raises(CheckpointArgumentError, match=next(iter(bad))):
+            await store.list_runs(**bad)  # type: ignore[arg-type]
+    with pytest.raises(CheckpointArgumentError, match="cursor"):
+        await store.list_runs(cursor="not a cursor")
+    with pytest.raises(CheckpointArgumentError, match="updated_since"):
+        await store.list_runs(updated_since="yesterday")  # type: ignore[arg-type]

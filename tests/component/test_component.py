@@ -1147,7 +1147,9 @@ def test_known_providers_lists_flowlibs_loadable_classes() -> None:
     providers = known_providers()
     assert "flowlib.teams.SelectorGroupChat" in providers
     assert "flowlib.models.OpenAIChatCompletionClient" in providers
-    assert "flowlib.tools.FunctionTool" not in providers
+    # Issue 19: a FunctionTool is loadable now (its function named by import path, imported
+    # only with allow_functions=), so it is listed.
+    assert "flowlib.tools.FunctionTool" in providers
     assert "OpenAIChatCompletionClient" not in providers  # aliases load but are not listed
     assert providers == sorted(providers)
 

@@ -34,7 +34,7 @@ from _durable import (
     stored,
     team_of,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from flowlib.base import CancellationToken, TaskResult
@@ -199,11 +199,17 @@ def test_crash_anywhere_then_resume(
     _run_case(spec, how, point, kind)
 
 
+# Sizing (issue 21.9): 15 examples took 3-5 s at a load average of 17 on 2 cores, so
+# the 200 examples per interruption run as 4 seeded batches of 50, each well under a
+# quarter of the 120 s timeout at a 4x slowdown.
 @pytest.mark.slow
+@pytest.mark.parametrize("batch", range(4))
 @pytest.mark.parametrize("how", ["exception", "token", "task"])
-@settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
-@given(spec=GRAPHS, point=POINTS, kind=st.sampled_from(["memory", "sqlite"]))
-def test_crash_anywhere_then_resume_many(
-    how: Interruption, spec: GraphSpec, point: tuple[int, int], kind: str
-) -> None:
-    _run_case(spec, how, point, kind)
+def test_crash_anywhere_then_resume_many(how: Interruption, batch: int) -> None:
+    @seed(batch)
+    @settings(max_examples=50, database=None, **SETTINGS)  # type: ignore[arg-type]
+    @given(spec=GRAPHS, point=POINTS, kind=st.sampled_from(["memory", "sqlite"]))
+    def examples(spec: GraphSpec, point: tuple[int, int], kind: str) -> None:
+        _run_case(spec, how, point, kind)
+
+    examples()

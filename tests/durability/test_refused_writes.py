@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 from _durable import Ledger, assert_same_transcript, stored, team_of
@@ -20,6 +20,7 @@ from flowlib.checkpoint import (
     CheckpointInfo,
     CheckpointRecord,
     CheckpointStore,
+    FoldedRun,
     InMemoryCheckpointStore,
     Lease,
     PostgresCheckpointStore,
@@ -93,8 +94,11 @@ class Racing:
     async def records(self, run_id: str, *, upto: int | None = None) -> Sequence[CheckpointRecord]:
         return await self.inner.records(run_id, upto=upto)
 
-    async def list_runs(self) -> Sequence[RunRecord]:
-        return await self.inner.list_runs()
+    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        return await self.inner.load(run_id, upto=upto)
+
+    async def list_runs(self, **filters: Any) -> Sequence[RunRecord]:
+        return await self.inner.list_runs(**filters)
 
     async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
         return await self.inner.history(run_id)

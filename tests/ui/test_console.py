@@ -653,7 +653,7 @@ async def test_the_stream_is_closed_when_printing_fails() -> None:
 
 
 def test_ui_exports_match_all() -> None:
-    assert flowlib.ui.__all__ == ["Console", "UserInputManager"]
+    assert flowlib.ui.__all__ == ["Console", "TerminalWriter", "UserInputManager", "escape_control"]
     public: Sequence[str] = [name for name in vars(flowlib.ui) if not name.startswith("_")]
     assert sorted(set(public) - {"annotations"}) == sorted(flowlib.ui.__all__)
 

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._cancellation import CancellationToken
+from .._keys import mcp_meta
 from .._schema import ToolSchema
 from .._workbench import ToolResult, WorkbenchToolError
 from ._params import McpServerParams
-from ._workbench import DEFAULT_MAX_RESULT_BYTES, McpWorkbench, _tool_result
+from ._workbench import DEFAULT_MAX_RESULT_BYTES, McpWorkbench, _tool_result, call_with_key
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -74,7 +75,7 @@ class McpToolAdapter:
         if self._session is not None:
             session = self._session
             future = cancellation_token.link_future(
-                asyncio.ensure_future(session.call_tool(self.name, dict(args)))
+                asyncio.ensure_future(call_with_key(session, self.name, dict(args), mcp_meta()))
             )
             try:
                 result = _tool_result(self.name, await future, DEFAULT_MAX_RESULT_BYTES)

@@ -23,6 +23,7 @@ from ..._cancellation import CancellationToken
 from ...component._registry import register_builtin
 from ...errors import InvalidTypeError, InvalidValueError, McpServerError, MissingExtraError
 from ...models._image import Image
+from .._keys import mcp_meta
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench
 from ._params import (
@@ -53,6 +54,30 @@ class ToolOverride(BaseModel):
 DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
 """The largest tool result (its text and base64 images together) an ``McpWorkbench``
 passes on by default, 1 MiB; a larger one becomes an error result (issue 21.7)."""
+
+
+_META_SUPPORTED: dict[type, bool] = {}
+
+
+def call_with_key(
+    session: Any, name: str, args: dict[str, Any], meta: dict[str, str] | None
+) -> Awaitable[Any]:
+    """``session.call_tool(name, args)`` with the call's idempotency key in the request's
+    ``_meta`` (``flowlib/call_key``, see [`call_key`][flowlib.tools.call_key]); an mcp
+    SDK older than ``call_tool(meta=...)`` sends none."""
+    kind = type(session)
+    supported = _META_SUPPORTED.get(kind)
+    if supported is None:
+        import inspect
+
+        try:
+            supported = "meta" in inspect.signature(session.call_tool).parameters
+        except (TypeError, ValueError):
+            supported = False
+        _META_SUPPORTED[kind] = supported
+    if meta is not None and supported:
+        return session.call_tool(name, args, meta=meta)  # type: ignore[no-any-return]
+    return session.call_tool(name, args)  # type: ignore[no-any-return]
 
 
 class McpWorkbenchConfig(BaseModel):
@@ -345,9 +370,10 @@ class McpWorkbench(Workbench):
         """
         server_name = self._original_name.get(name, name)
         args = dict(arguments or {})
+        meta = mcp_meta()  # read here: the request may run in the session's own task
         result = await self._request(
             f"the call of tool `{name}`",
-            lambda session: session.call_tool(server_name, args),
+            lambda session: call_with_key(session, server_name, args, meta),
             cancellation_token,
         )
         return _tool_result(name, result, self._max_result_bytes)
