@@ -140,7 +140,7 @@ async def test_bad_batches_are_refused_before_anything_runs() -> None:
     runner = LocalRunner(build)
     with pytest.raises(ArgumentTypeError, match="`tasks` must be a list"):
         await runner.run_many("one task")  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentError, match="2 ids for 1 tasks"):
+    with pytest.raises(InvalidArgumentError, match="2 ids for 1 task;"):
         await runner.run_many(["a"], run_ids=["x", "y"])
     with pytest.raises(InvalidArgumentError, match="repeats `x`"):
         await runner.run_many(["a", "b"], run_ids=["x", "x"])
