@@ -123,6 +123,17 @@ def register(commands: Any) -> None:
     resume.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
     _store_option(resume)
     resume.add_argument("--task", help="deliver this as a new turn of the run (human input)")
+    recover = actions.add_parser(
+        "recover",
+        help="resume, through flowlib.batch, every run whose executor died (lease expired)",
+    )
+    recover.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
+    _store_option(recover)
+    recover.add_argument(
+        "--max-concurrency", type=int, metavar="N", help="runs resumed at once (default: all)"
+    )
+    pending = actions.add_parser("pending", help="the human requests stored runs wait for")
+    _store_option(pending)
     prune = actions.add_parser(
         "prune",
         help="fold all but the newest checkpoints into one; pruned turns no longer show "
@@ -251,6 +262,8 @@ def _cmd_runs(args: argparse.Namespace, out: TextIO) -> int:
         "list": _list,
         "show": _show,
         "resume": _resume,
+        "recover": _recover,
+        "pending": _pending,
         "prune": _prune,
         "delete": _delete,
     }
@@ -378,6 +391,51 @@ async def _resume(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     result = await _stream(team, out, task=args.task, run_id=args.run_id)
     print(f"stop reason: {result.stop_reason}", file=out)
     print(f"run id: {args.run_id}", file=out)
+    return 0
+
+
+async def _recover(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    """Resume every run stored as running whose lease expired (its executor died), as a
+    batch: each run is resumed from its checkpoint by a team ``target`` builds."""
+    from .batch import LocalRunner
+    from .errors import RunFailedError
+    from .teams import runs_to_recover
+
+    runs = await runs_to_recover(store)
+    if not runs:
+        print("no run to recover", file=out)
+        return 0
+    ids = [run.run_id for run in runs]
+    runner = LocalRunner(args.target, checkpoint_store=store, max_concurrency=args.max_concurrency)
+    # The task of a stored run is in its first checkpoint; the batch resumes without it.
+    results = await runner.run_many([""] * len(ids), run_ids=ids)
+    failed = 0
+    for run_id, result in zip(ids, results, strict=True):
+        if isinstance(result, RunFailedError):
+            failed += 1
+            print(f"{run_id}: failed: {str(result).splitlines()[0]}", file=out)
+        else:
+            print(f"{run_id}: {result.stop_reason}", file=out)
+    print(f"recovered {len(ids) - failed} of {len(ids)} run(s)", file=out)
+    return 1 if failed else 0
+
+
+async def _pending(store: Any, args: argparse.Namespace, out: TextIO) -> int:
+    from .teams import pending_requests
+
+    pending = await pending_requests(store)
+    if not pending:
+        print("no pending requests", file=out)
+        return 0
+    print("RUN  REQUEST  ASKED  BY  SINCE  QUESTION", file=out)
+    for item in pending:
+        request = item.request
+        question = request.question.splitlines()[0][:60] if request.question else ""
+        print(
+            f"{item.run_id}  {request.request_id}  {request.asked}  {request.by or ''}  "
+            f"{_when(request.created_at)}  {question}",
+            file=out,
+        )
     return 0
 
 

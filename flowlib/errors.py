@@ -21,8 +21,14 @@
     ├── StateError (also ValueError)            a saved state does not fit its team
     ├── CheckpointError (also RuntimeError)     a checkpoint store refused a call
     │   ├── CheckpointArgumentError (ValueError) a bad argument to a store; nothing changed
-    │   └── CheckpointConflictError             not the run's next checkpoint (another writer)
-    │       └── RunLeaseError                   another executor holds the run's lease
+    │   ├── CheckpointConflictError             not the run's next checkpoint (another writer)
+    │   │   └── RunLeaseError                   another executor holds the run's lease
+    │   └── RunLookupError                      an entry point does not fit the stored run
+    │       ├── RunNotFoundError (LookupError)  resume/continue/fork of an id the store lacks
+    │       ├── RunExistsError                  start() of an id the store already has
+    │       ├── RunStatusError                  e.g. continue_run() of an interrupted run
+    │       └── HumanRequestError               an answer to no pending request, or twice
+    │           └── RequestAlreadyAnsweredError the request was answered already
     ├── NodeExecutionError (also RuntimeError)  run time: a node raised (`node`, `__cause__`)
     │   └── OrchestratorError (also ValueError) Magentic-One: bad ledger or speaker
     ├── NodeTimeoutError (also TimeoutError)    a node's turn passed its deadline (a cause)
@@ -528,6 +534,68 @@ class RunLeaseError(CheckpointConflictError):
 
 
 __all__ += ["RunLeaseError"]
+
+
+class RunLookupError(CheckpointError, ValueError):
+    """An explicit run entry point (``start``, ``resume``, ``continue_run``, ``fork``,
+    ``answer``) does not fit what the store holds of the run. Nothing was created and no
+    model or tool was called.
+
+    Attributes:
+        run_id: The run.
+    """
+
+    def __init__(self, message: str, *, run_id: str = "") -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+class RunNotFoundError(RunLookupError, LookupError):
+    """The store has no run with this id (``resume``, ``continue_run``, ``fork``, or
+    ``run(run_id=...)`` with no task)."""
+
+
+class RunExistsError(RunLookupError):
+    """``start`` was given an id the store already holds a run under."""
+
+
+class RunStatusError(RunLookupError):
+    """The run's status does not allow this entry point (e.g. ``continue_run`` of an
+    interrupted run: resume it first).
+
+    Attributes:
+        status: The run's phase (see ``flowlib.teams.RunPhase``).
+    """
+
+    def __init__(self, message: str, *, run_id: str = "", status: str = "") -> None:
+        super().__init__(message, run_id=run_id)
+        self.status = status
+
+
+class HumanRequestError(RunLookupError):
+    """An answer names a request the run is not waiting for.
+
+    Attributes:
+        request_id: The request the answer named.
+    """
+
+    def __init__(self, message: str, *, run_id: str = "", request_id: str = "") -> None:
+        super().__init__(message, run_id=run_id)
+        self.request_id = request_id
+
+
+class RequestAlreadyAnsweredError(HumanRequestError):
+    """The request was answered already; the second answer was refused and ran nothing."""
+
+
+__all__ += [
+    "HumanRequestError",
+    "RequestAlreadyAnsweredError",
+    "RunExistsError",
+    "RunLookupError",
+    "RunNotFoundError",
+    "RunStatusError",
+]
 
 
 class ClientNotProvidedError(FlowlibError, ImportError):

@@ -633,3 +633,93 @@ def test_a_failed_run_is_resumed_from_the_command_line(
     transcript = [line.strip() for line in out.split("messages (3):")[1].strip().splitlines()]
     assert transcript == ["user: go", "draft: draft", "review: APPROVE"]
     assert calls.read_text().splitlines() == ["draft"]  # the finished turn never ran again
+
+
+RECOVERABLE = """
+from flowlib.teams import RoundRobinGroupChat
+from flowlib.testing import ScriptedAgent
+
+
+def build(checkpoint_store=None):
+    agents = [ScriptedAgent(name, lambda i, _m, name=name: f"{name}{i}") for name in "ab"]
+    return RoundRobinGroupChat(agents, max_turns=6, checkpoint_store=checkpoint_store)
+"""
+
+
+class _DiesAtAppend:
+    """A store whose appends fail from the n-th on: its process "died" mid-run."""
+
+    def __init__(self, inner: SQLiteCheckpointStore, at: int) -> None:
+        self._inner = inner
+        self._left = at
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    async def append(self, record: object, **kwargs: object) -> None:
+        self._left -= 1
+        if self._left < 0:
+            raise ConnectionError("the process died")
+        await self._inner.append(record, **kwargs)  # type: ignore[arg-type]
+
+
+def test_runs_recover_resumes_the_runs_whose_executor_died_and_leaves_live_ones(
+    tmp_path: Path,
+) -> None:
+    import importlib.util
+
+    path = tmp_path / "team.py"
+    path.write_text(RECOVERABLE)
+    spec = importlib.util.spec_from_file_location("recoverable_team", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    db = tmp_path / "runs.db"
+
+    async def setup() -> None:
+        store = SQLiteCheckpointStore(db)
+        for run_id in ("dead", "alive"):
+            with pytest.raises(ConnectionError):
+                await module.build(_DiesAtAppend(store, 3)).start_run("go", run_id=run_id)
+        await store.acquire_lease("alive", "other-host:7:12345678", ttl=600)  # still executing
+        await module.build(store).start_run("go", run_id="done")
+        await store.close()
+
+    asyncio.run(setup())
+    url = f"sqlite:///{db}"
+    code, out = run_cli("runs", "recover", f"{path}:build", "--store", url)
+    assert code == 0, out
+    assert "dead: Maximum number of turns 6 reached." in out
+    assert "recovered 1 of 1 run(s)" in out and "alive" not in out and "done" not in out
+    code, out = run_cli("runs", "show", "dead", "--store", url)
+    assert "run dead (RoundRobinGroupChat): stopped, 6 turns" in out
+    code, out = run_cli("runs", "recover", f"{path}:build", "--store", url)
+    assert out.strip() == "no run to recover"
+
+
+def test_runs_pending_lists_the_requests_runs_wait_for(tmp_path: Path) -> None:
+    path = tmp_path / "team.py"
+    path.write_text(RECOVERABLE.replace("max_turns=6", "max_turns=1"))
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    assert run_cli("run", f"{path}:build", "go", "--store", url, "--run-id", "ask")[0] == 0
+    code, out = run_cli("runs", "pending", "--store", url)
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split()[:4] == ["RUN", "REQUEST", "ASKED", "BY"]
+    assert row.split()[0] == "ask" and row.split()[2:4] == ["user", "a"]
+    request_id = row.split()[1]
+
+    async def answer() -> None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("one_turn_team", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        store = SQLiteCheckpointStore(tmp_path / "runs.db")
+        await module.build(store).answer("ask", request_id, "go on")
+        await store.close()
+
+    asyncio.run(answer())
+    code, out = run_cli("runs", "pending", "--store", url)
+    assert request_id not in out  # answered; the run waits on a new request now

@@ -7,7 +7,9 @@ from ._group_chat import BaseGroupChat
 from ._magentic_one import MagenticOneGroupChat
 from ._policy import TaskContext, TeamPolicy
 from ._round_robin import RoundRobinGroupChat
+from ._run import HumanRequest, RunPhase
 from ._selector import SelectorGroupChat
+from ._stored_runs import PendingRequest, pending_requests, runs_to_recover
 from ._swarm import Swarm
 
 __all__ = [
@@ -17,10 +19,15 @@ __all__ = [
     "DiGraphEdge",
     "DiGraphNode",
     "GraphFlow",
+    "HumanRequest",
     "MagenticOneGroupChat",
+    "PendingRequest",
     "RoundRobinGroupChat",
+    "RunPhase",
     "SelectorGroupChat",
     "Swarm",
     "TaskContext",
     "TeamPolicy",
+    "pending_requests",
+    "runs_to_recover",
 ]

@@ -79,9 +79,12 @@ class Checkpointer:
         durability: Durability,
         executor: GraphExecutor,
         run: Run,
+        max_turns: int | None = None,
     ) -> None:
+        self._max_turns = max_turns
         self._store = store
         self._run = run
+        self.lease_owner: str | None = None  # appends are refused unless it holds the lease
         self._stored = stored
         self._sync = durability == "sync"
         self._executor = executor
@@ -155,6 +158,12 @@ class Checkpointer:
             if name in self._unsnapped:
                 await self._snapshot(node)
         status: RunStatus = "stopped" if outcome == "interrupted" else outcome
+        run = self._run
+        run.requests = []
+        if outcome == "stopped":
+            request = run.waiting_for(self._executor.thread, self._names, self._max_turns)
+            if request is not None:
+                run.requests.append(request)
         await self._write("stop", stop_reason=reason, status=status)
 
     async def _write(
@@ -211,7 +220,10 @@ class Checkpointer:
         # store has the record is unknown: the next write asks the store first.
         self._unsure = (record, upto, states, fired_upto)
         try:
-            await self._store.append(record, status=status)
+            if self.lease_owner is None:
+                await self._store.append(record, status=status)
+            else:
+                await self._store.append(record, status=status, lease_owner=self.lease_owner)
         except CheckpointConflictError:
             self._unsure = None  # refused: certainly not written, so nothing to settle
             raise

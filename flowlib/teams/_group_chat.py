@@ -6,69 +6,55 @@ running, streaming, stopping, resetting, pausing and saving state live here, onc
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 import uuid
 from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
-
 from .._telemetry import trace_team_run
 from ..base import CancellationToken, TaskResult, Team, TerminationCondition
-from ..base._arguments import check_state_argument, load_atomically
 from ..base._task import task_messages
 from ..checkpoint import (
     CheckpointStore,
     FoldedRun,
-    Journal,
-    RunRecord,
     StateChange,
-    appended,
-    diff_state,
-    json_state,
-    patch_of,
 )
-from ..checkpoint._fork import fork_run
 from ..errors import (
     ArgumentTypeError,
     ContractError,
     DuplicateNodeError,
     InvalidArgumentError,
     ParticipantMismatchError,
-    StateError,
+    RunNotFoundError,
     TeamRunningError,
 )
 from ..graph import (
     DiGraph,
     ExecutionPlan,
     GraphExecutor,
-    GraphManagerState,
-    Node,
     RunTrace,
     graph_description,
-    graph_difference,
     graph_signature,
 )
-from ..graph._executor import Budget
 from ..graph._shapes import Participant
-from ..graph._state import GRAPH_STATE_VERSION
 from ..graph._validate import check_loop_bounded, validate_graph
-from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
-from ._durable import Checkpointer, Durability, StoredRun
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    HandoffMessage,
+    MessageFactory,
+    TextMessage,
+)
+from ._durable import Checkpointer, Durability
+from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
-from ._run import Run
+from ._run import HumanRequest, Run
+from ._stored_runs import EntryMode, StoredRuns
+from ._team_state import TEAM_STATE_VERSION, TeamStateCodec
 
 __all__ = ["TEAM_STATE_VERSION", "BaseGroupChat", "reject_runtime"]
-
-TEAM_STATE_VERSION = 1
-
-_ABANDON_SPINS = 8
-"""Loop iterations a new run waits for an abandoned ``run_stream`` (left with ``break``)
-to start closing; Python closes such a stream through the event loop, in 2 or 3."""
 
 
 def reject_runtime(runtime: object) -> None:
@@ -226,13 +212,38 @@ class BaseGroupChat(Team, ABC):
         self._durability: Durability = durability
         self._graph_description = graph_description(self._plan)
         self._graph_signature = graph_signature(self._graph_description)
-        self._stored: StoredRun | None = None  # the stored run the team's state is at
         self._checkpointer: Checkpointer | None = None
-        self._busy = False
-        self._closing = False
-        self._idle: asyncio.Event | None = None
-        self._journal = Journal()  # what save_state_since returned last
+        # One home for the run (teams/_run.py); the lifecycle holds the one running guard
+        # and the run's lease (_lifecycle.py); stored runs are resolved in _stored_runs.py
+        # and the state codec is _team_state.py.
         self._run = Run("", executor=self._executor, termination=termination_condition)
+        self._lifecycle = RunLifecycle(name)
+        self._stored_runs: StoredRuns | None = None
+        if checkpoint_store is not None:
+            self._stored_runs = StoredRuns(
+                checkpoint_store,
+                team_type=type(self).__name__,
+                graph_signature=self._graph_signature,
+                graph_description=self._graph_description,
+                executor=self._executor,
+                run=self._run,
+                install=self._install,
+                durability=durability,
+                max_turns=max_turns,
+            )
+        self._codec = TeamStateCodec(
+            name=name,
+            manager_key=f"{type(self).__name__}Manager",
+            executor=self._executor,
+            participants=self._participants,
+            plan=self._plan,
+            run=self._run,
+            busy=lambda: self._lifecycle.busy,
+            checkpointer=lambda: self._checkpointer,
+            forget_stored=self._forget_stored,
+            require_stopped=self._require_stopped,
+            save=self.save_state,
+        )
 
     @property
     def policy(self) -> TeamPolicy:
@@ -290,6 +301,22 @@ class BaseGroupChat(Team, ABC):
     def durability(self) -> Durability:
         """When checkpoints are written (``"sync"`` or ``"exit"``)."""
         return self._durability
+
+    @property
+    def lease_ttl(self) -> float:
+        """Seconds a stored run's lease lasts without renewal (default 30); renewed every
+        third of it while the run executes (docs/state.md, "Leases"). A dead executor's
+        run can be taken over once its lease expired."""
+        return self._lifecycle.lease_ttl
+
+    @lease_ttl.setter
+    def lease_ttl(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+            raise InvalidArgumentError(
+                f"lease_ttl must be a positive number of seconds, not {seconds!r}.",
+                argument="lease_ttl",
+            )
+        self._lifecycle.lease_ttl = float(seconds)
 
     @property
     def graph_signature(self) -> str:
@@ -374,8 +401,6 @@ class BaseGroupChat(Team, ABC):
         Streaming chunks are yielded but not kept in ``TaskResult.messages``. Leaving the
         loop early (``break``) closes the run: a ``run()`` right afterwards works.
         """
-        messages = task_messages(task)
-        self._message_factory.check(messages)
         run_id = _check_run_id(run_id)
         fork = _check_fork(fork_from, self._checkpoint_store)
         if fork is not None and run_id is None:
@@ -383,215 +408,277 @@ class BaseGroupChat(Team, ABC):
                 "fork_from needs the new run's `run_id=`; pass a new id for the fork.",
                 argument="run_id",
             )
+        mode: EntryMode = "fork" if fork is not None else "auto"
+        async with aclosing(
+            self._execute(mode, task, run_id, fork, cancellation_token, output_task_messages)
+        ) as stream:
+            async for item in stream:
+                yield item
+
+    # --- explicit entry points (docs/state.md, "Entry points") -----------------------------
+
+    async def start_run(
+        self,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None,
+        *,
+        run_id: str,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Start a new stored run ``run_id`` with ``task``.
+
+        Raises:
+            RunExistsError: If the store already holds records under ``run_id``.
+            RunLeaseError: If another executor holds the id's lease.
+            InvalidArgumentError: If the team has no ``checkpoint_store``.
+        """
+        return await self._result(
+            "start",
+            task,
+            _stored_id(run_id, self._checkpoint_store, "start_run"),
+            None,
+            cancellation_token,
+            output_task_messages,
+        )
+
+    async def resume_run(
+        self, run_id: str, *, cancellation_token: CancellationToken | None = None
+    ) -> TaskResult:
+        """Resume the interrupted (or failed) run ``run_id`` from its latest checkpoint;
+        its budget (``max_turns``, the termination condition's progress) continues.
+
+        A run that stopped or completed is not run again: its stored result is returned
+        and no model is called.
+
+        Raises:
+            RunNotFoundError: If the store has no run ``run_id`` (nothing is created).
+            RunStatusError: If the run has no records (its process died before its first
+                checkpoint; start it again).
+            RunLeaseError: If another executor is executing it.
+            StateError: If the stored run was made with a different graph.
+        """
+        return await self._result(
+            "resume",
+            None,
+            _stored_id(run_id, self._checkpoint_store, "resume_run"),
+            None,
+            cancellation_token,
+            False,
+        )
+
+    async def continue_run(
+        self,
+        run_id: str,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        *,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Continue the stopped (or completed) run ``run_id`` with new input: a new
+        budget, as a new ``run()`` call of an AutoGen team.
+
+        Raises:
+            RunNotFoundError: If the store has no run ``run_id``.
+            RunStatusError: If the run was interrupted (resume it first) or has no records.
+            RunLeaseError: If another executor is executing it.
+        """
+        return await self._result(
+            "continue",
+            task,
+            _stored_id(run_id, self._checkpoint_store, "continue_run"),
+            None,
+            cancellation_token,
+            output_task_messages,
+        )
+
+    async def fork_run(
+        self,
+        source_run_id: str,
+        *,
+        at: int,
+        run_id: str,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Fork checkpoint ``at`` of ``source_run_id`` into the new run ``run_id``, then go
+        on from there: with a ``task``, as ``continue_run``; without, as ``resume_run`` (a
+        checkpoint where the source had stopped gives its stored result, running nothing).
+
+        The fork's run and first record are stored in one transaction; calling again
+        with the same arguments after an interruption is safe.
+
+        Raises:
+            RunNotFoundError: If the store has no run ``source_run_id``.
+            CheckpointArgumentError: If ``run_id`` exists and is not this fork.
+        """
+        store = self._checkpoint_store
+        run_id = _stored_id(run_id, store, "fork_run")
+        fork = _check_fork((source_run_id, at), store)
+        assert fork is not None and store is not None
+        if await store.get_run(fork[0]) is None:
+            raise RunNotFoundError(
+                f"This store has no run `{fork[0]}` to fork; nothing was created.",
+                run_id=fork[0],
+            )
+        return await self._result(
+            "fork", task, run_id, fork, cancellation_token, output_task_messages
+        )
+
+    async def answer(
+        self,
+        run_id: str,
+        request_id: str,
+        reply: str,
+        *,
+        cancellation_token: CancellationToken | None = None,
+        output_task_messages: bool = True,
+    ) -> TaskResult:
+        """Answer the pending human request ``request_id`` of run ``run_id`` and go on.
+
+        The reply becomes the run's next input, as the person it was asked of: a
+        ``HandoffMessage`` back to the agent that handed off (Swarm, handoff
+        termination), else a ``TextMessage``. The request is marked answered in the
+        run's checkpoints; a second answer to it is refused and runs nothing.
+
+        Raises:
+            RunNotFoundError: If the store has no run ``run_id``.
+            RequestAlreadyAnsweredError: If the request was answered already.
+            HumanRequestError: If the run is not waiting for ``request_id``.
+            RunLeaseError: If another executor is executing the run.
+        """
+        if not isinstance(reply, str):
+            raise ArgumentTypeError(
+                f"reply must be the person's answer as a string, not {type(reply).__name__}.",
+                argument="reply",
+            )
+        return await self._result(
+            "continue",
+            None,
+            _stored_id(run_id, self._checkpoint_store, "answer"),
+            None,
+            cancellation_token,
+            output_task_messages,
+            answer=(request_id, reply),
+        )
+
+    async def _result(
+        self,
+        mode: EntryMode,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None,
+        run_id: str,
+        fork: tuple[str, int] | None,
+        token: CancellationToken | None,
+        output_task_messages: bool,
+        *,
+        answer: tuple[str, str] | None = None,
+    ) -> TaskResult:
+        result: TaskResult | None = None
+        async with aclosing(
+            self._execute(mode, task, run_id, fork, token, output_task_messages, answer)
+        ) as stream:
+            async for item in stream:
+                if isinstance(item, TaskResult):
+                    result = item
+        if result is None:  # pragma: no cover - _execute always ends with a TaskResult
+            raise ContractError("The run ended without a TaskResult.")
+        return result
+
+    async def _execute(
+        self,
+        mode: EntryMode,
+        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None,
+        run_id: str | None,
+        fork: tuple[str, int] | None,
+        cancellation_token: CancellationToken | None,
+        output_task_messages: bool,
+        answer: tuple[str, str] | None = None,
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        """Every entry point's execution: claim the team, resolve the stored run, hold
+        its lease, run the executor (the run lifecycle, docs/state.md)."""
+        messages = task_messages(task)
+        self._message_factory.check(messages)
         check_loop_bounded(  # a round-robin ring may be built unbounded; refused here
             self._plan.analysis,
             has_termination=self._termination_condition is not None,
             max_turns=self._max_turns,
             team=self._name,
         )
-        await self._claim()
-        idle = self._idle
+        lifecycle = self._lifecycle
+        await lifecycle.claim()
         try:
             if run_id is None:
                 run_id = uuid.uuid4().hex
             self._run.run_id = run_id
-            checkpointer: Checkpointer | None = None
-            if self._checkpoint_store is not None:
-                prepared = await self._prepare_stored_run(
-                    self._checkpoint_store, run_id, fork, messages
-                )
-                if isinstance(prepared, TaskResult):
-                    yield prepared
-                    return
-                checkpointer = prepared
-            policy = self._policy
-            policy.check_task(
-                messages,
-                TaskContext(
-                    [p.name for p in self._participants],
-                    self._executor.thread,
-                    self._executor.is_running,
-                ),
-            )
-            if messages:
-                policy.start_task(messages)
-            self._run.begin()
-            self._checkpointer = checkpointer
-            # Closed at once when the caller stops reading, so the team is free again.
-            async with aclosing(
-                trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
-                    self,
-                    self._executor.run_stream(
-                        messages,
-                        cancellation_token=cancellation_token,
-                        output_task_messages=output_task_messages,
-                        run_id=run_id,
-                        recorder=checkpointer,
+            stored_runs = self._stored_runs
+            async with contextlib.AsyncExitStack() as held:
+                checkpointer: Checkpointer | None = None
+                if stored_runs is not None:
+                    # Refused by name before the lease is taken: nothing is created.
+                    await stored_runs.check_entry(mode, run_id, bool(messages))
+                    owner = await held.enter_async_context(
+                        lifecycle.lease(stored_runs.store, run_id)
+                    )
+                    prepared = await stored_runs.prepare(mode, run_id, messages, fork)
+                    if prepared.result is not None:
+                        yield prepared.result
+                        return
+                    checkpointer = prepared.checkpointer
+                    assert checkpointer is not None
+                    checkpointer.lease_owner = owner
+                    if answer is not None:  # refused here, before anything runs
+                        messages = [self._reply(self._run.take_answer(answer[0]), answer[1])]
+                policy = self._policy
+                policy.check_task(
+                    messages,
+                    TaskContext(
+                        [p.name for p in self._participants],
+                        self._executor.thread,
+                        self._executor.is_running,
                     ),
                 )
-            ) as stream:
-                async for item in stream:
-                    try:
-                        yield item
-                    except GeneratorExit:
-                        self._closing = True  # a new run may wait for this cleanup
-                        raise
+                if messages:
+                    policy.start_task(messages)
+                self._run.begin()
+                self._checkpointer = checkpointer
+                # Closed at once when the caller stops reading, so the team is free again.
+                async with aclosing(
+                    trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
+                        self,
+                        self._executor.run_stream(
+                            messages,
+                            cancellation_token=cancellation_token,
+                            output_task_messages=output_task_messages,
+                            run_id=run_id,
+                            recorder=checkpointer,
+                        ),
+                    )
+                ) as stream:
+                    async for item in stream:
+                        try:
+                            yield item
+                        except GeneratorExit:
+                            lifecycle.closing()  # a new run may wait for this cleanup
+                            raise
         finally:
             self._checkpointer = None
-            self._busy = False
-            if idle is not None:
-                idle.set()
+            lifecycle.release()
 
-    async def _claim(self) -> None:
-        """Mark the team running, first letting an abandoned stream finish closing.
-
-        Raises:
-            TeamRunningError: If another run is in progress.
-        """
-        spins = 0
-        while self._busy:
-            if self._closing and self._idle is not None:
-                await self._idle.wait()
-                continue
-            if spins >= _ABANDON_SPINS:
-                raise TeamRunningError(
-                    f"`{self._name}` is already running; wait for the current run to finish "
-                    "(or stop it with ExternalTermination or a cancellation token, or close "
-                    "its run_stream) before starting another."
-                )
-            spins += 1
-            await asyncio.sleep(0)
-        self._busy = True
-        self._closing = False
-        self._idle = asyncio.Event()
+    @staticmethod
+    def _reply(request: HumanRequest, reply: str) -> BaseChatMessage:
+        """The person's reply as the run's next input (docs/state.md, "Human requests")."""
+        if request.kind == "handoff" and request.by is not None:
+            return HandoffMessage(source=request.asked, target=request.by, content=reply)
+        return TextMessage(source=request.asked, content=reply)
 
     # --- stored runs --------------------------------------------------------------------
 
-    def _check_stored_graph(self, run: RunRecord) -> None:
-        if run.state_version != GRAPH_STATE_VERSION:
-            raise StateError(
-                f"Run `{run.run_id}` was stored with state version {run.state_version}; this "
-                f"flowlib reads version {GRAPH_STATE_VERSION}. Resume it with the flowlib "
-                "version that wrote it."
-            )
-        if run.graph_signature != self._graph_signature:
-            difference = graph_difference(run.graph, self._graph_description)
-            raise StateError(
-                f"Run `{run.run_id}` was stored by a team with a different graph "
-                f"({difference or 'the graphs differ'}). Resume it with a team built with "
-                "the same participants and graph, or start a new run.",
-            )
-
-    def _new_checkpointer(self, stored: StoredRun) -> Checkpointer:
-        assert self._checkpoint_store is not None
-        stored.result_from = len(self._executor.thread)
-        return Checkpointer(
-            self._checkpoint_store,
-            stored,
-            durability=self._durability,
-            executor=self._executor,
-            run=self._run,
-        )
-
-    def _run_record(self, run_id: str, forked_from: tuple[str, int] | None) -> RunRecord:
-        now = time.time()
-        return RunRecord(
-            run_id=run_id,
-            team_type=type(self).__name__,
-            graph_signature=self._graph_signature,
-            graph=self._graph_description,
-            state_version=GRAPH_STATE_VERSION,
-            status="running",
-            created_at=now,
-            updated_at=now,
-            forked_from=forked_from,
-        )
-
-    async def _prepare_stored_run(
-        self,
-        store: CheckpointStore,
-        run_id: str,
-        fork: tuple[str, int] | None,
-        task: Sequence[BaseChatMessage],
-    ) -> Checkpointer | TaskResult:
-        """Load (or create) the stored run ``run_id``; a completed run asked for no new
-        task gives its stored result instead."""
-        if fork is not None:
-            # The fork's run and first record are stored in one transaction; a retried
-            # fork uses the fork an interrupted call left whole (see `fork_run`).
-            folded = await fork_run(
-                store,
-                self._run_record(run_id, fork),
-                check=self._check_stored_graph,
-                install=self._install,
-            )
-            self._run.run_id = run_id
-            stored = StoredRun(
-                run_id,
-                1,
-                dict(folded.participants),
-                folded.turn,
-                saved_upto=len(folded.messages),
-            )
-            self._stored = stored
-            return self._new_checkpointer(stored)
-        run = await store.get_run(run_id)
-        if run is not None and run.last_checkpoint > 0:
-            self._check_stored_graph(run)
-            current = self._stored
-            if (
-                current is None
-                or current.run_id != run_id
-                or current.last_checkpoint != run.last_checkpoint
-            ):
-                folded = await store.load(run_id)
-                await self._install(folded)
-                current = StoredRun(
-                    run_id,
-                    folded.last_checkpoint,
-                    dict(folded.participants),
-                    folded.turn,
-                    int(folded.bookkeeping.get("result_from", 0)),
-                    len(folded.messages),
-                )
-                self._stored = current
-            if run.status == "complete" and not task:
-                return TaskResult(
-                    messages=list(self._executor.thread[current.result_from :]),
-                    stop_reason=run.stop_reason,
-                    run_id=run_id,
-                )
-            return self._new_checkpointer(current)
-        # A new run starts from whatever state the team is in. Its first record is the
-        # `start` record, written by the checkpointer once the task is in the thread: it
-        # holds the whole state and the task in one append, so a stored record always
-        # has the task. (A run stored without any record died before its first write:
-        # it starts so, with the task given again.)
-        if run is not None:
-            self._check_stored_graph(run)
-        else:
-            await store.create_run(self._run_record(run_id, None))
-        stored = StoredRun(run_id, 0)
-        self._stored = stored
-        return self._new_checkpointer(stored)
-
     async def _install(self, folded: FoldedRun) -> None:
-        """Load a folded stored run into the team (all checked before anything changes)."""
-        try:
-            manager = GraphManagerState.model_validate(
-                {
-                    **folded.bookkeeping,
-                    "message_thread": folded.messages,
-                    "thread_nodes": folded.message_nodes,
-                }
-            )
-        except ValidationError as exc:
-            raise StateError(
-                f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
-            ) from exc
-        await self._load_checked(manager, folded.participants)
-        self._run.run_id = folded.run_id
-        await self._run.restore(folded.bookkeeping.get("run"), self._executor.thread)
+        await self._codec.install(folded)
+
+    def _forget_stored(self) -> None:
+        if self._stored_runs is not None:
+            self._stored_runs.current = None
 
     async def reset(self) -> None:
         """Clear the team's thread and run state and reset every participant.
@@ -601,7 +688,7 @@ class BaseGroupChat(Team, ABC):
         """
         self._require_stopped("reset")
         self._executor.reset()
-        self._stored = None
+        self._forget_stored()
         for node in self._executor.nodes:
             await node.reset()
         if self._termination_condition is not None:
@@ -618,17 +705,13 @@ class BaseGroupChat(Team, ABC):
             await node.resume()
 
     def _require_stopped(self, action: str) -> None:
-        if self._busy or self._executor.is_running:
+        if self._lifecycle.busy or self._executor.is_running:
             raise TeamRunningError(
                 f"Cannot {action} `{self._name}` while it is running; wait for the run to "
                 "finish or stop it with ExternalTermination first."
             )
 
-    # --- state --------------------------------------------------------------------------
-
-    @property
-    def _manager_key(self) -> str:
-        return f"{type(self).__name__}Manager"
+    # --- state (flowlib/teams/_team_state.py) ----------------------------------------------
 
     async def save_state(self) -> Mapping[str, Any]:
         """Return the team's state: every participant's state by name, plus the executor's.
@@ -639,19 +722,7 @@ class BaseGroupChat(Team, ABC):
         point: finished turns are in, running ones are marked to run again (with a
         checkpoint store, their participants' states are the ones from before the turn).
         """
-        running = set(self._executor.running)
-        checkpointer = self._checkpointer
-        agent_states: dict[str, Any] = {}
-        for node in self._executor.nodes:
-            settled = None
-            if node.name in running and checkpointer is not None:
-                settled = checkpointer.settled_state(node.name)
-            if settled is not None:
-                agent_states[node.name] = settled
-            else:
-                agent_states[node.name] = dict(await node.save_state())
-        agent_states[self._manager_key] = self._executor.save_state().model_dump(mode="json")
-        return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
+        return await self._codec.save()
 
     async def save_state_since(self, base: Any) -> StateChange:
         """The state now (as `save_state()` gives it, in JSON) and the patch from ``base``.
@@ -662,46 +733,8 @@ class BaseGroupChat(Team, ABC):
         entries added since are dumped: a team nested in a checkpointed team costs its
         turn's change, not its whole history.
         """
-        executor = self._executor
-        lists: list[list[Any]] = [executor.thread, executor.thread_nodes]
-        journal = self._journal
-        idle = not (self._busy or executor.is_running)
-        if (
-            not idle
-            or type(self).save_state is not BaseGroupChat.save_state
-            or not journal.fits(base, lists)
-        ):
-            state = json_state(await self.save_state())
-            if idle:
-                journal.keep(state, lists)
-            return StateChange(state, diff_state(base, state))
-        base_states = base["agent_states"]
-        states: dict[str, Any] = {}
-        known: dict[str, Any] = {}
-        for node in executor.nodes:
-            change = await node.save_state_since(base_states.get(node.name))
-            states[node.name] = change.state
-            known[node.name] = change.patch
-        key = self._manager_key
-        manager_base = base_states[key]
-        start = journal.start(0)
-        names = self._plan.names
-        added = [dict(message.dump()) for message in executor.thread[start:]]
-        origins = [names[n] if n >= 0 else None for n in executor.thread_nodes[start:]]
-        manager = {
-            **GraphManagerState(**executor.bookkeeping()).model_dump(mode="json"),
-            "message_thread": [*manager_base["message_thread"], *added],
-            "thread_nodes": [*manager_base["thread_nodes"], *origins],
-        }
-        threads = {"message_thread": appended(added), "thread_nodes": appended(origins)}
-        known[key] = patch_of(manager_base, manager, threads)
-        states[key] = manager
-        state = {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": states}
-        patch = patch_of(base, state, {"agent_states": patch_of(base_states, states, known)})
-        if not patch:
-            return StateChange(base, {})
-        journal.keep(state, lists)
-        return StateChange(state, patch)
+        plain = type(self).save_state is BaseGroupChat.save_state
+        return await self._codec.save_since(base, plain=plain)
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
@@ -713,76 +746,20 @@ class BaseGroupChat(Team, ABC):
             StateError: If the state's version, participants or graph do not fit this team.
             TeamRunningError: If the team is running.
         """
-        check_state_argument(state, self._name)
-        self._require_stopped("load state into")
-        await load_atomically(self._name, state, self.save_state, self._load_state)
+        await self._codec.load(state)
 
-    async def _load_state(self, state: Mapping[str, Any]) -> None:
-        version = state.get("version")
-        if version != TEAM_STATE_VERSION:
-            raise StateError(
-                f"Team state has version {version!r}; this flowlib reads version "
-                f"{TEAM_STATE_VERSION}. Save it again with this version of flowlib."
-            )
-        agent_states = state.get("agent_states")
-        if not isinstance(agent_states, Mapping):
-            raise StateError(
-                "Team state has no `agent_states` mapping; pass the dict `save_state()` returned."
-            )
-        expected = {p.name for p in self._participants} | {self._manager_key}
-        unknown = sorted(set(agent_states) - expected)
-        missing = sorted(expected - set(agent_states))
-        if unknown or missing:
-            problems = []
-            if unknown:
-                problems.append("unknown entries " + ", ".join(f"`{n}`" for n in unknown))
-            if missing:
-                problems.append("missing entries " + ", ".join(f"`{n}`" for n in missing))
-            raise StateError(
-                f"Team state does not fit `{self._name}`: {'; '.join(problems)}. Load it into "
-                "a team built with the same participants."
-            )
-        try:
-            manager = GraphManagerState.model_validate(agent_states[self._manager_key])
-        except ValidationError as exc:
-            raise StateError(
-                f"Team state's `{self._manager_key}` entry is malformed: {exc}"
-            ) from exc
-        await self._load_checked(
-            manager, {p.name: agent_states[p.name] for p in self._participants}
+
+def _stored_id(run_id: object, store: CheckpointStore | None, entry: str) -> str:
+    if store is None:
+        raise InvalidArgumentError(
+            f"{entry}() needs a team built with a `checkpoint_store=`; without one, use "
+            "`team.run(task=...)`.",
+            argument="checkpoint_store",
         )
-        # A loaded state's next run starts a new budget (as after any stop).
-        self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
-        self._stored = None
-
-    async def _load_checked(
-        self, manager: GraphManagerState, participant_states: Mapping[str, Any]
-    ) -> None:
-        """Install ``manager`` and the participants' states, or change nothing.
-
-        The executor state is checked first; participants are loaded one by one and, if
-        one refuses its state, every participant gets its previous state back.
-        """
-        loaded = self._executor.check_state(manager)
-        nodes = self._executor.nodes
-        previous = {node.name: await node.save_state() for node in nodes}
-        touched: list[Node] = []
-        for node in nodes:
-            if node.name not in participant_states:
-                continue
-            touched.append(node)
-            try:
-                await node.load_state(participant_states[node.name])
-            except Exception as exc:
-                for done in touched:
-                    with contextlib.suppress(Exception):  # its own state always loads
-                        await done.load_state(previous[done.name])
-                raise StateError(
-                    f"The state of participant `{node.name}` does not load "
-                    f"({type(exc).__name__}: {exc}); nothing was changed. Load a state saved "
-                    "by a team with the same participants."
-                ) from exc
-        self._executor.apply_state(loaded)
+    checked = _check_run_id(run_id)
+    if checked is None:
+        raise InvalidArgumentError(f"{entry}() needs a `run_id`.", argument="run_id")
+    return checked
 
 
 def _check_run_id(run_id: object) -> str | None:

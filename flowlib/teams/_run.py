@@ -10,18 +10,28 @@ never changes the outcome (docs/state.md, "A run's budget").
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..base import TerminationCondition, saves_state
-from ..errors import StateError
-from ..graph import GraphExecutor
+from ..errors import HumanRequestError, RequestAlreadyAnsweredError, StateError
+from ..graph import DiGraph, DiGraphEdge, DiGraphNode, GraphExecutor
 from ..graph._executor import Budget
-from ..messages import BaseChatMessage
+from ..messages import BaseChatMessage, HandoffMessage
 
-__all__ = ["RUN_STATE_VERSION", "HumanRequest", "Run", "RunPhase", "RunState"]
+__all__ = [
+    "RUN_STATE_VERSION",
+    "TRANSITIONS",
+    "HumanRequest",
+    "Run",
+    "RunPhase",
+    "RunState",
+    "state_machine",
+]
 
 RUN_STATE_VERSION = 1
 
@@ -33,6 +43,50 @@ resume it), ``waiting`` (stopped with a pending human request: answer it), ``sto
 run), ``failed`` (a node raised: resume retries the turn)."""
 
 
+TRANSITIONS: tuple[tuple[RunPhase, RunPhase, str], ...] = (
+    ("new", "running", "start_run(task, run_id=)"),
+    ("running", "complete", "nothing left to run"),
+    ("running", "stopped", "termination / max_turns"),
+    ("running", "waiting", "stopped asking a person"),
+    ("running", "interrupted", "cancelled / process died"),
+    ("running", "failed", "a node raised"),
+    ("interrupted", "running", "resume_run (same budget)"),
+    ("failed", "running", "resume_run (retries the turn)"),
+    ("waiting", "running", "answer(request_id, reply)"),
+    ("stopped", "running", "continue_run(task) (new budget)"),
+    ("complete", "running", "continue_run(task) (new budget)"),
+)
+"""A run's state machine: ``(from, to, what moves it)``. ``resume_run`` of a stopped,
+waiting or complete run returns its stored result and moves nothing; ``fork_run`` makes a
+new run at the phase of the checkpoint it forks. Drawn in docs/state.md."""
+
+
+def state_machine() -> DiGraph:
+    """The run state machine as a flowlib graph, for ``flowlib.render`` to draw."""
+    phases: list[RunPhase] = [
+        "new",
+        "running",
+        "interrupted",
+        "failed",
+        "waiting",
+        "stopped",
+        "complete",
+    ]
+    nodes = {
+        phase: DiGraphNode(
+            name=phase,
+            edges=[
+                DiGraphEdge(target=target, condition=label, label=label)
+                for source, target, label in TRANSITIONS
+                if source == phase
+            ],
+            kind="team" if phase == "running" else "function",
+        )
+        for phase in phases
+    }
+    return DiGraph(nodes=nodes, pattern="run states")
+
+
 class HumanRequest(BaseModel):
     """A question a run is waiting for a person to answer.
 
@@ -40,6 +94,8 @@ class HumanRequest(BaseModel):
         request_id: Names the request; the answer must give it.
         asked: Who is asked (a handoff target such as ``"user"``, or a participant).
         by: The participant that asked.
+        kind: ``handoff`` (the answer goes back to ``by`` as a ``HandoffMessage``) or
+            ``reply`` (a ``TextMessage`` from ``asked``).
         question: What was asked (the asking message's text).
         created_at: Unix time the run stopped to wait.
     """
@@ -47,6 +103,7 @@ class HumanRequest(BaseModel):
     request_id: str
     asked: str
     by: str | None = None
+    kind: Literal["handoff", "reply"] = "reply"
     question: str = ""
     created_at: float
 
@@ -112,6 +169,59 @@ class Run:
     def budget(self) -> Budget:
         """The budget spent so far (turns, a pending stop) at the last consistent point."""
         return self._executor.budget()
+
+    def waiting_for(
+        self, thread: Sequence[BaseChatMessage], participants: Sequence[str], max_turns: int | None
+    ) -> HumanRequest | None:
+        """The person the run stopped for, if it did (docs/state.md, "Human requests"):
+        the last message hands off to someone who is not a participant (a Swarm or a
+        ``HandoffTermination`` handing off to ``user``), or a ``max_turns=1`` team
+        stopped after its turn (its next input is a person's)."""
+        if not thread:
+            return None
+        last = thread[-1]
+        kind: Literal["handoff", "reply"]
+        if isinstance(last, HandoffMessage) and last.target not in participants:
+            asked, question, kind = last.target, last.to_text(), "handoff"
+        elif max_turns == 1 and last.source in participants:
+            asked, question, kind = "user", last.to_text(), "reply"
+        else:
+            return None
+        return HumanRequest(
+            request_id=uuid.uuid4().hex[:12],
+            asked=asked,
+            by=last.source,
+            kind=kind,
+            question=question,
+            created_at=time.time(),
+        )
+
+    def take_answer(self, request_id: str) -> HumanRequest:
+        """Mark ``request_id`` answered (before the answer's turn runs).
+
+        Raises:
+            RequestAlreadyAnsweredError: It was answered already (nothing runs).
+            HumanRequestError: The run is not waiting for it.
+        """
+        if request_id in self.answered:
+            raise RequestAlreadyAnsweredError(
+                f"Request `{request_id}` of run `{self.run_id}` was answered already; the "
+                "second answer was refused and nothing ran.",
+                run_id=self.run_id,
+                request_id=request_id,
+            )
+        for request in self.requests:
+            if request.request_id == request_id:
+                self.requests.remove(request)
+                self.answered.append(request_id)
+                return request
+        waiting = ", ".join(f"`{r.request_id}`" for r in self.requests) or "none"
+        raise HumanRequestError(
+            f"Run `{self.run_id}` is not waiting for request `{request_id}` (pending: "
+            f"{waiting}); see `flowlib runs pending` or `pending_requests(store)`.",
+            run_id=self.run_id,
+            request_id=request_id,
+        )
 
     def begin(self) -> None:
         """A ``run()`` call starts: a run that is not open starts a new budget here."""

@@ -83,11 +83,13 @@ class DiesAtAppend(SQLiteCheckpointStore):
         self.at = at
         self.appends = 0
 
-    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+    async def append(
+        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
+    ) -> None:
         self.appends += 1
         if self.appends >= self.at:
             raise Killed(record.kind)
-        await super().append(record, status=status)
+        await super().append(record, status=status, lease_owner=lease_owner)
 
 
 async def die(path: Path, at: int) -> None:

@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,13 +21,31 @@ from flowlib.testing import ScriptedAgent
 WRITES = ("INSERT", "UPDATE", "DELETE", "COMMIT")
 
 
-def chain(store: CheckpointStore | None) -> GraphFlow:
+CHILD_LEASE_TTL = 0.5
+"""The killed child's lease on the fork lasts this long: the retry waits it out (a dead
+process's lease blocks its run until it expires, issue 20 item 5)."""
+
+
+def chain(store: CheckpointStore | None, *, lease_ttl: float = 30.0) -> GraphFlow:
     """A -> B -> C, each replying ``<name><turn>``."""
     builder = DiGraphBuilder()
     for name in "ABC":
         builder.add_node(ScriptedAgent(name, lambda i, _m, name=name: f"{name}{i}"))
     builder.add_edge("A", "B").add_edge("B", "C")
-    return GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=store)
+    flow = GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=store)
+    flow.lease_ttl = lease_ttl
+    return flow
+
+
+async def lease_gone(store: CheckpointStore, run_id: str) -> None:
+    """Wait until nobody holds an unexpired lease on ``run_id`` (a killed child's)."""
+    deadline = time.time() + 60
+    while True:
+        lease = await store.get_lease(run_id)
+        if lease is None or lease.expires_at < time.time():
+            return
+        assert time.time() < deadline, lease
+        await asyncio.sleep(0.05)
 
 
 class FaultyConnection:
@@ -86,7 +105,7 @@ async def child(url: str, source: str, checkpoint: int, fork: str, at: int, afte
         assert store._conn is not None
         await with_fault(store, FaultyConnection(store._conn, at, die, after=after))
     print("forking", flush=True)
-    await chain(store).run(run_id=fork, fork_from=(source, checkpoint))
+    await chain(store, lease_ttl=CHILD_LEASE_TTL).run(run_id=fork, fork_from=(source, checkpoint))
     await store.close()
 
 

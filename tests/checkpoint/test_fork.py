@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fork_team import FaultyConnection, chain, with_fault
+from _fork_team import FaultyConnection, chain, lease_gone, with_fault
 
 from flowlib.checkpoint import (
     CheckpointRecord,
@@ -242,6 +242,7 @@ async def test_a_sqlite_fork_killed_at_every_write_is_whole_or_absent(tmp_path: 
             whole = await _whole_or_absent(store, fork)
             outcomes.append(whole)
             assert whole == after
+            await lease_gone(store, fork)
             result = await chain(store).run(run_id=fork, fork_from=("orig", at))
             assert (_texts(result), [h.kind for h in await store.history(fork)]) == expected
     assert outcomes == [False] * (commit - first + 1) + [True]
@@ -300,6 +301,7 @@ async def test_a_postgres_fork_failing_at_every_write_is_whole_or_absent(
             await chain(store).run(run_id=fork, fork_from=("orig", at))
         _set_fault(postgres_dsn, None)
         assert not await _whole_or_absent(store, fork)
+        await lease_gone(store, fork)
         result = await chain(store).run(run_id=fork, fork_from=("orig", at))
         assert (_texts(result), [h.kind for h in await store.history(fork)]) == expected
     await store.close()
@@ -363,6 +365,7 @@ async def test_a_postgres_fork_killed_at_every_write_is_whole_or_absent(
                 assert time.monotonic() < deadline, "the server kept the dead client"
                 await asyncio.sleep(0.05)
         assert not await _whole_or_absent(store, fork)
+        await lease_gone(store, fork)
         result = await chain(store).run(run_id=fork, fork_from=("orig", at))
         assert (_texts(result), [h.kind for h in await store.history(fork)]) == expected
     await store.close()

@@ -22,7 +22,7 @@ import signal
 import sys
 from typing import Any
 
-from _durable import Ledger, Trigger, team_of
+from _durable import CHILD_LEASE_TTL, Ledger, Trigger, team_of, when_lease_free
 
 from flowlib.checkpoint import SQLiteCheckpointStore
 
@@ -41,8 +41,8 @@ class KillingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def append(self, record: Any, *, status: Any) -> None:
-        await self._inner.append(record, status=status)
+    async def append(self, record: Any, *, status: Any, lease_owner: str | None = None) -> None:
+        await self._inner.append(record, status=status, lease_owner=lease_owner)
         self._left -= 1
         if self._left == 0:
             die()
@@ -64,11 +64,12 @@ async def main(plan: dict[str, Any]) -> None:
             fire=die,
         )
     team = team_of(spec, store, Ledger(plan["ledger"]), trigger)
+    team.lease_ttl = CHILD_LEASE_TTL
     try:
         if plan["start"]:
             await team.run(task="go", run_id=plan["run_id"])
         else:
-            await team.run(run_id=plan["run_id"])
+            await when_lease_free(lambda: team.run(run_id=plan["run_id"]))
     finally:
         await store.close()
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from flowlib.base import CancellationToken, Response
 from flowlib.checkpoint import CheckpointStore, fold
@@ -23,6 +24,8 @@ from flowlib.messages import BaseChatMessage
 from flowlib.teams import GraphFlow
 from flowlib.testing import ScriptedAgent
 from flowlib.testing.strategies import DEFAULT_MAX_TURNS, EdgeSpec, GraphSpec
+
+T = TypeVar("T")
 
 Effect = tuple[str, int]
 """A finished turn: (node, the node's turn index from 0)."""
@@ -297,3 +300,22 @@ def assert_same_turns(
     by_node = Counter(node for node, _ in set(effects))
     in_thread = Counter(node for node in got.nodes if node is not None)
     assert by_node == in_thread, "a finished turn is missing from the thread, or twice in it"
+
+
+CHILD_LEASE_TTL = 1.0
+"""A killed child's lease on its run lasts this long (not the default 30 s), so the next
+process takes the run over soon (issue 20 item 5: a dead executor's lease must expire)."""
+
+
+async def when_lease_free(call: Callable[[], Awaitable[T]]) -> T:
+    """``await call()``, waiting out a dead process's lease (``RunLeaseError``) first."""
+    from flowlib.errors import RunLeaseError
+
+    deadline = time.time() + 60
+    while True:
+        try:
+            return await call()
+        except RunLeaseError as exc:
+            if time.time() > deadline:
+                raise
+            await asyncio.sleep(max(0.05, (exc.expires_at or 0.0) - time.time()))

@@ -34,11 +34,11 @@ class DyingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def append(self, record: Any, *, status: Any) -> None:
+    async def append(self, record: Any, *, status: Any, lease_owner: str | None = None) -> None:
         self._left -= 1
         if self._left < 0:
             raise ConnectionError("the process is dead")
-        await self._inner.append(record, status=status)
+        await self._inner.append(record, status=status, lease_owner=lease_owner)
 
 
 async def outcome(store: CheckpointStore, run_id: str = "r") -> tuple[list[str], str | None]:

@@ -58,18 +58,22 @@ class Racing:
         self.mode = mode
         self.raced = False
 
-    async def append(self, record: CheckpointRecord, *, status: RunStatus) -> None:
+    async def append(
+        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
+    ) -> None:
         if record.checkpoint_id != AT or self.raced:
-            await self.inner.append(record, status=status)
+            await self.inner.append(record, status=status, lease_owner=lease_owner)
             return
         self.raced = True
         if self.mode == "own_then_lost":
-            await self.inner.append(record, status=status)
+            await self.inner.append(record, status=status, lease_owner=lease_owner)
             raise CheckpointError("connection lost after the commit was sent")
         other = record.model_copy(update={"created_at": record.created_at + 1.0})
         await self.inner.append(other, status="running")
         if self.mode == "refused":
-            await self.inner.append(record, status=status)  # raises: AT is taken
+            await self.inner.append(
+                record, status=status, lease_owner=lease_owner
+            )  # raises: AT is taken
             raise AssertionError("the store accepted a second checkpoint 3")
         raise CheckpointError("connection lost before the reply")
 

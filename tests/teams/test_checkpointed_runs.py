@@ -317,13 +317,15 @@ async def test_swarm_handoff_to_user_then_resume_in_a_fresh_team(
     said = [f"{m.source}:{m.content}" for m in model.requests[0] if hasattr(m, "source")]
     assert said[0] == "user:What is bob's birthday?"
     assert said[-1] == "user:Bob was born on 1st January."
-    # Forked from the handoff without the user's answer, nobody knows who continues.
+    # Forked from the handoff without the user's answer, the fork is where the source
+    # stopped: its stored result, and nothing runs (issue 20: a fork of a stopped
+    # checkpoint with no task used to run on; here it was refused, nobody continuing).
     history = await store.history("hitl")
     handed_off = next(h.checkpoint_id for h in history if h.kind == "stop")
-    with pytest.raises(ValueError, match="user"):
-        await swarm(ReplayChatCompletionClient([])).run(
-            run_id="hitl2", fork_from=("hitl", handed_off)
-        )
+    idle = ReplayChatCompletionClient([])
+    fork = await swarm(idle).run(run_id="hitl2", fork_from=("hitl", handed_off))
+    assert fork.stop_reason == "Handoff to user from Alice detected."
+    assert idle.requests == []
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------
@@ -363,8 +365,8 @@ class SlowAfterCommit(InMemoryCheckpointStore):
         self.hold_at: int | None = None
         self.held = asyncio.Event()
 
-    async def append(self, record: Any, *, status: Any) -> None:
-        await super().append(record, status=status)
+    async def append(self, record: Any, *, status: Any, lease_owner: str | None = None) -> None:
+        await super().append(record, status=status, lease_owner=lease_owner)
         if record.checkpoint_id == self.hold_at:
             self.held.set()
             await asyncio.Event().wait()
@@ -405,11 +407,11 @@ class FailingWrites(InMemoryCheckpointStore):
         super().__init__()
         self.first, self.failures, self.appends = first, failures, 0
 
-    async def append(self, record: Any, *, status: Any) -> None:
+    async def append(self, record: Any, *, status: Any, lease_owner: str | None = None) -> None:
         self.appends += 1
         if self.first <= self.appends < self.first + self.failures:
             raise ConnectionError("store down")
-        await super().append(record, status=status)
+        await super().append(record, status=status, lease_owner=lease_owner)
 
 
 async def test_messages_of_failed_writes_go_into_the_next_record() -> None:

@@ -31,12 +31,12 @@ class DyingStore(InMemoryCheckpointStore):
         self.appends = 0
         self.dead = False
 
-    async def append(self, record: Any, *, status: Any) -> None:
+    async def append(self, record: Any, *, status: Any, lease_owner: str | None = None) -> None:
         self.appends += 1
         if self.dead or self.appends == self.die_at:
             self.dead = True
             raise Crash()
-        await super().append(record, status=status)
+        await super().append(record, status=status, lease_owner=lease_owner)
 
 
 def team_of(spec: GraphSpec, store: CheckpointStore) -> GraphFlow:

@@ -1,0 +1,360 @@
+"""Stored-run resolution: what an entry point does with what the store holds of a run.
+
+A team's explicit entry points (docs/state.md, "Entry points") each say what they want:
+``start`` a new run under an id, ``resume`` an interrupted one, ``continue_run`` a stopped
+one with new input, ``fork`` from a checkpoint; ``run(run_id=...)`` is ``auto``. This
+module looks the run up, refuses by name what does not fit (nothing is created and no
+model is called), loads the stored state into the team, and hands back the checkpointer
+for the execution or, for a finished run, its stored result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..base import TaskResult
+from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
+from ..checkpoint._fork import fork_run
+from ..errors import (
+    RunExistsError,
+    RunNotFoundError,
+    RunStatusError,
+    StateError,
+)
+from ..graph import GraphExecutor, graph_difference
+from ..graph._executor import Budget
+from ..graph._state import GRAPH_STATE_VERSION
+from ..messages import BaseChatMessage
+from ._durable import Checkpointer, Durability, StoredRun
+from ._run import HumanRequest, Run, RunPhase, RunState
+
+__all__ = [
+    "EntryMode",
+    "PendingRequest",
+    "StoredRuns",
+    "pending_requests",
+    "runs_to_recover",
+    "stored_phase",
+]
+
+EntryMode = Literal["auto", "start", "resume", "continue", "fork"]
+
+
+def stored_phase(run: RunRecord, state: RunState | None, *, now: float | None = None) -> RunPhase:
+    """A stored run's phase from its run record and its latest run state.
+
+    ``running`` means another executor holds an unexpired lease; a ``running`` run whose
+    lease expired (or that has none) was interrupted: its process died.
+    """
+    if run.last_checkpoint == 0:
+        return "new"
+    if run.status == "complete":
+        return "complete"
+    if run.status == "failed":
+        return "failed"
+    if run.status == "running":
+        moment = time.time() if now is None else now
+        held = run.lease_expires_at is not None and run.lease_expires_at > moment
+        return "running" if held else "interrupted"
+    if state is not None and state.open:
+        return "interrupted"
+    if state is not None and state.requests:
+        return "waiting"
+    return "stopped"
+
+
+def run_state_of(folded: FoldedRun) -> RunState | None:
+    """The run state of a folded run's latest record (None: stored by an older flowlib)."""
+    raw = folded.bookkeeping.get("run")
+    if raw is None:
+        return None
+    try:
+        return RunState.model_validate(raw)
+    except Exception as exc:
+        raise StateError(
+            f"Stored run `{folded.run_id}` has an unreadable run state: {exc}"
+        ) from exc
+
+
+@dataclass
+class Prepared:
+    """What an entry point resolved to: run (with ``checkpointer``), or ``result``."""
+
+    checkpointer: Checkpointer | None = None
+    result: TaskResult | None = None
+
+
+class StoredRuns:
+    """Resolves a team's entry points against its checkpoint store.
+
+    Args:
+        store: The team's store.
+        team_type: The team's class name (stored with new runs).
+        graph_signature: The team's graph hash (a resumed run must match it).
+        graph_description: The graph as the signature was made from (named in refusals).
+        executor: The team's executor.
+        run: The team's run object.
+        install: Loads a folded stored run into the team.
+        durability: When the checkpointer writes.
+        max_turns: The team's ``max_turns`` (a ``max_turns=1`` team waits for a person).
+    """
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        *,
+        team_type: str,
+        graph_signature: str,
+        graph_description: dict[str, Any],
+        executor: GraphExecutor,
+        run: Run,
+        install: Callable[[FoldedRun], Awaitable[None]],
+        durability: Durability,
+        max_turns: int | None = None,
+    ) -> None:
+        self._max_turns = max_turns
+        self.store = store
+        self._team_type = team_type
+        self._signature = graph_signature
+        self._description = graph_description
+        self._executor = executor
+        self._run = run
+        self._install_state = install
+        self._durability = durability
+        self.current: StoredRun | None = None  # the stored run the team's state is at
+
+    # --- checks ---------------------------------------------------------------------
+
+    def check_graph(self, run: RunRecord) -> None:
+        """Refuse a stored run made with another graph or state version."""
+        if run.state_version != GRAPH_STATE_VERSION:
+            raise StateError(
+                f"Run `{run.run_id}` was stored with state version {run.state_version}; this "
+                f"flowlib reads version {GRAPH_STATE_VERSION}. Resume it with the flowlib "
+                "version that wrote it."
+            )
+        if run.graph_signature != self._signature:
+            difference = graph_difference(run.graph, self._description)
+            raise StateError(
+                f"Run `{run.run_id}` was stored by a team with a different graph "
+                f"({difference or 'the graphs differ'}). Resume it with a team built with "
+                "the same participants and graph, or start a new run.",
+            )
+
+    def record(self, run_id: str, forked_from: tuple[str, int] | None) -> RunRecord:
+        """A new run's record."""
+        now = time.time()
+        return RunRecord(
+            run_id=run_id,
+            team_type=self._team_type,
+            graph_signature=self._signature,
+            graph=self._description,
+            state_version=GRAPH_STATE_VERSION,
+            status="running",
+            created_at=now,
+            updated_at=now,
+            forked_from=forked_from,
+        )
+
+    async def check_entry(self, mode: EntryMode, run_id: str, has_task: bool) -> None:
+        """Refuse an entry point that cannot apply, before any lease or write.
+
+        Raises:
+            RunNotFoundError: ``resume``/``continue`` of an unknown id, or ``auto`` with
+                no task on an unknown id.
+            RunExistsError: ``start`` of an id with records.
+        """
+        if mode == "fork":
+            return
+        run = await self.store.get_run(run_id)
+        if run is None:
+            if mode in ("resume", "continue") or (mode == "auto" and not has_task):
+                raise RunNotFoundError(
+                    f"This store has no run `{run_id}`; nothing was created. Check the id "
+                    "(`flowlib runs list`), or start it with `team.start(task, run_id=...)`.",
+                    run_id=run_id,
+                )
+            return
+        if mode == "start" and run.last_checkpoint > 0:
+            raise RunExistsError(
+                f"Run `{run_id}` already exists (status {run.status}, {run.last_checkpoint} "
+                "checkpoints); resume it with `team.resume(run_id)`, continue it with "
+                "`team.continue_run(run_id, task)`, or start a new id.",
+                run_id=run_id,
+            )
+
+    # --- resolution ---------------------------------------------------------------------
+
+    async def prepare(
+        self,
+        mode: EntryMode,
+        run_id: str,
+        task: Sequence[BaseChatMessage],
+        fork: tuple[str, int] | None,
+    ) -> Prepared:
+        """Load (or create) the stored run ``run_id`` for ``mode`` (the caller holds the
+        run's lease); a finished run asked for nothing new gives its stored result.
+
+        Raises:
+            RunNotFoundError, RunExistsError, RunStatusError: See the entry points.
+            StateError: The stored run was made with another graph.
+        """
+        store = self.store
+        if fork is not None:
+            folded = await fork_run(
+                store,
+                self.record(run_id, fork),
+                check=self.check_graph,
+                install=self._install,
+            )
+            self._run.run_id = run_id
+            stored = StoredRun(
+                run_id,
+                1,
+                dict(folded.participants),
+                folded.turn,
+                int(folded.bookkeeping.get("result_from", 0)),
+                saved_upto=len(folded.messages),
+            )
+            self.current = stored
+            state = run_state_of(folded)
+            if not task and not (state is not None and state.open):
+                return Prepared(result=self._stored_result(stored, folded.stop_reason))
+            return Prepared(checkpointer=self._checkpointer(stored))
+        run = await store.get_run(run_id)
+        if run is None or run.last_checkpoint == 0:
+            await self.check_entry(mode, run_id, bool(task))
+            if run is not None and (mode in ("resume", "continue") or not task):
+                raise RunStatusError(
+                    f"Run `{run_id}` has no records (its process died before its first "
+                    "checkpoint), so it has no task to resume; start it again with "
+                    "`team.start(task, run_id=...)`.",
+                    run_id=run_id,
+                    status="new",
+                )
+            # A new run starts from whatever state the team is in, with a new budget. Its
+            # first record is the `start` record, written by the checkpointer once the
+            # task is in the thread: it holds the whole state and the task in one append.
+            if run is not None:
+                self.check_graph(run)
+            else:
+                await store.create_run(self.record(run_id, None))
+            self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
+            self._run.requests = []
+            self._run.answered = []
+            stored = StoredRun(run_id, 0)
+            self.current = stored
+            self._run.run_id = run_id
+            self._run.phase = "new"
+            return Prepared(checkpointer=self._checkpointer(stored))
+        if mode == "start":
+            await self.check_entry(mode, run_id, bool(task))
+        self.check_graph(run)
+        current = self.current
+        if (
+            current is None
+            or current.run_id != run_id
+            or current.last_checkpoint != run.last_checkpoint
+        ):
+            folded = await store.load(run_id)
+            await self._install(folded)
+            current = StoredRun(
+                run_id,
+                folded.last_checkpoint,
+                dict(folded.participants),
+                folded.turn,
+                int(folded.bookkeeping.get("result_from", 0)),
+                len(folded.messages),
+            )
+            self.current = current
+        self._run.run_id = run_id
+        # The caller holds the lease: a run stored as `running` lost its process.
+        phase: RunPhase
+        if run.status in ("complete", "failed"):
+            phase = run.status
+        elif run.status == "running" or self._executor.budget().open:
+            phase = "interrupted"
+        else:
+            phase = "waiting" if self._run.requests else "stopped"
+        self._run.phase = phase
+        if mode == "resume" and phase in ("complete", "stopped", "waiting"):
+            return Prepared(result=self._stored_result(current, run.stop_reason))
+        if mode == "continue" and phase in ("interrupted", "failed"):
+            raise RunStatusError(
+                f"Run `{run_id}` was interrupted ({run.stop_reason or 'its process died'}); "
+                "resume it with `team.resume(run_id)` first, then continue it.",
+                run_id=run_id,
+                status=phase,
+            )
+        if mode == "auto" and phase == "complete" and not task:
+            return Prepared(result=self._stored_result(current, run.stop_reason))
+        return Prepared(checkpointer=self._checkpointer(current))
+
+    def _stored_result(self, current: StoredRun, stop_reason: str | None) -> TaskResult:
+        return TaskResult(
+            messages=list(self._executor.thread[current.result_from :]),
+            stop_reason=stop_reason,
+            run_id=current.run_id,
+        )
+
+    async def _install(self, folded: FoldedRun) -> None:
+        await self._install_state(folded)
+
+    def _checkpointer(self, stored: StoredRun) -> Checkpointer:
+        stored.result_from = len(self._executor.thread)
+        return Checkpointer(
+            self.store,
+            stored,
+            durability=self._durability,
+            executor=self._executor,
+            run=self._run,
+            max_turns=self._max_turns,
+        )
+
+
+@dataclass(frozen=True)
+class PendingRequest:
+    """A human request a stored run is waiting for (``pending_requests``).
+
+    Attributes:
+        run_id: The run waiting.
+        request: The request (answer it with ``team.answer(run_id, request_id, reply)``).
+    """
+
+    run_id: str
+    request: HumanRequest
+
+
+async def pending_requests(store: CheckpointStore) -> list[PendingRequest]:
+    """Every human request the store's runs are waiting for, newest run first.
+
+    Reads each stopped run's latest run state (docs/state.md, "Human requests").
+    """
+    found: list[PendingRequest] = []
+    for run in await store.list_runs():
+        if run.status != "stopped" or run.last_checkpoint == 0:
+            continue
+        state = run_state_of(await store.load(run.run_id))
+        if state is None or state.open:
+            continue
+        found.extend(PendingRequest(run.run_id, request) for request in state.requests)
+    return found
+
+
+async def runs_to_recover(store: CheckpointStore, *, now: float | None = None) -> list[RunRecord]:
+    """The runs whose executor died: stored as ``running`` with no unexpired lease.
+
+    ``flowlib runs recover`` resumes these; a run whose lease is still held is being
+    executed (or its executor died less than a lease ago) and is left alone.
+    """
+    moment = time.time() if now is None else now
+    return [
+        run
+        for run in await store.list_runs()
+        if run.status == "running"
+        and run.last_checkpoint > 0
+        and not (run.lease_expires_at is not None and run.lease_expires_at > moment)
+    ]

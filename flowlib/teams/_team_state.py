@@ -1,0 +1,244 @@
+"""A team's state codec: its state as a versioned JSON mapping, saved whole or as a patch,
+and loaded back all or nothing (participants, executor bookkeeping, a stored run)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..base._arguments import check_state_argument, load_atomically
+from ..checkpoint import (
+    FoldedRun,
+    Journal,
+    StateChange,
+    appended,
+    diff_state,
+    json_state,
+    patch_of,
+)
+from ..errors import StateError
+from ..graph import ExecutionPlan, GraphExecutor, GraphManagerState, Node
+from ..graph._executor import Budget
+from ..graph._shapes import Participant
+from ._durable import Checkpointer
+from ._run import Run
+
+__all__ = ["TEAM_STATE_VERSION", "TeamStateCodec"]
+
+TEAM_STATE_VERSION = 1
+
+
+class TeamStateCodec:
+    """Saves and loads one team's state (``BaseGroupChat.save_state`` and friends).
+
+    Args:
+        name: The team's name (in errors).
+        manager_key: The executor's entry in ``agent_states`` (``"<Team>Manager"``).
+        executor: The team's executor.
+        participants: The participants, in graph-node order.
+        plan: The compiled graph.
+        run: The team's run object (a stored run's run state is restored into it).
+        busy: Whether a run of the team is in progress.
+        checkpointer: The running execution's checkpointer, if any.
+        forget_stored: Called when a loaded state detaches the team from its stored run.
+        require_stopped: Raises ``TeamRunningError`` while the team runs.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        manager_key: str,
+        executor: GraphExecutor,
+        participants: list[Participant],
+        plan: ExecutionPlan,
+        run: Run,
+        busy: Callable[[], bool],
+        checkpointer: Callable[[], Checkpointer | None],
+        forget_stored: Callable[[], None],
+        require_stopped: Callable[[str], None],
+        save: Callable[[], Awaitable[Mapping[str, Any]]] | None = None,
+    ) -> None:
+        self._name = name
+        self._manager_key = manager_key
+        self._executor = executor
+        self._participants = participants
+        self._plan = plan
+        self._run = run
+        self._busy = busy
+        self._checkpointer = checkpointer
+        self._forget_stored = forget_stored
+        self._require_stopped = require_stopped
+        self._save = save if save is not None else self.save
+        self._journal = Journal()  # what save_since returned last
+
+    async def save(self) -> Mapping[str, Any]:
+        """Return the team's state: every participant's state by name, plus the executor's.
+
+        The result is JSON-serialisable and versioned;
+        [`load_state`][flowlib.teams.BaseGroupChat.load_state] on a freshly built team with the same
+        participants and graph resumes exactly here. During a run it is the last consistent
+        point: finished turns are in, running ones are marked to run again (with a
+        checkpoint store, their participants' states are the ones from before the turn).
+        """
+        running = set(self._executor.running)
+        checkpointer = self._checkpointer()
+        agent_states: dict[str, Any] = {}
+        for node in self._executor.nodes:
+            settled = None
+            if node.name in running and checkpointer is not None:
+                settled = checkpointer.settled_state(node.name)
+            if settled is not None:
+                agent_states[node.name] = settled
+            else:
+                agent_states[node.name] = dict(await node.save_state())
+        agent_states[self._manager_key] = self._executor.save_state().model_dump(mode="json")
+        return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
+
+    async def save_since(self, base: Any, *, plain: bool) -> StateChange:
+        """The state now (as `save_state()` gives it, in JSON) and the patch from ``base``.
+
+        When ``base`` is the state this returned last and the team is not running, each
+        participant reports its own change (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState]) and only the thread
+        entries added since are dumped: a team nested in a checkpointed team costs its
+        turn's change, not its whole history.
+        """
+        executor = self._executor
+        lists: list[list[Any]] = [executor.thread, executor.thread_nodes]
+        journal = self._journal
+        idle = not (self._busy() or executor.is_running)
+        if not idle or not plain or not journal.fits(base, lists):
+            state = json_state(await self._save())
+            if idle:
+                journal.keep(state, lists)
+            return StateChange(state, diff_state(base, state))
+        base_states = base["agent_states"]
+        states: dict[str, Any] = {}
+        known: dict[str, Any] = {}
+        for node in executor.nodes:
+            change = await node.save_state_since(base_states.get(node.name))
+            states[node.name] = change.state
+            known[node.name] = change.patch
+        key = self._manager_key
+        manager_base = base_states[key]
+        start = journal.start(0)
+        names = self._plan.names
+        added = [dict(message.dump()) for message in executor.thread[start:]]
+        origins = [names[n] if n >= 0 else None for n in executor.thread_nodes[start:]]
+        manager = {
+            **GraphManagerState(**executor.bookkeeping()).model_dump(mode="json"),
+            "message_thread": [*manager_base["message_thread"], *added],
+            "thread_nodes": [*manager_base["thread_nodes"], *origins],
+        }
+        threads = {"message_thread": appended(added), "thread_nodes": appended(origins)}
+        known[key] = patch_of(manager_base, manager, threads)
+        states[key] = manager
+        state = {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": states}
+        patch = patch_of(base, state, {"agent_states": patch_of(base_states, states, known)})
+        if not patch:
+            return StateChange(base, {})
+        journal.keep(state, lists)
+        return StateChange(state, patch)
+
+    async def load(self, state: Mapping[str, Any]) -> None:
+        """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
+
+        Everything is checked before the team changes: a state that does not load leaves
+        the team as it was.
+
+        Raises:
+            StateError: If the state's version, participants or graph do not fit this team.
+            TeamRunningError: If the team is running.
+        """
+        check_state_argument(state, self._name)
+        self._require_stopped("load state into")
+        await load_atomically(self._name, state, self._save, self._load_state)
+
+    async def _load_state(self, state: Mapping[str, Any]) -> None:
+        version = state.get("version")
+        if version != TEAM_STATE_VERSION:
+            raise StateError(
+                f"Team state has version {version!r}; this flowlib reads version "
+                f"{TEAM_STATE_VERSION}. Save it again with this version of flowlib."
+            )
+        agent_states = state.get("agent_states")
+        if not isinstance(agent_states, Mapping):
+            raise StateError(
+                "Team state has no `agent_states` mapping; pass the dict `save_state()` returned."
+            )
+        expected = {p.name for p in self._participants} | {self._manager_key}
+        unknown = sorted(set(agent_states) - expected)
+        missing = sorted(expected - set(agent_states))
+        if unknown or missing:
+            problems = []
+            if unknown:
+                problems.append("unknown entries " + ", ".join(f"`{n}`" for n in unknown))
+            if missing:
+                problems.append("missing entries " + ", ".join(f"`{n}`" for n in missing))
+            raise StateError(
+                f"Team state does not fit `{self._name}`: {'; '.join(problems)}. Load it into "
+                "a team built with the same participants."
+            )
+        try:
+            manager = GraphManagerState.model_validate(agent_states[self._manager_key])
+        except ValidationError as exc:
+            raise StateError(
+                f"Team state's `{self._manager_key}` entry is malformed: {exc}"
+            ) from exc
+        await self._load_checked(
+            manager, {p.name: agent_states[p.name] for p in self._participants}
+        )
+        # A loaded state's next run starts a new budget (as after any stop).
+        self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
+        self._forget_stored()
+
+    async def _load_checked(
+        self, manager: GraphManagerState, participant_states: Mapping[str, Any]
+    ) -> None:
+        """Install ``manager`` and the participants' states, or change nothing.
+
+        The executor state is checked first; participants are loaded one by one and, if
+        one refuses its state, every participant gets its previous state back.
+        """
+        loaded = self._executor.check_state(manager)
+        nodes = self._executor.nodes
+        previous = {node.name: await node.save_state() for node in nodes}
+        touched: list[Node] = []
+        for node in nodes:
+            if node.name not in participant_states:
+                continue
+            touched.append(node)
+            try:
+                await node.load_state(participant_states[node.name])
+            except Exception as exc:
+                for done in touched:
+                    with contextlib.suppress(Exception):  # its own state always loads
+                        await done.load_state(previous[done.name])
+                raise StateError(
+                    f"The state of participant `{node.name}` does not load "
+                    f"({type(exc).__name__}: {exc}); nothing was changed. Load a state saved "
+                    "by a team with the same participants."
+                ) from exc
+        self._executor.apply_state(loaded)
+
+    async def install(self, folded: FoldedRun) -> None:
+        """Load a folded stored run into the team (all checked before anything changes)."""
+        try:
+            manager = GraphManagerState.model_validate(
+                {
+                    **folded.bookkeeping,
+                    "message_thread": folded.messages,
+                    "thread_nodes": folded.message_nodes,
+                }
+            )
+        except ValidationError as exc:
+            raise StateError(
+                f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
+            ) from exc
+        await self._load_checked(manager, folded.participants)
+        self._run.run_id = folded.run_id
+        await self._run.restore(folded.bookkeeping.get("run"), self._executor.thread)

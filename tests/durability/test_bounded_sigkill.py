@@ -1,0 +1,86 @@
+"""A crash never changes the outcome, with a real SIGKILL (issue 20 item 2).
+
+For a hypothesis-drawn team kind (RoundRobin, Selector, Swarm, MagenticOne, GraphFlow,
+nested), bound (``max_turns`` or a counting condition) and model call, a process runs
+the bounded team on SQLite or PostgreSQL and SIGKILLs itself at that call; a second
+process resumes the run with ``resume_run``: the stored transcript and stop reason are
+the uninterrupted run's. (The same, in one process, at every call and every write:
+``test_bounded_resume.py``.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _bounded import BOUNDS, KINDS, build
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_bounded_resume import outcome
+
+from flowlib.checkpoint import InMemoryCheckpointStore, open_store
+
+HERE = Path(__file__).resolve().parent
+CHILD = HERE / "_bounded_child.py"
+
+
+async def _child(*args: str) -> int:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(CHILD),
+        *args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode in (0, -9), err.decode()
+    return proc.returncode
+
+
+async def _reference(kind: str, bound: str) -> tuple[tuple[list[str], str | None], int]:
+    store = InMemoryCheckpointStore()
+    calls = [10_000]
+    await build(kind, bound, store, calls).run(task="start", run_id="r")
+    return await outcome(store), 10_000 - calls[0]
+
+
+async def _check(url: str, kind: str, bound: str, at: int) -> None:
+    want, calls = await _reference(kind, bound)
+    killed = await _child(kind, bound, url, "start", str(at % calls))
+    assert killed == -9
+    assert await _child(kind, bound, url, "resume", "-1") == 0
+    store = open_store(url)
+    try:
+        assert await outcome(store) == want
+    finally:
+        await store.close()
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(kind=st.sampled_from(KINDS), bound=st.sampled_from(sorted(BOUNDS)), at=st.integers(0, 40))
+async def test_sigkill_at_a_drawn_model_call_then_resume_gives_the_same_outcome_sqlite(
+    tmp_path: Path, kind: str, bound: str, at: int
+) -> None:
+    db = tmp_path / f"{kind}-{bound}-{at}.db"
+    db.unlink(missing_ok=True)
+    await _check(f"sqlite:///{db}", kind, bound, at)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(kind=st.sampled_from(KINDS), bound=st.sampled_from(sorted(BOUNDS)), at=st.integers(0, 40))
+async def test_sigkill_at_a_drawn_model_call_then_resume_gives_the_same_outcome_postgres(
+    postgres_server: object, kind: str, bound: str, at: int
+) -> None:
+    url = postgres_server.new_dsn()  # type: ignore[attr-defined]
+    await _check(url, kind, bound, at)
