@@ -161,6 +161,9 @@ def _parser() -> argparse.ArgumentParser:
 
     _cli_runs.register(commands)  # run --store, runs ..., render --store --run
     _cli_check.register(commands)
+    from .studio._serve import register as register_studio  # flowlib studio (issue 26)
+
+    register_studio(commands)
 
     demo = commands.add_parser(
         "demo",

@@ -25,4 +25,4 @@ command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 [ -d tests/js/node_modules/mermaid ] || npm ci --prefix tests/js --no-audit --no-fund --silent
 
 need_venv
-pip_install_once .flowlib-installed ".[dev,docs]"
+pip_install_once .flowlib-installed ".[dev,docs,studio]"

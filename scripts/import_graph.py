@@ -50,7 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing", "flowlib.batch"),
     ("flowlib.distributed",),
     ("flowlib._demo", "flowlib._cli_common", "flowlib._cli_errors"),
-    ("flowlib._cli_check", "flowlib._cli_batch", "flowlib._cli_runs"),
+    ("flowlib._cli_check", "flowlib._cli_batch", "flowlib._cli_runs", "flowlib.studio"),
     ("flowlib.cli",),
     ("flowlib.__main__",),
 )

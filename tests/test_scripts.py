@@ -120,7 +120,7 @@ def test_test_setup_installs_the_test_stack_once_and_the_demo_reuses_it(tmp_path
         assert package in apt, first
     assert any(line.startswith("npm ci --prefix tests/js") for line in first), first
     installs = [line for line in first if line.startswith("python -m pip install")]
-    assert len(installs) == 1 and installs[0].endswith(" -e .[dev,docs]"), first
+    assert len(installs) == 1 and installs[0].endswith(" -e .[dev,docs,studio]"), first
     # Once the tools are there, a second run installs nothing.
     (repo / "tests" / "js" / "node_modules" / "mermaid").mkdir(parents=True)
     assert _run(repo, "bootstrap.sh", env, log) == []

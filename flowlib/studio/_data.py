@@ -1,0 +1,467 @@
+"""What the studio reads from and writes to a checkpoint store, as JSON-ready dicts.
+
+Nothing here knows about HTTP: the server (``_app.py``) calls these functions and sends
+their results. Every text that came from a model, a tool or a store is returned as data,
+never as markup; the page inserts it with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..checkpoint import CheckpointRecord, CheckpointStore, RunRecord, base_record
+from ..errors import CheckpointArgumentError, FlowlibError, InvalidArgumentError
+from ..graph import DiGraph, DiGraphEdge, DiGraphNode
+
+__all__ = ["Flow", "Studio", "StudioError"]
+
+_PAGE_LIMIT = 500
+_TOKEN_CACHE = 20_000
+
+
+class StudioError(FlowlibError, ValueError):
+    """A studio request that cannot be done; ``status`` is its HTTP status."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Flow:
+    """A flow named on the command line: it can be started, resumed and forked on."""
+
+    name: str
+    reference: str
+    factory: Callable[..., Any]
+    signature: str
+    graph: DiGraph
+    team_type: str
+    findings: list[str] = field(default_factory=list)
+
+
+def graph_from_description(description: dict[str, Any]) -> DiGraph:
+    """A drawable graph from a stored run's ``RunRecord.graph`` (nodes and edge lines).
+
+    Conditions are not rebuilt (the lines only describe them); the drawing needs the
+    nodes and edges alone, and fired edges come from the records' bookkeeping.
+    """
+    names = [str(name) for name in description.get("nodes", {})]
+    nodes = {name: DiGraphNode(name=name) for name in names}
+    # Longest names first, so a node named "a" does not claim "a b -> c".
+    by_length = sorted(names, key=len, reverse=True)
+    for line in description.get("edges", []):
+        text = str(line)
+        for source in by_length:
+            head = source + " -> "
+            if text.startswith(head):
+                rest = text[len(head) :]
+                target = rest.rsplit(" [", 1)[0] if rest.endswith("]") else rest
+                if target in nodes:
+                    nodes[source].edges.append(DiGraphEdge(target=target))
+                break
+    if not nodes:
+        nodes = {"(no graph stored)": DiGraphNode(name="(no graph stored)")}
+    return DiGraph(nodes=nodes)
+
+
+def _message_text(dumped: dict[str, Any]) -> str:
+    content = dumped.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for item in content:
+            if isinstance(item, dict):
+                name = item.get("name", "")
+                body = item.get("arguments", item.get("content", ""))
+                parts.append(f"{name}({body})" if "arguments" in item else f"{name} -> {body}")
+            else:
+                parts.append(str(item))
+        return "\n".join(parts)
+    return "" if content is None else str(content)
+
+
+def _tokens_of(messages: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    prompt = completion = 0
+    for message in messages:
+        usage = message.get("models_usage")
+        if isinstance(usage, dict):
+            prompt += int(usage.get("prompt_tokens") or 0)
+            completion += int(usage.get("completion_tokens") or 0)
+    return prompt, completion
+
+
+def _step(record: CheckpointRecord, previous: float | None) -> dict[str, Any]:
+    """One page step of a ``turn`` record: node, messages, tool calls, tokens, timing and
+    the edges it fired (from the record's bookkeeping when it has them)."""
+    messages = []
+    tool_calls: list[str] = []
+    for dumped in record.messages:
+        kind = str(dumped.get("type", "message"))
+        text = _message_text(dumped)
+        if kind in ("ToolCallRequestEvent", "ToolCallExecutionEvent"):
+            tool_calls.extend(line for line in text.splitlines() if line)
+        messages.append({"source": str(dumped.get("source", "?")), "kind": kind, "text": text})
+    prompt, completion = _tokens_of(record.messages)
+    fired = record.bookkeeping.get("edges_fired")
+    edges: list[list[str]] = []
+    if isinstance(fired, list):
+        edges = [[str(pair[0]), str(pair[1])] for pair in fired if len(pair) == 2]
+    return {
+        "run_id": record.run_id,
+        "checkpoint_id": record.checkpoint_id,
+        "node": record.node,
+        "turn": record.turn,
+        "created_at": record.created_at,
+        "seconds": None if previous is None else max(0.0, record.created_at - previous),
+        "edges": edges,
+        "messages": messages,
+        "tool_calls": tool_calls,
+        "prompt_tokens": prompt or None,
+        "completion_tokens": completion or None,
+    }
+
+
+def _pending(bookkeeping: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's pending human requests (the run object's state in the bookkeeping)."""
+    state = bookkeeping.get("run")
+    if not isinstance(state, dict):
+        return []
+    answered = set(state.get("answered") or [])
+    requests = state.get("requests") or []
+    return [
+        {
+            "request_id": str(r.get("request_id", "")),
+            "asked": str(r.get("asked", "")),
+            "by": None if r.get("by") is None else str(r.get("by")),
+            "question": str(r.get("question", "")),
+            "created_at": r.get("created_at"),
+        }
+        for r in requests
+        if isinstance(r, dict) and r.get("request_id") not in answered
+    ]
+
+
+class Studio:
+    """The studio's view of one store and the flows named on the command line.
+
+    Args:
+        store: The checkpoint store.
+        flows: The flows that can be started, resumed and forked on.
+        draw: Draws a graph as an SVG document (Graphviz), or raises.
+    """
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        flows: Sequence[Flow] = (),
+        *,
+        draw: Callable[[DiGraph], str] | None = None,
+    ) -> None:
+        self.store = store
+        self.flows = {flow.name: flow for flow in flows}
+        self._by_signature = {flow.signature: flow for flow in flows}
+        self._draw = draw
+        self._drawings: dict[str, str] = {}
+        self._tokens: dict[tuple[str, int], tuple[int, int]] = {}
+        self.tasks: dict[str, asyncio.Task[Any]] = {}
+        self.errors: dict[str, str] = {}
+
+    # --- reading ------------------------------------------------------------------------
+
+    def flow_of(self, run: RunRecord) -> Flow | None:
+        """The named flow that stored ``run`` (same graph signature), if any."""
+        return self._by_signature.get(run.graph_signature)
+
+    async def _known(self, run_id: str) -> RunRecord:
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise StudioError(f"no run `{run_id}` in the store", status=404)
+        return run
+
+    async def _tokens_of_run(self, run: RunRecord) -> tuple[int, int]:
+        key = (run.run_id, run.last_checkpoint)
+        found = self._tokens.get(key)
+        if found is None:
+            records = await self.store.records(run.run_id)
+            totals = [_tokens_of(r.messages) for r in records]
+            found = (sum(t[0] for t in totals), sum(t[1] for t in totals))
+            if len(self._tokens) >= _TOKEN_CACHE:
+                self._tokens.clear()
+            self._tokens[key] = found
+        return found
+
+    def _summary(self, run: RunRecord, tokens: tuple[int, int]) -> dict[str, Any]:
+        flow = self.flow_of(run)
+        return {
+            "run_id": run.run_id,
+            "status": run.status,
+            "flow": flow.name if flow is not None else run.team_type,
+            "team_type": run.team_type,
+            "turns": run.turns,
+            "checkpoints": run.last_checkpoint,
+            "created": run.created_at,
+            "updated": run.updated_at,
+            "stop_reason": run.stop_reason,
+            "forked_from": list(run.forked_from) if run.forked_from else None,
+            "prompt_tokens": tokens[0],
+            "completion_tokens": tokens[1],
+            "tokens": tokens[0] + tokens[1],
+            "running_here": run.run_id in self.tasks and not self.tasks[run.run_id].done(),
+        }
+
+    async def list_runs(
+        self,
+        *,
+        status: Sequence[str] = (),
+        flow: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of runs, newest first, and the cursor of the next page (None: last)."""
+        if not 1 <= limit <= _PAGE_LIMIT:
+            raise StudioError(f"limit must be 1 to {_PAGE_LIMIT}, got {limit}")
+        if flow is not None and flow in self.flows:
+            flow = self.flows[flow].signature
+        try:
+            runs = await self.store.list_runs(
+                status=list(status) or None,  # type: ignore[arg-type]
+                flow=flow or None,
+                limit=limit + 1,
+                cursor=cursor or None,
+            )
+        except CheckpointArgumentError as exc:
+            raise StudioError(str(exc)) from exc
+        page = list(runs[:limit])
+        listed = []
+        for run in page:
+            listed.append(self._summary(run, await self._tokens_of_run(run)))
+        more = len(runs) > limit
+        return {"runs": listed, "next_cursor": page[-1].cursor if more and page else None}
+
+    def drawing(self, key: str, graph: DiGraph) -> str | None:
+        """The graph's SVG (cached by ``key``), or None when it cannot be drawn."""
+        if self._draw is None:
+            return None
+        if key not in self._drawings:
+            try:
+                self._drawings[key] = self._draw(graph)
+            except FlowlibError as exc:
+                self.errors[f"drawing:{key}"] = str(exc)
+                return None
+        return self._drawings[key]
+
+    async def _lineage(self, run: RunRecord) -> list[CheckpointRecord]:
+        """The records a run's page shows: a fork's parent's records up to the fork point
+        (recursively), then its own after its ``base`` record."""
+        own = list(await self.store.records(run.run_id))
+        if run.forked_from is None:
+            return own
+        parent_id, checkpoint = run.forked_from
+        parent = await self.store.get_run(parent_id)
+        inherited: list[CheckpointRecord] = []
+        if parent is not None:
+            inherited = [r for r in await self._lineage(parent) if r.run_id != parent_id]
+            inherited += list(await self.store.records(parent_id, upto=checkpoint))
+        if own and own[0].kind == "base":
+            own = own[1:]
+        return inherited + own
+
+    async def run_detail(self, run_id: str) -> dict[str, Any]:
+        """Everything the run view shows: the run, its steps (node, messages, tool calls,
+        fired edges, tokens, timing), checkpoints, thread, pending requests, drawing."""
+        run = await self._known(run_id)
+        flow = self.flow_of(run)
+        graph = flow.graph if flow is not None else graph_from_description(run.graph)
+        records = await self._lineage(run)
+        steps = []
+        previous: float | None = None
+        for record in records:
+            if record.kind == "turn" and record.node is not None:
+                steps.append(_step(record, previous))
+            previous = record.created_at
+        history = await self.store.history(run_id)
+        folded = await self.store.load(run_id)
+        thread = [
+            {
+                "node": node,
+                "source": str(m.get("source", "?")),
+                "kind": str(m.get("type", "message")),
+                "text": _message_text(m),
+            }
+            for m, node in zip(folded.messages, folded.message_nodes, strict=False)
+        ]
+        tokens = _tokens_of([m for r in records for m in r.messages])
+        key = flow.signature if flow is not None else run.graph_signature
+        return {
+            "run": self._summary(run, tokens),
+            "flow_named": flow is not None,
+            "nodes": list(graph.nodes),
+            "steps": steps,
+            "checkpoints": [info.model_dump(mode="json") for info in history],
+            "messages": thread,
+            "pending": _pending(folded.bookkeeping),
+            "error": self.errors.get(run_id),
+            "svg": self.drawing(key, graph),
+        }
+
+    async def flow_list(self) -> list[dict[str, Any]]:
+        """The named flows: name, reference, nodes, findings, drawing."""
+        return [
+            {
+                "name": flow.name,
+                "reference": flow.reference,
+                "team_type": flow.team_type,
+                "nodes": list(flow.graph.nodes),
+                "findings": flow.findings,
+                "svg": self.drawing(flow.signature, flow.graph),
+            }
+            for flow in self.flows.values()
+        ]
+
+    # --- acting -------------------------------------------------------------------------
+
+    def _flow_for(self, run: RunRecord) -> Flow:
+        flow = self.flow_of(run)
+        if flow is None:
+            raise StudioError(
+                f"run `{run.run_id}` was stored by a flow the studio was not started with "
+                "(another graph): start it with `flowlib studio --store URL FILE.py:build` "
+                "naming that flow",
+                status=409,
+            )
+        return flow
+
+    def _busy(self, run_id: str) -> None:
+        task = self.tasks.get(run_id)
+        if task is not None and not task.done():
+            raise StudioError(f"run `{run_id}` is running in this studio already", status=409)
+
+    def _launch(self, flow: Flow, run_id: str, **kwargs: Any) -> asyncio.Task[Any]:
+        from ..batch import build_team
+
+        team = build_team(flow.factory, self.store)
+
+        async def go() -> None:
+            try:
+                await team.run(run_id=run_id, **kwargs)
+                self.errors.pop(run_id, None)
+            except Exception as exc:  # shown on the run's page; the store has the state
+                self.errors[run_id] = f"{type(exc).__name__}: {exc}"
+
+        task = asyncio.get_running_loop().create_task(go(), name=f"studio run {run_id}")
+        self.tasks[run_id] = task
+        return task
+
+    async def _wait_stored(self, run_id: str, task: asyncio.Task[Any]) -> None:
+        """Wait until the run is in the store (or its task ended), so the reply can link
+        to it."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not task.done():
+            run = await self.store.get_run(run_id)
+            if run is not None and run.last_checkpoint > 0:
+                return
+            await asyncio.sleep(0.02)
+        if task.done() and run_id in self.errors:
+            raise StudioError(self.errors[run_id], status=500)
+
+    async def start(self, flow_name: str, task: str, run_id: str | None = None) -> str:
+        """Start a run of a named flow on ``task``; returns its id."""
+        flow = self.flows.get(flow_name)
+        if flow is None:
+            known = ", ".join(f"`{n}`" for n in self.flows) or "none"
+            raise StudioError(f"no flow `{flow_name}` (named flows: {known})", status=404)
+        if not task.strip():
+            raise StudioError("give the task: a non-empty text")
+        run_id = run_id or uuid.uuid4().hex
+        if await self.store.get_run(run_id) is not None:
+            raise StudioError(f"run `{run_id}` exists already; pick another id", status=409)
+        launched = self._launch(flow, run_id, task=task)
+        await self._wait_stored(run_id, launched)
+        return run_id
+
+    async def resume(self, run_id: str, task: str | None = None) -> str:
+        """Continue a stored run from its latest checkpoint (``task``: new input)."""
+        run = await self._known(run_id)
+        flow = self._flow_for(run)
+        self._busy(run_id)
+        self._launch(flow, run_id, task=task or None)
+        return run_id
+
+    async def fork(self, run_id: str, checkpoint_id: int, new_id: str | None = None) -> str:
+        """Fork ``run_id`` at ``checkpoint_id`` into a new stopped run (resume it to run
+        on); needs no flow: the fork's first record is the folded state."""
+        run = await self._known(run_id)
+        if not 1 <= checkpoint_id <= run.last_checkpoint:
+            raise StudioError(
+                f"run `{run_id}` has checkpoints 1 to {run.last_checkpoint}, not {checkpoint_id}"
+            )
+        new_id = new_id or uuid.uuid4().hex
+        if await self.store.get_run(new_id) is not None:
+            raise StudioError(f"run `{new_id}` exists already; pick another id", status=409)
+        folded = await self.store.load(run_id, upto=checkpoint_id)
+        first = base_record(folded, run_id=new_id, checkpoint_id=1)
+        now = time.time()
+        record = run.model_copy(
+            update={
+                "run_id": new_id,
+                "status": "stopped",
+                "created_at": now,
+                "updated_at": now,
+                "forked_from": (run_id, checkpoint_id),
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "last_checkpoint": 0,
+                "turns": 0,
+                "stop_reason": None,
+            }
+        )
+        await self.store.create_run(record, first=first)
+        return new_id
+
+    async def delete(self, run_id: str) -> None:
+        """Remove a run (refused while this studio runs it)."""
+        await self._known(run_id)
+        self._busy(run_id)
+        await self.store.delete(run_id)
+
+    async def answer(self, run_id: str, request_id: str, text: str) -> str:
+        """Answer a pending human request by its id and let the run continue."""
+        run = await self._known(run_id)
+        flow = self._flow_for(run)
+        if not text.strip():
+            raise StudioError("give the answer: a non-empty text")
+        folded = await self.store.load(run_id)
+        pending = {r["request_id"] for r in _pending(folded.bookkeeping)}
+        if request_id not in pending:
+            raise StudioError(
+                f"run `{run_id}` has no pending request `{request_id}` (answered already, "
+                "or never asked)",
+                status=409,
+            )
+        self._busy(run_id)
+        self._launch(flow, run_id, task=text)
+        return run_id
+
+
+def step_dict(step: Any) -> dict[str, Any]:
+    """A ``PageStep`` as JSON (for tests and the static page)."""
+    return asdict(step)
+
+
+def check_limit(text: str | None, default: int = 50) -> int:
+    """The ``limit`` query parameter as an int."""
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"limit must be a whole number, got {text!r}", argument="limit"
+        ) from None
