@@ -349,6 +349,26 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([fmt(head), fmt(["-" * w for w in widths]), *map(fmt, body)])
 
 
+def _start_ray(pythonpath: str) -> Any:
+    """A local 2-CPU cluster; tried three times (Ray gives a node 30 s to start, which a
+    loaded machine can miss)."""
+    import ray
+
+    for attempt in range(3):
+        try:
+            return ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+            )
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
+    return None  # pragma: no cover - the loop returns or raises
+
+
 async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__)
     parser.add_argument("--runs", type=int, default=1000)
@@ -380,12 +400,7 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         import ray
 
         pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
-        )
+        _start_ray(pythonpath)
         try:
             memory = await _memory(args.memory, args.concurrency, 2)
         finally:
@@ -402,12 +417,7 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         import ray
 
         pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-        context = ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
-        )
+        context = _start_ray(pythonpath)
         try:
             for workers in (1, 2):
                 # A fresh store per row: the same run ids would be skipped as finished.

@@ -353,7 +353,10 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     same_cause: list[tuple[str, str]] = []  # failures before any turn: (type, message)
     stopped: tuple[str, str] | None = None
-    events = runner.stream_many(tasks, run_ids=run_ids)
+    # On Ray only results cross to the driver (turns and tokens are counted as each run
+    # ends): the workers do not pickle every message and event, so the command runs at
+    # `run_many`'s speed.
+    events = runner.stream_many(tasks, run_ids=run_ids, events=args.ray is None)
     try:
         with out_path.open("w", encoding="utf-8") as results:
             async for event in events:

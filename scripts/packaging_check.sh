@@ -5,7 +5,7 @@
 #   lowest  the same at the lowest version pyproject.toml allows for each dependency.
 # Each venv holds flowlib's declared dependencies plus the test runner, nothing else (the
 # first smoke test fails if a dev-only package is importable). The venvs live outside the
-# checkout, under ~/.cache/flowlib-packaging/<hash of pyproject.toml>, so a new clone with
+# checkout, under ~/.cache/flowlib-packaging/<hash of the dependencies>, so a new clone with
 # the same dependencies reuses them; flowlib itself is reinstalled from the working tree on
 # every run, as a built package, not an editable one.
 set -euo pipefail
@@ -29,7 +29,9 @@ PY
 }
 
 CACHE=${FLOWLIB_PACKAGING_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flowlib-packaging}
-KEY=$(sha256sum pyproject.toml | cut -c1-16)
+# Keyed by the declared dependencies and Python's version only: a change to an extra or
+# to the tools' settings does not rebuild the venvs.
+KEY=$( { "$PYTHON" -V; sed -n '/^dependencies = \[/,/^\]/p' pyproject.toml; } | sha256sum | cut -c1-16)
 
 prepare() {  # prepare VENV [pins...]
   local venv=$1; shift

@@ -472,10 +472,13 @@ def snapshot_from_body(
             "not match its checksum: it was changed after flowlib wrote it. Delete the "
             "snapshot row (the run's records still hold everything) or restore a backup."
         )
+    problem = None
     try:
-        folded = _snapshot_state(text)
-    except (ValueError, TypeError) as exc:
-        raise corrupt(table, run_id, checkpoint_id, "body", f"does not decode: {exc}") from None
+        folded, problem = _snapshot_state(text)
+    except ValueError as exc:
+        problem = f"is not valid JSON ({exc})"
+    if problem is not None:
+        raise corrupt(table, run_id, checkpoint_id, "body", f"does not decode: {problem}")
     if folded.run_id != run_id or folded.last_checkpoint != checkpoint_id:
         raise corrupt(
             table,
@@ -498,26 +501,26 @@ _SNAPSHOT_TYPES = {
 }
 
 
-def _snapshot_state(text: str) -> FoldedRun:
-    """A snapshot's ``FoldedRun``, its fields' types checked by hand: validating the
-    whole state with pydantic would take twice as long as parsing it, for values that
-    are plain JSON and whose checksum was just verified."""
+def _snapshot_state(text: str) -> tuple[FoldedRun, str | None]:
+    """A snapshot's ``FoldedRun``, its fields' types checked by hand (validating the whole
+    state with pydantic would take twice as long as parsing it, for values that are
+    plain JSON and whose checksum was just verified); and what is wrong, if anything."""
     data = from_json(text)
+    empty = FoldedRun.model_construct(run_id="")
     if not isinstance(data, dict):
-        raise TypeError("not a JSON object")
+        return empty, "not a JSON object"
     for name, kind in _SNAPSHOT_TYPES.items():
         if type(data.get(name)) is not kind:
-            raise TypeError(f"field `{name}` is not {kind.__name__}")
+            return empty, f"field `{name}` is not {kind.__name__}"
     if len(data["messages"]) != len(data["message_nodes"]) or not all(
         type(m) is dict for m in data["messages"]
     ):
-        raise TypeError("messages and message_nodes do not match")
+        return empty, "messages and message_nodes do not match"
     last_kind = data.get("last_kind")
     if last_kind is not None and last_kind not in get_args(StepKind):
-        raise TypeError(f"field `last_kind` holds {last_kind!r}")
+        return empty, f"field `last_kind` holds {last_kind!r}"
     reason = data.get("stop_reason")
     if reason is not None and not isinstance(reason, str):
-        raise TypeError("field `stop_reason` is not a string")
-    return FoldedRun.model_construct(
-        **{k: v for k, v in data.items() if k in FoldedRun.model_fields}
-    )
+        return empty, "field `stop_reason` is not a string"
+    fields = {k: v for k, v in data.items() if k in FoldedRun.model_fields}
+    return FoldedRun.model_construct(**fields), None

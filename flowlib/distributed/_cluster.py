@@ -66,7 +66,7 @@ def connect(
     timeout: float,
     include_dashboard: bool | None,
     log_to_driver: bool,
-    num_cpus: int | None = None,
+    runtime_env: dict[str, Any] | None = None,
 ) -> bool:
     """Join the cluster at ``address`` (or start a local one); True if this call did.
 
@@ -80,8 +80,8 @@ def connect(
     options: dict[str, Any] = {"log_to_driver": log_to_driver}
     if include_dashboard is not None:
         options["include_dashboard"] = include_dashboard
-    if address is None and num_cpus is not None:
-        options["num_cpus"] = num_cpus
+    if runtime_env is not None:
+        options["runtime_env"] = runtime_env  # the job's: local folders are uploaded
     try:
         ray.init(address=address, **options)
     except ConnectionError as exc:
@@ -94,9 +94,9 @@ def connect(
         ray.shutdown()
         where = "a local Ray cluster" if address is None else f"the Ray cluster at `{address}`"
         raise RayClusterError(
-            f"Could not start or join {where}: {clause(exc)}. Ray gives up after timeouts of its "
-            "own (30 s for a node to start, or to connect through Ray Client), which an "
-            "overloaded machine can miss: try again."
+            f"Could not start or join {where}: {clause(exc)}. Ray gives up after timeouts "
+            "of its own (30 s for a node to start, or to connect through Ray Client), which "
+            "an overloaded machine can miss: try again."
         ) from exc
     return True
 

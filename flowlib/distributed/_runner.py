@@ -62,6 +62,27 @@ def _positive(value: float | None, argument: str, *, zero: bool = False) -> None
         )
 
 
+def _check_actor_runtime_env(runtime_env: Mapping[str, Any]) -> None:
+    """Refuse local folders in a runtime_env for actors: Ray uploads them only for a job
+    (``ray.init(runtime_env=...)``)."""
+    local: list[str] = []
+    working_dir = runtime_env.get("working_dir")
+    if isinstance(working_dir, str) and "://" not in working_dir:
+        local.append(f"working_dir={working_dir!r}")
+    for module in runtime_env.get("py_modules") or []:
+        if isinstance(module, str) and "://" not in module:
+            local.append(f"py_modules: {module!r}")
+    if local:
+        raise InvalidArgumentError(
+            f"`runtime_env` names local folders ({', '.join(local)}) but this process "
+            "joined Ray before the runner did, and Ray uploads local folders only for a "
+            "job: pass `runtime_env` to your `ray.init(...)`, or let the runner join "
+            "(`address=...` without calling `ray.init` first), or give a URI "
+            "(`s3://...`, `gs://...`, `https://.../code.zip`).",
+            argument="runtime_env",
+        )
+
+
 class RayRunner:
     """Runs a batch of tasks on a Ray cluster, durably.
 
@@ -104,6 +125,9 @@ class RayRunner:
             [`TeamPool`][flowlib.batch.TeamPool]).
         runtime_env: Ray's runtime environment for the workers, e.g.
             ``{"working_dir": ".", "pip": ["mypkg"]}`` (ships code and installs packages).
+            When the runner joins Ray it is the job's (``ray.init(runtime_env=...)``);
+            when this process had joined before, it goes to the worker actors, where
+            Ray takes folders only as URIs.
         num_cpus: CPUs each worker reserves (a fraction is allowed).
         num_gpus: GPUs each worker reserves.
         resources: Custom resources each worker reserves (``{"big_node": 1}``): workers go
@@ -249,8 +273,11 @@ class RayRunner:
             timeout=self._connect_timeout,
             include_dashboard=self._dashboard,
             log_to_driver=self._log_to_driver,
+            runtime_env=self._runtime_env,
         )
         try:
+            if not self._started_ray and self._runtime_env is not None:
+                _check_actor_runtime_env(self._runtime_env)
             cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
             each = self._per_worker["CPU"]
             count = self._workers or max(1, int(cpus // each) if each else int(cpus))
@@ -266,7 +293,9 @@ class RayRunner:
             custom = {k: v for k, v in self._per_worker.items() if k not in ("CPU", "GPU")}
             if custom:
                 options["resources"] = custom
-            if self._runtime_env is not None:
+            if self._runtime_env is not None and not self._started_ray:
+                # Ray was joined before: the environment goes to the workers themselves
+                # (when the runner joins, it is the job's, given to `ray.init`).
                 options["runtime_env"] = self._runtime_env
             actor: Any = ray.remote(RunWorker).options(**options)
             args = (self._factory, self._store_url, self._reuse, self._max_concurrency)

@@ -527,6 +527,10 @@ class GraphExecutor:
         drain = self._drain if stop_reason is not None else 0
         self._open = True
         failure: BaseException | None = None
+        # Set once the run has ended by itself: a cancel that lands after that (while the
+        # stop is written, or while the consumer takes the result) records that end, not
+        # a cancellation, since resuming an ended run would run its flow again.
+        ended: tuple[RunOutcome, str] | None = None
         try:
             if sched.fresh or (task and not sched.ready):
                 sched.start_from_entry()
@@ -671,6 +675,8 @@ class GraphExecutor:
                 else:
                     natural = True
                     stop_reason = self._completion_reason(dead_ends)
+            outcome: RunOutcome = "complete" if natural else "stopped"
+            ended = (outcome, stop_reason)
             if natural:
                 # Only a natural completion starts the next run from the entry; a run
                 # stopped by termination as its last node finished has nothing left to do.
@@ -680,7 +686,8 @@ class GraphExecutor:
             if self._termination is not None:
                 await self._termination.reset()
             if recorder is not None:
-                await recorder.stopped("complete" if natural else "stopped", stop_reason)
+                await recorder.stopped(outcome, stop_reason)
+                recorder = None  # the stop is recorded: nothing more to write
             yield TaskResult(messages=kept, stop_reason=stop_reason, run_id=run_id)
         except BaseException as exc:
             failure = exc
@@ -688,7 +695,16 @@ class GraphExecutor:
         finally:
             try:
                 await self._cleanup(
-                    token, on_cancel, inline, tasks, queue, dead_ends, kept, failure, recorder
+                    token,
+                    on_cancel,
+                    inline,
+                    tasks,
+                    queue,
+                    dead_ends,
+                    kept,
+                    failure,
+                    recorder,
+                    ended,
                 )
             finally:
                 if failure is not None and not isinstance(failure, GeneratorExit):
@@ -746,6 +762,7 @@ class GraphExecutor:
         kept: list[Item],
         failure: BaseException | None,
         recorder: RunRecorder | None,
+        ended: tuple[RunOutcome, str] | None = None,
     ) -> None:
         """After a run: stop running turns, record the ones that had already finished,
         put the others back in front of the ready set, write the stop checkpoint."""
@@ -787,7 +804,11 @@ class GraphExecutor:
                 await recorder.recorded(node)
             if failure is not None:
                 outcome: RunOutcome
-                if isinstance(failure, asyncio.CancelledError):
+                if ended is not None and isinstance(
+                    failure, (asyncio.CancelledError, GeneratorExit)
+                ):
+                    outcome, reason = ended
+                elif isinstance(failure, asyncio.CancelledError):
                     outcome, reason = "interrupted", "The run was cancelled."
                 elif isinstance(failure, GeneratorExit):
                     outcome, reason = "interrupted", "The consumer closed the stream early."

@@ -562,6 +562,66 @@ class BaseGroupChat(Team, ABC):
             answer=(request_id, reply),
         )
 
+    async def edit_run(
+        self,
+        run_id: str,
+        *,
+        append: Sequence[BaseChatMessage] = (),
+        replace: Mapping[int, BaseChatMessage] | None = None,
+        author: str,
+        reason: str,
+    ) -> int:
+        """Edit run ``run_id``'s thread at its latest checkpoint (LangGraph's
+        ``update_state``): replace messages by thread index and append new ones, written
+        as a new checkpoint whose ``bookkeeping["edit"]`` records ``author``, ``reason``,
+        the time and what changed. Then go on with ``resume_run`` (an interrupted run)
+        or ``continue_run`` (a stopped one): every agent receives the appended messages
+        on its next turn. A fork is edited the same way (its source is untouched).
+
+        Returns the new checkpoint's id. Nothing is run and no model is called.
+
+        Raises:
+            RunNotFoundError: If the store has no run ``run_id``.
+            RunStatusError: If the run has no records.
+            RunLeaseError: If an executor is running the run (it holds the lease).
+            InvalidArgumentError: An empty ``author``/``reason``, no change, or a
+                ``replace`` index outside the thread. A refused edit changes nothing.
+        """
+        checked = _stored_id(run_id, self._checkpoint_store, "edit_run")
+        for name, text in (("author", author), ("reason", reason)):
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidArgumentError(
+                    f"edit_run() needs `{name}` as a non-empty string (the edit is audited).",
+                    argument=name,
+                )
+        appended = list(append)
+        replaced = dict(replace or {})
+        for message in [*appended, *replaced.values()]:
+            if not isinstance(message, BaseChatMessage):
+                raise ArgumentTypeError(
+                    "edit_run() takes chat messages (e.g. TextMessage), not "
+                    f"{type(message).__name__}.",
+                    argument="append" if message in appended else "replace",
+                )
+        if any(not isinstance(index, int) or isinstance(index, bool) for index in replaced):
+            raise InvalidArgumentError(
+                "replace maps thread indexes (ints) to messages.", argument="replace"
+            )
+        if not appended and not replaced:
+            raise InvalidArgumentError(
+                "edit_run() needs messages to `append` or `replace`.", argument="append"
+            )
+        self._message_factory.check([*appended, *replaced.values()])
+        assert self._stored_runs is not None  # _stored_id checked the store
+        return await self._stored_runs.edit(
+            checked,
+            append=appended,
+            replace=replaced,
+            author=author,
+            reason=reason,
+            lease_ttl=self._lifecycle.lease_ttl,
+        )
+
     async def _result(
         self,
         mode: EntryMode,

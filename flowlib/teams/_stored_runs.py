@@ -11,14 +11,16 @@ for the execution or, for a finished run, its stored result.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..base import TaskResult
 from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
+from ..checkpoint._fold import base_record
 from ..checkpoint._fork import fork_run
 from ..errors import (
+    InvalidArgumentError,
     RunExistsError,
     RunNotFoundError,
     RunStatusError,
@@ -29,6 +31,7 @@ from ..graph._executor import Budget
 from ..graph._state import GRAPH_STATE_VERSION
 from ..messages import BaseChatMessage
 from ._durable import Checkpointer, Durability, StoredRun
+from ._lifecycle import new_owner
 from ._run import HumanRequest, Run, RunPhase, RunState
 
 __all__ = [
@@ -292,6 +295,88 @@ class StoredRuns:
         if mode == "auto" and phase == "complete" and not task:
             return Prepared(result=self._stored_result(current, run.stop_reason))
         return Prepared(checkpointer=self._checkpointer(current))
+
+    # --- edit, then continue ----------------------------------------------------------
+
+    async def edit(
+        self,
+        run_id: str,
+        *,
+        append: Sequence[BaseChatMessage],
+        replace: Mapping[int, BaseChatMessage],
+        author: str,
+        reason: str,
+        lease_ttl: float,
+    ) -> int:
+        """Write an edit of run ``run_id``'s thread as its next checkpoint (a ``base``
+        record: the whole state with the thread edited, ``bookkeeping["edit"]`` saying
+        who, why, when and what); returns the new checkpoint's id.
+
+        The edit holds the run's lease while it writes, so it is refused while an
+        executor runs the run, and the write is one conditional append: a failed edit
+        changes nothing.
+
+        Raises:
+            RunNotFoundError: The store has no run ``run_id``.
+            RunStatusError: The run has no records (nothing to edit).
+            InvalidArgumentError: A ``replace`` index is not a thread entry.
+            RunLeaseError: Another executor holds the run's lease.
+            StateError: The run was made with another graph.
+        """
+        store = self.store
+        run = await store.get_run(run_id)
+        if run is None:
+            raise RunNotFoundError(
+                f"This store has no run `{run_id}` to edit; nothing was changed.",
+                run_id=run_id,
+            )
+        if run.last_checkpoint == 0:
+            raise RunStatusError(
+                f"Run `{run_id}` has no records (its process died before its first "
+                "checkpoint): there is no thread to edit.",
+                run_id=run_id,
+                status="new",
+            )
+        self.check_graph(run)
+        owner = new_owner()
+        await store.acquire_lease(run_id, owner, ttl=lease_ttl)
+        try:
+            run = await store.get_run(run_id)
+            if run is None:  # pragma: no cover - deleted while we took the lease
+                raise RunNotFoundError(f"Run `{run_id}` was deleted.", run_id=run_id)
+            folded = await store.load(run_id)
+            messages = list(folded.messages)
+            for index in sorted(replace):
+                if not 0 <= index < len(messages):
+                    raise InvalidArgumentError(
+                        f"replace: run `{run_id}` has {len(messages)} messages (indexes "
+                        f"0..{len(messages) - 1}), so there is no message {index} to "
+                        "replace; nothing was changed.",
+                        argument="replace",
+                    )
+                messages[index] = replace[index].dump()
+            messages.extend(message.dump() for message in append)
+            nodes = [*folded.message_nodes, *([None] * len(append))]
+            edit = {
+                "author": author,
+                "reason": reason,
+                "at": time.time(),
+                "edited_checkpoint": folded.last_checkpoint,
+                "appended": len(append),
+                "replaced": sorted(replace),
+            }
+            edited = folded.model_copy(
+                update={
+                    "messages": messages,
+                    "message_nodes": nodes,
+                    "bookkeeping": {**folded.bookkeeping, "edit": edit},
+                }
+            )
+            record = base_record(edited, checkpoint_id=folded.last_checkpoint + 1)
+            await store.append(record, status=run.status, lease_owner=owner)
+        finally:
+            await store.release_lease(run_id, owner)
+        return record.checkpoint_id
 
     def _stored_result(self, current: StoredRun, stop_reason: str | None) -> TaskResult:
         return TaskResult(

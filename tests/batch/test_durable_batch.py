@@ -198,3 +198,22 @@ async def test_the_cli_counts_a_run_resumed_to_its_stop_as_run_not_skipped(
     report = io.StringIO()
     assert await asyncio.to_thread(main, argv, out=report) == 0
     assert "done     1 (0 already finished in the store)" in report.getvalue()
+
+
+async def test_runs_cancelled_as_they_complete_stay_complete(tmp_path: Path) -> None:
+    """The batch is cancelled just as its first wave of runs ends (every turn's work done):
+    a run that had recorded its completion stop must not also record a "cancelled" stop,
+    or the next batch would run its whole flow again."""
+    tasks = [f"e{i}" for i in range(16)]
+    factory = functools.partial(build, log_dir=str(tmp_path))
+    url = f"sqlite:///{tmp_path}/runs.db"
+    batch = asyncio.ensure_future(
+        LocalRunner(factory, checkpoint_store=url, max_concurrency=8).run_many(tasks, run_ids=tasks)
+    )
+    while len(lines(tmp_path, "ends.txt")) < 8 * len(NODES):
+        await asyncio.sleep(0.005)
+    batch.cancel()
+    await asyncio.gather(batch, return_exceptions=True)
+    again = await LocalRunner(factory, checkpoint_store=url).run_many(tasks, run_ids=tasks)
+    assert [transcript(r.messages) for r in again] == await reference(tasks)
+    assert max(collections.Counter(lines(tmp_path, "ends.txt")).values()) <= 2

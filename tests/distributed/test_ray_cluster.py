@@ -243,3 +243,32 @@ async def test_workers_go_where_their_resources_are_and_a_killed_node_leaves_its
     assert max(ends.values()) <= 2  # only turns in flight on the dead node ran again
     # The head node's worker took the dead node's runs up from their checkpoints.
     assert stats["resumed"] + stats["finished_before"] > 0, stats
+
+
+@pytest.mark.timeout(600)
+async def test_runtime_env_working_dir_ships_the_factory_to_the_workers(
+    two_nodes: TwoNodes, tmp_path: Path
+) -> None:
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    (folder / "shipped_flows.py").write_text(
+        "from _batch_flows import build as _build\n\n\n"
+        "def build(*, checkpoint_store=None):\n"
+        "    return _build(checkpoint_store=checkpoint_store, think=0)\n",
+        encoding="utf-8",
+    )
+    env = {"working_dir": str(folder)}
+    # A module of the working_dir (on no worker's path), and a file in it named by its
+    # path on this machine (the workers find it in their copy of the folder).
+    for factory in ("shipped_flows:build", f"{folder}/shipped_flows.py:build"):
+        runner = RayRunner(
+            factory,
+            checkpoint_store=None,
+            address=two_nodes.address,
+            workers=1,
+            resources={"head": 1},
+            runtime_env=env,
+        )
+        async with runner:
+            [result] = await runner.run_many(["shipped"])
+        assert transcript(result.messages)[-1] == "join:join|shipped"  # type: ignore[union-attr]
