@@ -421,18 +421,15 @@ async def _recover(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _pending(store: Any, args: argparse.Namespace, out: TextIO) -> int:
-    from .teams import pending_requests
-
-    pending = await pending_requests(store)
+    pending = await store.list_pending()
     if not pending:
         print("no pending requests", file=out)
         return 0
     print("RUN  REQUEST  ASKED  BY  SINCE  QUESTION", file=out)
-    for item in pending:
-        request = item.request
+    for request in pending:
         question = request.question.splitlines()[0][:60] if request.question else ""
         print(
-            f"{item.run_id}  {request.request_id}  {request.asked}  {request.by or ''}  "
+            f"{request.run_id}  {request.request_id}  {request.asked}  {request.by or ''}  "
             f"{_when(request.created_at)}  {question}",
             file=out,
         )

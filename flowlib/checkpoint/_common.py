@@ -14,7 +14,16 @@ from ..errors import (
     CheckpointError,
     RunLeaseError,
 )
-from ._types import CheckpointInfo, CheckpointRecord, FoldedRun, Lease, RunRecord, RunStatus
+from ._types import (
+    CheckpointInfo,
+    CheckpointRecord,
+    CheckpointStore,
+    FoldedRun,
+    Lease,
+    PendingRequestInfo,
+    RunRecord,
+    RunStatus,
+)
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -35,6 +44,7 @@ __all__ = [
     "info_of",
     "lease_lost",
     "lease_refused",
+    "pending_of",
     "run_filter",
     "unknown_run",
     "updated_run",
@@ -340,3 +350,34 @@ def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) 
                 f"{where}: column `{column}` holds {stored!r}, but the run's newest record "
                 f"(checkpoint {folded.last_checkpoint}) says {recorded!r}. {fix}"
             )
+
+
+async def pending_of(store: CheckpointStore) -> list[PendingRequestInfo]:
+    """``list_pending`` for every store: the requests in the run state
+    (``bookkeeping["run"]``) of each stopped run whose run is not open (an open run was
+    interrupted and is resumed, not answered)."""
+    found: list[PendingRequestInfo] = []
+    for run in await store.list_runs(status="stopped"):
+        if run.last_checkpoint == 0:
+            continue
+        state = (await store.load(run.run_id)).bookkeeping.get("run")
+        if state is None:
+            continue
+        try:
+            if not isinstance(state, dict):
+                raise TypeError("the run state is not a mapping")
+            if state.get("open", False):
+                continue
+            requests = state.get("requests", [])
+            if not isinstance(requests, list):
+                raise TypeError("its `requests` is not a list")
+            found.extend(
+                PendingRequestInfo.model_validate({**request, "run_id": run.run_id})
+                for request in requests
+            )
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"Run `{run.run_id}` checkpoint {run.last_checkpoint}: its pending human "
+                f"requests (bookkeeping `run.requests`) are unreadable: {exc}"
+            ) from exc
+    return found

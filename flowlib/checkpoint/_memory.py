@@ -20,12 +20,20 @@ from ._common import (
     info_of,
     lease_lost,
     lease_refused,
+    pending_of,
     run_filter,
     unknown_run,
     updated_run,
 )
 from ._fold import FoldedRun, base_record, fold
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._types import (
+    CheckpointInfo,
+    CheckpointRecord,
+    Lease,
+    PendingRequestInfo,
+    RunRecord,
+    RunStatus,
+)
 
 __all__ = ["InMemoryCheckpointStore"]
 
@@ -181,6 +189,10 @@ class InMemoryCheckpointStore:
         runs = sorted(self._runs.values(), key=lambda r: (-r.created_at, r.run_id))
         kept = [run for run in runs if filters.keeps(run)][: filters.limit]
         return [self._with_lease(_copy(r)) for r in kept]
+
+    async def list_pending(self) -> list[PendingRequestInfo]:
+        """See ``CheckpointStore.list_pending``."""
+        return await pending_of(self)
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

@@ -27,6 +27,7 @@ from ._common import (
     first_run,
     lease_lost,
     lease_refused,
+    pending_of,
     run_filter,
     unknown_run,
 )
@@ -51,7 +52,14 @@ from ._sql import (
     snapshot_from_body,
     upgrade,
 )
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._types import (
+    CheckpointInfo,
+    CheckpointRecord,
+    Lease,
+    PendingRequestInfo,
+    RunRecord,
+    RunStatus,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -432,6 +440,10 @@ class PostgresCheckpointStore:
         async with self._transaction() as conn:
             cur = await conn.execute(f"{RUN_SELECT}{where}", params)
             return [run_from_row(row) for row in await cur.fetchall()]
+
+    async def list_pending(self) -> list[PendingRequestInfo]:
+        """See ``CheckpointStore.list_pending``."""
+        return await pending_of(self)
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

@@ -29,6 +29,7 @@ from ._common import (
     first_run,
     lease_lost,
     lease_refused,
+    pending_of,
     run_filter,
     unknown_run,
     updated_run,
@@ -53,7 +54,14 @@ from ._sql import (
     snapshot_from_body,
     upgrade,
 )
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._types import (
+    CheckpointInfo,
+    CheckpointRecord,
+    Lease,
+    PendingRequestInfo,
+    RunRecord,
+    RunStatus,
+)
 
 __all__ = ["SQLiteCheckpointStore"]
 
@@ -401,6 +409,10 @@ class SQLiteCheckpointStore:
             return [run_from_row(row) for row in rows]
 
         return await self._call(work)
+
+    async def list_pending(self) -> list[PendingRequestInfo]:
+        """See ``CheckpointStore.list_pending``."""
+        return await pending_of(self)
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

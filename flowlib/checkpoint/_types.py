@@ -19,6 +19,7 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointStore",
     "Lease",
+    "PendingRequestInfo",
     "RunRecord",
     "RunStatus",
     "StepKind",
@@ -144,6 +145,30 @@ class Lease(BaseModel):
     expires_at: float
 
 
+class PendingRequestInfo(BaseModel):
+    """A human request a stored run waits for, as ``CheckpointStore.list_pending`` lists
+    it (read from the run state in the stopped run's latest record, ``bookkeeping["run"]``;
+    see docs/state.md, "Human requests").
+
+    Attributes:
+        run_id: The run waiting.
+        request_id: The request's id (the answer names it).
+        asked: Who is asked (e.g. ``"user"``).
+        by: The participant that asked (None: not recorded).
+        kind: ``handoff`` or ``reply`` (how the answer is delivered).
+        question: What was asked.
+        created_at: Unix time the run stopped to wait.
+    """
+
+    run_id: str
+    request_id: str
+    asked: str
+    by: str | None = None
+    kind: Literal["handoff", "reply"] = "reply"
+    question: str = ""
+    created_at: float
+
+
 @runtime_checkable
 class CheckpointStore(Protocol):
     """Where runs are checkpointed. Every method is a coroutine; stores are safe to share
@@ -236,6 +261,12 @@ class CheckpointStore(Protocol):
 
     async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
         """The run's checkpoints, oldest first. Raises ``CheckpointError`` if unknown."""
+        ...
+
+    async def list_pending(self) -> Sequence[PendingRequestInfo]:
+        """Every human request the store's stopped runs wait for (newest run first, each
+        run's requests in the order asked), read from each stopped run's latest run state.
+        Raises ``CheckpointError`` naming the run if a stored request is unreadable."""
         ...
 
     async def prune(self, run_id: str, *, keep_last: int) -> int:

@@ -416,8 +416,18 @@ class PendingRequest:
 async def pending_requests(store: CheckpointStore) -> list[PendingRequest]:
     """Every human request the store's runs are waiting for, newest run first.
 
-    Reads each stopped run's latest run state (docs/state.md, "Human requests").
+    Delegates to the store's ``list_pending`` (docs/state.md, "Human requests"); a
+    store written before ``list_pending`` existed is read by folding its stopped runs.
     """
+    listing = getattr(store, "list_pending", None)
+    if listing is not None:
+        return [
+            PendingRequest(
+                item.run_id,
+                HumanRequest.model_validate(item.model_dump(exclude={"run_id"})),
+            )
+            for item in await listing()
+        ]
     found: list[PendingRequest] = []
     for run in await store.list_runs():
         if run.status != "stopped" or run.last_checkpoint == 0:

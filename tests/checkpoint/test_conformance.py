@@ -760,3 +760,44 @@ async def test_list_runs_filters_and_pages(backend: Backend) -> None:
         await store.list_runs(cursor="not a cursor")
     with pytest.raises(CheckpointArgumentError, match="updated_since"):
         await store.list_runs(updated_since="yesterday")  # type: ignore[arg-type]
+
+
+# --- pending human requests ------------------------------------------------------------
+
+
+def _asking(run_id: str, *, open_: bool, requests: list[dict[str, Any]]) -> CheckpointRecord:
+    record = _record(run_id, 2)
+    record.kind = "stop"
+    record.bookkeeping = {**record.bookkeeping, "run": {"open": open_, "requests": requests}}
+    return record
+
+
+async def test_pending_requests_are_listed_by_the_store(backend: Backend) -> None:
+    store = backend.open()
+    asked = {
+        "request_id": "q1",
+        "asked": "user",
+        "by": "Alice",
+        "kind": "handoff",
+        "question": "Which train?",
+        "created_at": 5.0,
+    }
+    cases = [
+        ("waits", "stopped", False, [asked]),
+        ("interrupted", "stopped", True, [asked]),  # open: resumed, not answered
+        ("running", "running", False, [asked]),
+        ("answered", "stopped", False, []),
+    ]
+    for index, (run_id, status, open_, requests) in enumerate(cases):
+        await store.create_run(_run(run_id, created_at=float(index)))
+        await _write(store, run_id, 1)
+        await store.append(_asking(run_id, open_=open_, requests=requests), status=status)  # type: ignore[arg-type]
+    listed = await backend.open().list_pending()  # another store object (process) reads it
+    assert [
+        (p.run_id, p.request_id, p.asked, p.by, p.kind, p.question, p.created_at) for p in listed
+    ] == [("waits", "q1", "user", "Alice", "handoff", "Which train?", 5.0)]
+    await store.create_run(_run("bad", created_at=9.0))
+    await _write(store, "bad", 1)
+    await store.append(_asking("bad", open_=False, requests=[{"asked": 3}]), status="stopped")
+    with pytest.raises(CheckpointError, match=r"`bad`.*requests"):
+        await store.list_pending()

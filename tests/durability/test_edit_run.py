@@ -17,7 +17,12 @@ import pytest
 
 from flowlib.agents import AssistantAgent
 from flowlib.checkpoint import CheckpointStore, PostgresCheckpointStore, SQLiteCheckpointStore
-from flowlib.errors import InvalidArgumentError, RunLeaseError, RunNotFoundError
+from flowlib.errors import (
+    InvalidArgumentError,
+    NodeExecutionError,
+    RunLeaseError,
+    RunNotFoundError,
+)
 from flowlib.messages import TextMessage
 from flowlib.models import ReplayChatCompletionClient
 from flowlib.teams import BaseGroupChat, RoundRobinGroupChat
@@ -141,3 +146,29 @@ async def test_an_edit_of_a_run_being_executed_or_a_bad_edit_changes_nothing(
     assert await store.get_lease(run_id) is None or (
         (await store.get_lease(run_id)).owner != "another-host:1:executor"  # type: ignore[union-attr]
     )
+
+
+async def test_an_interrupted_run_is_edited_then_resumed_with_its_budget(
+    opener: Callable[[], CheckpointStore],
+) -> None:
+    store = opener()
+    run_id = f"failed-{id(store)}"
+
+    def three(model: ReplayChatCompletionClient) -> BaseGroupChat:
+        return RoundRobinGroupChat(
+            [AssistantAgent("helper", model)], max_turns=3, checkpoint_store=opener()
+        )
+
+    with pytest.raises(NodeExecutionError):  # the model gives out after one reply
+        await three(ReplayChatCompletionClient(["reply 0"])).start_run("go", run_id=run_id)
+    await three(replies()).edit_run(
+        run_id,
+        append=[TextMessage(content="skip step two", source="ops")],
+        author="ops",
+        reason="step two is broken",
+    )
+    model = replies()
+    resumed = await three(model).resume_run(run_id)
+    assert "skip step two" in seen(model)
+    assert resumed.stop_reason == "Maximum number of turns 3 reached."
+    assert len(model.requests) == 2  # the budget continued: 1 turn ran before the edit

@@ -107,6 +107,9 @@ class Racing:
     async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
         return await self.inner.history(run_id)
 
+    async def list_pending(self) -> Sequence[Any]:  # the protocol's method since issue 20
+        return await self.inner.list_pending()
+
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         return await self.inner.prune(run_id, keep_last=keep_last)
 
