@@ -245,6 +245,28 @@ def create_app(
         )
         return {"run_id": run_id}
 
+    async def edit(request: Request) -> Any:
+        data = await _body(request)
+        append = data.get("append") or []
+        replace = data.get("replace") or {}
+        if not isinstance(append, list) or not all(isinstance(t, str) for t in append):
+            raise StudioError("`append` must be a list of texts")
+        if not isinstance(replace, dict) or not all(isinstance(t, str) for t in replace.values()):
+            raise StudioError("`replace` must map thread indexes to texts")
+        try:
+            indexed = {int(key): text for key, text in replace.items()}
+        except ValueError as exc:
+            raise StudioError("`replace` keys must be thread indexes (whole numbers)") from exc
+        checkpoint = await studio.edit(
+            request.path_params["run_id"],
+            append=append,
+            replace=indexed,
+            author=_text(data, "author") or "",
+            reason=_text(data, "reason") or "",
+            go_on=bool(data.get("continue")),
+        )
+        return {"run_id": request.path_params["run_id"], "checkpoint_id": checkpoint}
+
     async def flows(request: Request) -> Any:
         return {"flows": await studio.flow_list()}
 
@@ -297,6 +319,7 @@ def create_app(
         Route("/api/runs/{run_id:path}/resume", handler(resume), methods=["POST"]),
         Route("/api/runs/{run_id:path}/fork", handler(fork), methods=["POST"]),
         Route("/api/runs/{run_id:path}/answer", handler(answer), methods=["POST"]),
+        Route("/api/runs/{run_id:path}/edit", handler(edit), methods=["POST"]),
         Route("/api/runs/{run_id:path}", handler(detail), methods=["GET"]),
         Route("/api/runs/{run_id:path}", handler(delete), methods=["DELETE"]),
     ]

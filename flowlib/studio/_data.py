@@ -455,6 +455,44 @@ class Studio:
         self._busy(run_id)
         await self.store.delete(run_id)
 
+    async def edit(
+        self,
+        run_id: str,
+        *,
+        append: Sequence[str] = (),
+        replace: dict[int, str] | None = None,
+        author: str,
+        reason: str,
+        go_on: bool = False,
+    ) -> int:
+        """Edit the run's thread at its latest checkpoint (``team.edit_run``: appended
+        texts come from ``author``; a replaced message keeps its source), then, with
+        ``go_on``, resume or continue it. Returns the edit's checkpoint id."""
+        from ..batch import build_team
+        from ..messages import TextMessage
+
+        run = await self._known(run_id)
+        flow = self._flow_for(run)
+        self._busy(run_id)
+        thread = (await self.store.load(run_id)).messages
+        replaced = {}
+        for index, text in (replace or {}).items():
+            if not 0 <= index < len(thread):
+                raise StudioError(f"the thread has messages 0 to {len(thread) - 1}, not {index}")
+            source = str(thread[index].get("source") or author)
+            replaced[index] = TextMessage(content=text, source=source)
+        team = build_team(flow.factory, self.store)
+        checkpoint: int = await team.edit_run(
+            run_id,
+            append=[TextMessage(content=text, source=author) for text in append],
+            replace=replaced,
+            author=author,
+            reason=reason,
+        )
+        if go_on:
+            await self.resume(run_id)
+        return checkpoint
+
     async def answer(self, run_id: str, request_id: str, text: str) -> str:
         """Answer a pending human request by its id (``team.answer``); the run goes on.
         A request answered already (here or by any other process) is refused."""

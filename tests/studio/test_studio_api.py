@@ -182,3 +182,34 @@ def test_without_the_extra_the_command_says_what_to_install(
     assert code != 0
     assert "pip install 'flowlib[studio]'" in errors.getvalue(), errors.getvalue()
     assert "uvicorn" in errors.getvalue()
+
+
+def test_edit_then_continue(tmp_path: Path) -> None:
+    from flows import build_ask
+
+    async def store_one() -> None:
+        store = SQLiteCheckpointStore(str(tmp_path / "runs.db"))
+        try:
+            await build_ask(store).start_run("Help me pick.", run_id="asks")
+        finally:
+            await store.close()
+
+    asyncio.run(store_one())
+    with studio(f"sqlite:///{tmp_path / 'runs.db'}", f"{FLOWS}:build_ask") as served:
+        before = served.get("/api/runs/asks")
+        edit = {"append": ["Use green."], "author": "tester", "reason": "steer it"}
+        status, error = served.request(
+            "POST", "/api/runs/asks/edit", {**edit, "replace": {"99": "x"}}
+        )
+        assert status == 400 and "99" in error["error"]
+        status, done = served.request("POST", "/api/runs/asks/edit", {**edit, "continue": True})
+        assert status == 200, done
+        assert done["checkpoint_id"] == before["run"]["checkpoints"] + 1
+        for _ in range(200):
+            after = served.get("/api/runs/asks")
+            if after["run"]["turns"] > before["run"]["turns"] and not after["run"]["running_here"]:
+                break
+            asyncio.run(asyncio.sleep(0.05))
+        texts = [m["text"] for m in after["messages"]]
+        assert "Use green." in texts and texts.index("Use green.") < len(texts) - 1, texts
+        assert after["run"]["turns"] > before["run"]["turns"]

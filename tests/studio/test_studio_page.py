@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _browser import DevTools, open_page, wait_for
+from _browser import DevTools, open_page, screenshot, wait_for
 from _server import FLOWS, ROOT, studio
 from flows import HOSTILE, build, build_ask, build_hostile
 
@@ -106,6 +106,10 @@ def test_a_run_of_another_process_advances_on_the_open_page(
             browser.evaluate("window.notReloaded = true")
             first = browser.evaluate("window.studio.steps")
             wait_for(browser, f"window.studio.steps > {first}", timeout=120)
+            shots = os.environ.get("STUDIO_SCREENSHOTS")  # docs/studio-run.png
+            if shots:
+                wait_for(browser, "window.studio.steps >= 5", timeout=60)
+                screenshot(browser, Path(shots) / "studio-run.png")
             assert writer.wait(timeout=120) == 0
             wait_for(browser, "window.studio.steps === 12", timeout=60)
             assert browser.evaluate("window.notReloaded") is True
