@@ -202,3 +202,18 @@ def test_hostile_message_text_stays_text(browser: DevTools, tmp_path: Path) -> N
         )
         thread = browser.evaluate("document.getElementById('thread').textContent")
         assert "<img src=x onerror=alert(1)>" in thread
+
+
+def test_edit_then_continue_from_the_page(browser: DevTools, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    _store_runs(url, build_ask, "asks", task="Help me pick.")
+    with studio(url, f"{FLOWS}:build_ask") as served:
+        _open_run(browser, served.base, "asks", 1)
+        browser.evaluate(
+            "document.getElementById('edit-text').value = 'Prefer <i>green</i>.';"
+            "document.getElementById('edit').click()"
+        )
+        wait_for(browser, "window.studio.steps >= 2", timeout=60)
+        texts = [m["text"] for m in served.get("/api/runs/asks")["messages"]]
+        assert "Prefer <i>green</i>." in texts, texts
+        wait_for(browser, "document.getElementById('thread').textContent.includes('<i>green</i>')")

@@ -230,6 +230,7 @@
     if (run.stop_reason) { facts += ' \u00b7 stopped: ' + run.stop_reason; }
     $('run-facts').textContent = facts;
     $('resume').disabled = !d.flow_named;
+    $('edit').disabled = !d.flow_named;
     $('resume').title = d.flow_named ? '' : 'start the studio with this flow to resume it';
     var error = $('run-error');
     error.hidden = !d.error; error.textContent = d.error || '';
@@ -340,6 +341,13 @@
   $('resume').addEventListener('click', function () {
     var task = $('resume-task').value;
     act(api('POST', '/api/runs/' + encodeURIComponent(state.runId) + '/resume', { task: task || null }));
+  });
+  $('edit').addEventListener('click', function () {
+    var text = $('edit-text').value;
+    if (!text.trim()) { $('action-result').textContent = 'write the message first'; return; }
+    act(api('POST', '/api/runs/' + encodeURIComponent(state.runId) + '/edit', {
+      append: [text], author: 'user', reason: 'added from the studio', continue: true,
+    }), function () { $('edit-text').value = ''; });
   });
   $('fork').addEventListener('click', function () {
     var d = state.detail;
