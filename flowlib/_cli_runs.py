@@ -126,13 +126,22 @@ def register(commands: Any) -> None:
     recover = actions.add_parser(
         "recover",
         help="resume, through flowlib.batch, every run whose executor died (lease expired)",
+        description="Find every run of the store whose executor died (its lease expired, or "
+        "its holder was a process of this machine that is gone) and resume them all through "
+        "flowlib.batch, building each team with FILE.py:OBJECT.",
     )
     recover.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
     _store_option(recover)
     recover.add_argument(
         "--max-concurrency", type=int, metavar="N", help="runs resumed at once (default: all)"
     )
-    pending = actions.add_parser("pending", help="the human requests stored runs wait for")
+    pending = actions.add_parser(
+        "pending",
+        help="the human requests stored runs wait for",
+        description="List the requests for a person's answer that stored runs wait for: "
+        "request id, run, who is asked, what was asked and when. Answer one with "
+        "team.answer(...) or flowlib runs resume --task.",
+    )
     _store_option(pending)
     prune = actions.add_parser(
         "prune",

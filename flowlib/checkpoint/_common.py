@@ -352,6 +352,13 @@ def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) 
             )
 
 
+def _unreadable_requests(run: RunRecord, reason: object) -> CheckpointError:
+    return CheckpointError(
+        f"Run `{run.run_id}` checkpoint {run.last_checkpoint}: its pending human "
+        f"requests (bookkeeping `run.requests`) are unreadable: {reason}"
+    )
+
+
 async def pending_of(store: CheckpointStore) -> list[PendingRequestInfo]:
     """``list_pending`` for every store: the requests in the run state
     (``bookkeeping["run"]``) of each stopped run whose run is not open (an open run was
@@ -363,21 +370,19 @@ async def pending_of(store: CheckpointStore) -> list[PendingRequestInfo]:
         state = (await store.load(run.run_id)).bookkeeping.get("run")
         if state is None:
             continue
+
+        if not isinstance(state, dict):
+            raise _unreadable_requests(run, "the run state is not a mapping")
+        if state.get("open", False):
+            continue
+        requests = state.get("requests", [])
+        if not isinstance(requests, list):
+            raise _unreadable_requests(run, "its `requests` is not a list")
         try:
-            if not isinstance(state, dict):
-                raise TypeError("the run state is not a mapping")
-            if state.get("open", False):
-                continue
-            requests = state.get("requests", [])
-            if not isinstance(requests, list):
-                raise TypeError("its `requests` is not a list")
             found.extend(
                 PendingRequestInfo.model_validate({**request, "run_id": run.run_id})
                 for request in requests
             )
         except (TypeError, ValueError) as exc:
-            raise CheckpointError(
-                f"Run `{run.run_id}` checkpoint {run.last_checkpoint}: its pending human "
-                f"requests (bookkeeping `run.requests`) are unreadable: {exc}"
-            ) from exc
+            raise _unreadable_requests(run, exc) from exc
     return found

@@ -32,8 +32,8 @@ class KillingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def append(self, record: Any, *, status: Any) -> None:
-        await self._inner.append(record, status=status)
+    async def append(self, record: Any, *, status: Any, lease_owner: Any = None) -> None:
+        await self._inner.append(record, status=status, lease_owner=lease_owner)
         self._left -= 1
         if self._left == 0:
             os.kill(os.getpid(), signal.SIGKILL)
