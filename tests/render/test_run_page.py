@@ -8,20 +8,14 @@ step slider, reads which node the page highlights in its DOM, and takes a screen
 from __future__ import annotations
 
 import base64
-import itertools
 import json
 import re
 import shutil
-import subprocess
-import tempfile
-import time
-import urllib.request
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _browser import DevTools, open_page
 
 from flowlib.conditions import MaxMessageTermination
 from flowlib.errors import InvalidArgumentError
@@ -196,96 +190,6 @@ def test_steps_of_another_flow_are_refused() -> None:
 # --- in a real browser -----------------------------------------------------------------------
 
 
-class DevTools:
-    """A minimal DevTools-protocol client for one page of a headless Chromium."""
-
-    def __init__(self, socket: Any) -> None:
-        self._socket = socket
-        self._ids = itertools.count(1)
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        ident = next(self._ids)
-        self._socket.send(json.dumps({"id": ident, "method": method, "params": params}))
-        while True:
-            reply = json.loads(self._socket.recv(timeout=30))
-            if reply.get("id") == ident:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                result: dict[str, Any] = reply["result"]
-                return result
-
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
-        if "exceptionDetails" in result:
-            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-
-@pytest.fixture
-def browser() -> Iterator[DevTools]:
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed; run scripts/bootstrap.sh")
-    profile = tempfile.mkdtemp(prefix="flowlib-chromium-")
-    # Chromium's log goes to a file (a pipe nobody reads could fill and block it); the
-    # DevTools address is read from there.
-    log_path = Path(profile) / "stderr.log"
-    log = log_path.open("w")
-    process = subprocess.Popen(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--remote-debugging-port=0",
-            f"--user-data-dir={profile}",
-            "--window-size=1280,900",
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    try:
-        port = None
-        deadline = time.monotonic() + 60
-        while port is None and time.monotonic() < deadline and process.poll() is None:
-            found = re.search(
-                r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", log_path.read_text()
-            )
-            if found:
-                port = int(found.group(1))
-            else:
-                time.sleep(0.05)
-        assert port is not None, "chromium did not start its DevTools server"
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
-            targets = json.load(r)
-        page = next(t for t in targets if t["type"] == "page")
-        from websockets.sync.client import connect
-
-        with connect(page["webSocketDebuggerUrl"], max_size=None) as socket:
-            yield DevTools(socket)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-        shutil.rmtree(profile, ignore_errors=True)
-
-
-def _open(browser: DevTools, url: str) -> None:
-    browser.call("Page.navigate", url=url)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        state = browser.evaluate("document.readyState + ' ' + location.href")
-        if state == f"complete {url}":
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the page did not load: {url}")
-
-
 HIGHLIGHTED = "[...document.querySelectorAll('g.node.current title')].map(t => t.textContent)"
 EDGES = "[...document.querySelectorAll('g.edge.current title')].map(t => t.textContent)"
 
@@ -299,7 +203,7 @@ def _move_slider(browser: DevTools, step: int) -> None:
 
 async def test_slider_highlights_each_step_in_chromium(browser: DevTools, tmp_path: Path) -> None:
     _, steps, path = await _page_of_a_run(tmp_path)
-    _open(browser, path.resolve().as_uri())
+    open_page(browser, path.resolve().as_uri())
     assert browser.evaluate(HIGHLIGHTED) == ["writer"]  # step 1 when the page opens
     assert browser.evaluate("document.getElementById('slider').max") == str(len(steps))
 
@@ -323,7 +227,7 @@ async def test_slider_highlights_each_step_in_chromium(browser: DevTools, tmp_pa
 
 async def test_url_fragment_selects_the_step(browser: DevTools, tmp_path: Path) -> None:
     _, _, path = await _page_of_a_run(tmp_path)
-    _open(browser, path.resolve().as_uri() + "#step=3")
+    open_page(browser, path.resolve().as_uri() + "#step=3")
     assert browser.evaluate(HIGHLIGHTED) == ["writer"]
     assert browser.evaluate("document.body.dataset.step") == "3"
     assert browser.evaluate(EDGES) == ["writer->critic"]
@@ -332,7 +236,7 @@ async def test_url_fragment_selects_the_step(browser: DevTools, tmp_path: Path) 
 async def test_flagged_nodes_stay_marked(browser: DevTools, tmp_path: Path) -> None:
     team, steps, _ = await _page_of_a_run(tmp_path)
     path = write_run_page(team, tmp_path / "flagged.html", steps, flagged=["publish"])
-    _open(browser, path.resolve().as_uri())
+    open_page(browser, path.resolve().as_uri())
     flagged = "[...document.querySelectorAll('g.node.flagged title')].map(t => t.textContent)"
     assert browser.evaluate(flagged) == ["publish"]
     _move_slider(browser, 2)

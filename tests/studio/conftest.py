@@ -1,3 +1,3 @@
-"""The studio tests' Chromium fixture (tests/studio/_browser.py)."""
+"""The studio tests' Chromium fixture (tests/_browser.py)."""
 
 from _browser import browser  # noqa: F401  (the fixture)

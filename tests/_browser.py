@@ -1,5 +1,5 @@
-"""A headless Chromium (Debian's) driven over the DevTools protocol, for the studio's page
-tests: the same client as tests/render/test_run_page.py."""
+"""A headless Chromium (Debian's) driven over the DevTools protocol, for the tests of the
+pages flowlib writes or serves (tests/render/test_run_page.py, tests/studio/)."""
 
 from __future__ import annotations
 

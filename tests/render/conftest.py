@@ -1,0 +1,3 @@
+"""The run-page tests' Chromium fixture (tests/_browser.py)."""
+
+from _browser import browser  # noqa: F401  (the fixture)
