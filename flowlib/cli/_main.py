@@ -55,6 +55,8 @@ def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
     if args.store is not None:  # --run-id names a stored run (_runs.py)
         args.run = args.run_id
         return render_stored(args, out)
+    if args.target is None:
+        raise CliError("name the flow to draw: flowlib render FILE.py:OBJECT")
     if args.task is not None:
         args.run = args.task
         return render_run(args, out)
@@ -125,7 +127,12 @@ def _parser() -> argparse.ArgumentParser:
         "whose suffix picks the format); with --task, run it and write its run page; with "
         "--store and --run-id, draw a stored run's path or write its run page.",
     )
-    render.add_argument("target", help="FILE.py:OBJECT: the team or graph to draw")
+    render.add_argument(
+        "target",
+        nargs="?",
+        help="FILE.py:OBJECT: the team or graph to draw (a stored run's page, "
+        "-o run.html, draws the graph stored with the run when it is not given)",
+    )
     render.add_argument("-o", "--output", help="output file (format from its suffix)")
     render.add_argument(
         "--format",

@@ -477,23 +477,20 @@ async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     from .. import render
     from ..checkpoint import fold
 
-    obj = load_object(args.target)
-    graph = obj.graph if hasattr(obj, "graph") else obj
     run = await _known(store, args.run_id)
-    records = list(await store.records(args.run_id))
-    trace = _stored_trace(graph, records, run.stop_reason)
     if Path(args.output).suffix.lower() in (".html", ".htm"):
-        # The run page: the drawing with the path, and a step per stored turn.
-        render.write_run_page(
-            obj,
-            args.output,
-            render.steps_from_records(obj, records),
-            trace=trace,
-            title=f"run {args.run_id}",
-            stop_reason=run.stop_reason,
-        )
+        # The run page: the drawing with the path, a step per stored turn, the checkpoint
+        # timeline, pending requests and a fork's diff (without TARGET: the stored graph).
+        obj = None if args.target is None else load_object(args.target)
+        await render.write_stored_run_page(store, args.run_id, args.output, obj=obj)
         print(f"wrote {args.output} (the run page of run {args.run_id})", file=out)
         return 0
+    if args.target is None:
+        raise CliError("drawing a stored run's path needs the flow: name FILE.py:OBJECT")
+    obj = load_object(args.target)
+    graph = obj.graph if hasattr(obj, "graph") else obj
+    records = list(await store.records(args.run_id))
+    trace = _stored_trace(graph, records, run.stop_reason)
     if trace is None:  # no per-turn records (durability="exit", a fork, pruned): rebuild
         folded = fold(records, run_id=args.run_id)
         trace = _messages_result(folded.messages, run.stop_reason)
