@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import (
     BaseModel,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
@@ -186,6 +187,17 @@ class DiGraph(BaseModel):
     pattern: str | None = None
     """The team pattern the graph was compiled from (``"round_robin"``, ``"selector"``,
     ``"swarm"``, ``"magentic_one"``), for drawing; None for graphs built by hand."""
+
+    # The latest validation's analysis, by the rules and the graph's fingerprint
+    # (`validate_graph`): validating the same graph again reuses it.
+    _validated: dict[tuple[Any, ...], Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def validation_cache(self) -> dict[tuple[Any, ...], Any]:
+        """The analysis of the graph's latest validation, keyed by the validation's rules
+        and the graph's fingerprint (`validate_graph` fills and reads it; a graph changed
+        since has another fingerprint, so it is validated again)."""
+        return self._validated
 
     # --- documented queries -------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -131,11 +132,18 @@ def index_view(analysis: GraphAnalysis) -> nx.DiGraph[int]:
 
 
 def analyse(graph: GraphIR) -> GraphAnalysis:
-    """Index ``graph``: edges by number, components, default activation groups.
+    """Index ``graph``: edges by number, components, default activation groups (the
+    analysis of its latest validation, if the graph has not changed since).
 
     Raises:
         EmptyGraphError, GraphError, UnknownNodeError: When the graph cannot be indexed.
     """
+    cache: dict[tuple[Any, ...], GraphAnalysis] | None = getattr(graph, "validation_cache", None)
+    if cache:
+        fingerprint = _fingerprint(graph)
+        for key, analysis in cache.items():
+            if key[2] == fingerprint:
+                return analysis
     return _analyse(graph)[0]
 
 
@@ -360,6 +368,61 @@ def validate_graph(
         allow_unconditional_cycles = graph.pattern == "round_robin"
     if allow_unreachable is None:
         allow_unreachable = graph.pattern == "swarm"
+    # A graph validated before, unchanged since, under the same rules: its analysis is
+    # kept on it (`DiGraph` has a slot for it), so building a team from a graph the
+    # builder has just validated does not run networkx again.
+    cache: dict[tuple[Any, ...], GraphAnalysis] | None = getattr(graph, "validation_cache", None)
+    key: tuple[Any, ...] | None = None
+    if cache is not None:
+        key = (allow_unconditional_cycles, allow_unreachable, _fingerprint(graph))
+        analysis = cache.get(key)
+        if analysis is not None:
+            if has_termination is not None and graph.pattern != "round_robin":
+                check_loop_bounded(
+                    analysis, has_termination=has_termination, max_turns=max_turns, team=team
+                )
+            return analysis
+    analysis = _validated(graph, allow_unconditional_cycles, allow_unreachable)
+    if cache is not None and key is not None:
+        cache.clear()  # only the latest: a graph changed since is validated again
+        cache[key] = analysis
+    if has_termination is not None and graph.pattern != "round_robin":
+        check_loop_bounded(
+            analysis, has_termination=has_termination, max_turns=max_turns, team=team
+        )
+    return analysis
+
+
+def _fingerprint(graph: GraphIR) -> tuple[Any, ...]:
+    """Everything validation reads of ``graph``, by value or identity (conditions and
+    map functions by identity): equal fingerprints, equal analyses. Linear, and cheap
+    next to the analysis (two comprehensions, no call per node)."""
+    nodes = [
+        (key, node.name, node.activation, node.kind, len(node.edges))
+        for key, node in graph.nodes.items()
+    ]
+    edges = [
+        (
+            id(edge),
+            edge.target,
+            edge.condition if isinstance(edge.condition, str) else id(edge.condition),
+            id(edge.condition_function),
+            edge.activation_group,
+            edge.activation_condition,
+            getattr(edge, "map", None),
+            id(getattr(edge, "map_function", None)),
+            getattr(edge, "max_concurrency", None),
+        )
+        for node in graph.nodes.values()
+        for edge in node.edges
+    ]
+    return (graph.default_start_node, graph.pattern, tuple(nodes), tuple(edges))
+
+
+def _validated(
+    graph: GraphIR, allow_unconditional_cycles: bool, allow_unreachable: bool
+) -> GraphAnalysis:
+    """The analysis of ``graph`` after every check but the loop bound's."""
     analysis, view = _analyse(graph)
     names = analysis.names
     if not analysis.entry:
@@ -387,10 +450,6 @@ def validate_graph(
         check_cycles_have_exits(graph, analysis)
     _check_activation_conflicts(analysis)
     _check_map_edges(graph, analysis)
-    if has_termination is not None and graph.pattern != "round_robin":
-        check_loop_bounded(
-            analysis, has_termination=has_termination, max_turns=max_turns, team=team
-        )
     return analysis
 
 

@@ -22,8 +22,7 @@ import uuid
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import ContractError
 
@@ -51,27 +50,74 @@ class NoCallKeyError(ContractError):
     """[`call_key`][flowlib.tools.call_key] was called outside a node turn and a tool call."""
 
 
-@dataclass
 class CallScope:
     """A node turn or a tool call, with the key that identifies it.
 
-    Attributes:
-        key: The idempotency key (64 hex digits).
-        path: What the key was derived from, readable (``run r / node n #k / call i tool``).
+    The key (a sha-256) is computed on first use, so a turn whose code never asks for it
+    costs no hashing.
+
+    Args:
+        key: The idempotency key, or None to derive it from ``parts`` (and ``parent``'s
+            key) when first read.
+        path: What the key is derived from, readable (``run r / node n #k / call i tool``).
         durable: Whether the key is derived from a run id (False: a call outside any team
             run, whose key is random and is never repeated).
+        parts: The parts the key is derived from (with ``key`` None).
+        parent: The scope whose key the parts extend, if any.
+
+    Attributes:
+        key: The idempotency key (64 hex digits).
+        path: See above.
+        durable: See above.
     """
 
-    key: str
-    path: str
-    durable: bool = True
-    _calls: int = field(default=0, repr=False)
+    __slots__ = ("_calls", "_key", "_parent", "_parts", "_path", "durable")
+
+    def __init__(
+        self,
+        key: str | None,
+        path: str | None = None,
+        durable: bool = True,
+        *,
+        parts: tuple[object, ...] = (),
+        parent: CallScope | None = None,
+    ) -> None:
+        self._key = key
+        self._path = path
+        self.durable = durable
+        self._parts = parts
+        self._parent = parent
+        self._calls = 0
+
+    @property
+    def key(self) -> str:
+        """The idempotency key (64 hex digits)."""
+        if self._key is None:
+            parts = self._parts if self._parent is None else (self._parent.key, *self._parts)
+            self._key = _derive(*parts)
+        return self._key
+
+    @property
+    def path(self) -> str:
+        """What the key is derived from, readable."""
+        if self._path is None:
+            assert self._parent is not None
+            self._path = f"{self._parent.path} / {' '.join(map(str, self._parts))}"
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"CallScope(key={self.key!r}, path={self.path!r}, durable={self.durable!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CallScope):
+            return NotImplemented
+        return (self.key, self.path, self.durable) == (other.key, other.path, other.durable)
+
+    __hash__ = None  # type: ignore[assignment]
 
     def child(self, *parts: object) -> CallScope:
         """A scope inside this one, identified by ``parts``."""
-        return CallScope(
-            _derive(self.key, *parts), f"{self.path} / {' '.join(map(str, parts))}", self.durable
-        )
+        return CallScope(None, None, self.durable, parts=parts, parent=self)
 
     def take_calls(self, count: int) -> int:
         """Reserve ``count`` consecutive call positions; return the first."""
@@ -151,8 +197,9 @@ def turn_scope(run_id: str | None, node: str, turn: int) -> CallScope:
         return parent.child("node", node, turn)
     if run_id is None:
         return CallScope(_derive("random", uuid.uuid4().hex), f"node {node} #{turn}", False)
-    key = _derive("run", run_id, "node", node, turn)
-    return CallScope(key, f"run {run_id} / node {node} #{turn}")
+    return CallScope(
+        None, f"run {run_id} / node {node} #{turn}", parts=("run", run_id, "node", node, turn)
+    )
 
 
 def tool_call_scopes(names: list[str]) -> list[CallScope]:
@@ -173,31 +220,56 @@ def tool_call_scope(name: str) -> CallScope:
     return tool_call_scopes([name])[0]
 
 
-async def keyed_turn(
-    stream: AsyncGenerator[_T, None], scope: CallScope
-) -> AsyncGenerator[_T, None]:
+def keyed_turn(stream: AsyncGenerator[_T, None], scope: CallScope) -> AsyncGenerator[_T, None]:
     """Re-yield ``stream`` (a node turn) with ``scope`` set only while ``stream`` runs a
     step, so the consumer of a team's ``run_stream`` never sees a turn's key between
     items."""
-    exhausted = False
-    try:
-        while True:
-            token = _SCOPE.set(scope)
-            try:
-                item = await stream.__anext__()
-            except StopAsyncIteration:
-                exhausted = True
-                break
-            finally:
-                _SCOPE.reset(token)
-            yield item
-    finally:
-        if not exhausted:
-            token = _SCOPE.set(scope)
-            try:
-                await stream.aclose()
-            finally:
-                _SCOPE.reset(token)
+    return _Keyed(stream, scope)
+
+
+class _Keyed:
+    """`keyed_turn`'s stream: a plain async iterator (no generator frame of its own and
+    no event-loop async-generator hooks; a turn's hot path passes through it)."""
+
+    __slots__ = ("_done", "_scope", "_stream")
+
+    def __init__(self, stream: AsyncGenerator[Any, None], scope: CallScope) -> None:
+        self._stream = stream
+        self._scope = scope
+        self._done = False
+
+    def __aiter__(self) -> _Keyed:
+        return self
+
+    async def __anext__(self) -> Any:
+        token = _SCOPE.set(self._scope)
+        try:
+            return await self._stream.__anext__()
+        except StopAsyncIteration:
+            self._done = True
+            raise
+        finally:
+            _SCOPE.reset(token)
+
+    async def asend(self, value: Any) -> Any:
+        return await self.__anext__()
+
+    async def athrow(self, *args: Any) -> Any:
+        token = _SCOPE.set(self._scope)
+        try:
+            return await self._stream.athrow(*args)
+        finally:
+            _SCOPE.reset(token)
+
+    async def aclose(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        token = _SCOPE.set(self._scope)
+        try:
+            await self._stream.aclose()
+        finally:
+            _SCOPE.reset(token)
 
 
 def mcp_meta() -> dict[str, str] | None:
