@@ -35,6 +35,11 @@ from ._types import (
 )
 from ._url import StoreOpener, open_store, register_store_scheme, store_schemes
 
+# isort: split
+# Last: the Redis store imports the names above from this package, as a store written
+# outside flowlib would.
+from ._redis import RedisCheckpointStore
+
 __all__ = [
     "CallRecord",
     "CallResults",
@@ -48,6 +53,7 @@ __all__ = [
     "Lease",
     "PendingRequestInfo",
     "PostgresCheckpointStore",
+    "RedisCheckpointStore",
     "RunRecord",
     "RunStatus",
     "SQLiteCheckpointStore",
