@@ -19,7 +19,8 @@ team's trace against the activation
 - [`flowlib.testing.strategies`][flowlib.testing.strategies] (needs ``hypothesis``): strategies that
 generate valid
   graph specs (chains, fan-outs, joins, loops, random DAGs with back edges) and invalid
-  ones with the error each must raise.
+  ones with the error each must raise, as the specs of
+  [`flowlib.testing.specs`][flowlib.testing.specs].
 
 Examples:
     >>> import asyncio
