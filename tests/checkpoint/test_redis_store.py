@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import flowlib.checkpoint._redis as redis_module
+import flowlib.checkpoint.redis_store as redis_module
 from flowlib.batch import open_store as open_batch_store
 from flowlib.batch import store_url
 from flowlib.checkpoint import (
@@ -95,7 +95,7 @@ def test_the_redis_store_uses_public_flowlib_names_only() -> None:
                     imported.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
             assert all(alias.name.split(".")[0] != "flowlib" for alias in node.names)
-    assert {"RunRecord", "check_next", "register_store_scheme", "CheckpointError"} <= imported
+    assert {"RunRecord", "check_next", "CheckpointError"} <= imported
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)

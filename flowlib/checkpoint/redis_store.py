@@ -1,7 +1,9 @@
 """A checkpoint store on Redis, shared by processes on many machines.
 
 Written against flowlib's public names only (``flowlib.checkpoint``, its ``rules`` and
-``flowlib.errors``), as a store of your own would be: it is the worked example of
+``flowlib.errors``), as a store of your own would be (flowlib does not import it until a
+``redis://`` URL is opened or the name ``RedisCheckpointStore`` is used): it is the worked
+example of
 "Writing a checkpoint store" in docs/extending.md, and passes
 ``flowlib.testing.check_checkpoint_store`` like the built-in stores.
 
@@ -41,7 +43,6 @@ from flowlib.checkpoint import (
     RunRecord,
     RunStatus,
     fold,
-    register_store_scheme,
 )
 from flowlib.checkpoint.rules import (
     check_acquire,
@@ -64,7 +65,7 @@ from flowlib.checkpoint.rules import (
 )
 from flowlib.errors import CheckpointArgumentError, CheckpointError, MissingExtraError
 
-__all__ = ["RedisCheckpointStore"]
+__all__ = ["RedisCheckpointStore", "open_redis_store"]
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -125,9 +126,10 @@ class RedisCheckpointStore:
                 "RedisCheckpointStore needs redis-py: pip install 'flowlib[redis]'."
             ) from exc
         rest = [(key, value) for key, value in options if key != "prefix"]
-        self._server = urlunsplit(parts._replace(query=urlencode(rest)))
+        scheme, netloc, path = parts.scheme, parts.netloc, parts.path
+        self._server = urlunsplit((scheme, netloc, path, urlencode(rest), ""))
         self.prefix = prefix
-        self.url = urlunsplit(parts._replace(query=urlencode([*rest, ("prefix", prefix)])))
+        self.url = urlunsplit((scheme, netloc, path, urlencode([*rest, ("prefix", prefix)]), ""))
         """The URL that opens this store in another process (``prefix`` included)."""
         self._timeout = connect_timeout
         self._create = create
@@ -526,15 +528,13 @@ def _redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    netloc = parts.netloc.rpartition("@")
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{quote(user)}:***@{netloc[2]}"))
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{quote(parts.username or '')}:***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def _open_redis(url: str, *, create: bool) -> RedisCheckpointStore:
-    """``redis://host:6379/0`` or ``rediss://...`` (``?prefix=...``)."""
+def open_redis_store(url: str, *, create: bool) -> RedisCheckpointStore:
+    """The opener of ``redis://host:6379/0`` and ``rediss://...`` URLs (``?prefix=...``),
+    registered by name in ``flowlib.checkpoint`` (so the module is imported when a
+    Redis URL is first opened)."""
     return RedisCheckpointStore(url, create=create)
-
-
-register_store_scheme("redis", _open_redis, example="redis://127.0.0.1:6379/0")
-register_store_scheme("rediss", _open_redis, example="rediss://host:6380/0")
