@@ -780,6 +780,7 @@ class BaseGroupChat(Team, ABC):
                     owner = await held.enter_async_context(
                         lifecycle.lease(stored_runs.store, run_id)
                     )
+                    await held.enter_async_context(stored_runs.unstarted(run_id))
                     prepared = await stored_runs.prepare(mode, run_id, messages, fork)
                     if prepared.result is not None:
                         yield prepared.result
