@@ -208,7 +208,7 @@ class Checkpointer:
             node=node,
             stop_reason=stop_reason,
             created_at=time.time(),
-            messages=[message.dump() for message in thread[self._stored.saved_upto : upto]],
+            messages=thread.dumps(self._stored.saved_upto, upto),
             message_nodes=[
                 names[origin] if origin >= 0 else None
                 for origin in origins[self._stored.saved_upto : upto]
