@@ -49,8 +49,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib.teams",),
     ("flowlib.conversation", "flowlib.render", "flowlib.ui", "flowlib.testing", "flowlib.batch"),
     ("flowlib.distributed",),
-    ("flowlib._demo", "flowlib._cli_common", "flowlib._cli_errors"),
-    ("flowlib._cli_check", "flowlib._cli_batch", "flowlib._cli_runs", "flowlib.studio"),
+    ("flowlib.cli.demo",),
+    ("flowlib.studio",),
     ("flowlib.cli",),
     ("flowlib.__main__",),
 )
@@ -61,6 +61,8 @@ SUBUNITS: dict[str, str] = {
     "flowlib.models._image": "an image value type, used by tools' results and by models",
     "flowlib.tools._agent_tool": "AgentTool and TeamTool run agents and teams, so they sit "
     "above them, though flowlib.tools exports them (AutoGen's autogen_agentchat.tools)",
+    "flowlib.cli.demo": "the flow `flowlib demo` runs, which the studio opens too, so it sits "
+    "below the studio that the command line starts",
 }
 """Modules that are their own unit, in another layer than their package, and why."""
 

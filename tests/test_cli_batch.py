@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flowlib._cli_batch import BatchProgress, load_tasks
 from flowlib.cli import CliError, ExitCode, main
+from flowlib.cli._batch import BatchProgress, load_tasks
 
 FLOWS = Path(__file__).parent / "_batch_flows.py"
 
@@ -125,7 +125,7 @@ class _Terminal(io.StringIO):
 
 
 def test_a_terminal_gets_a_tqdm_bar_and_a_log_plain_lines() -> None:
-    from flowlib._cli_batch import _Bar
+    from flowlib.cli._batch import _Bar
 
     terminal, log = _Terminal(), io.StringIO()
     for stream in (terminal, log):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import flowlib
-from flowlib import cli
+from flowlib.cli import _main as cli
 
 ROOT = Path(__file__).resolve().parent.parent
 

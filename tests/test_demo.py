@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 from openai_server import OpenAIServer, Reply, ToolCall
 
-from flowlib._demo import (
+from flowlib.base import TaskResult
+from flowlib.cli import main
+from flowlib.cli.demo import (
     DEFAULT_TASK,
     StreamItem,
     build_demo_flow,
@@ -17,8 +19,6 @@ from flowlib._demo import (
     one_speaker_at_a_time,
     run_demo,
 )
-from flowlib.base import TaskResult
-from flowlib.cli import main
 from flowlib.messages import ModelClientStreamingChunkEvent, TextMessage, ToolCallExecutionEvent
 from flowlib.models import OpenAIChatCompletionClient, ReplayChatCompletionClient
 

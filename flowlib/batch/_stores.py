@@ -1,29 +1,25 @@
 """Checkpoint stores named by a URL, so a worker process can open the same store again.
 
-``sqlite:///runs.db`` (relative to the working directory; ``sqlite:////abs/runs.db`` for an
-absolute path, as in SQLAlchemy; or a plain path ending in ``.db`` / ``.sqlite``) opens a
-[`SQLiteCheckpointStore`][flowlib.checkpoint.SQLiteCheckpointStore];
-``postgresql://...`` / ``postgres://...`` a
-[`PostgresCheckpointStore`][flowlib.checkpoint.PostgresCheckpointStore]; ``memory://`` an
-[`InMemoryCheckpointStore`][flowlib.checkpoint.InMemoryCheckpointStore] (one process only).
+A URL opens the store its scheme is registered for
+([`checkpoint.open_store`][flowlib.checkpoint.open_store]: ``sqlite:///runs.db``,
+``postgresql://...``, ``redis://...``, ``memory://`` and any scheme registered with
+[`register_store_scheme`][flowlib.checkpoint.register_store_scheme]); batch files may
+also name a SQLite file by a plain path ending in ``.db`` / ``.sqlite``. A store object
+gives its URL through its ``url`` attribute.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..checkpoint import (
-    CheckpointStore,
-    InMemoryCheckpointStore,
-    PostgresCheckpointStore,
-    SQLiteCheckpointStore,
-)
+from ..checkpoint import CheckpointStore, SQLiteCheckpointStore
 from ..checkpoint import open_store as open_store_url
 from ..errors import CheckpointArgumentError
 
 __all__ = ["open_store", "store_url"]
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_SHARED = "`sqlite:///path/to/runs.db` (one machine), `postgresql://...` or `redis://...`"
 
 
 def open_store(spec: str | os.PathLike[str]) -> CheckpointStore:
@@ -32,14 +28,16 @@ def open_store(spec: str | os.PathLike[str]) -> CheckpointStore:
     ``.db``/``.sqlite`` is also taken as a SQLite file (batch files name stores so).
 
     Args:
-        spec: ``sqlite:///runs.db`` (relative), ``sqlite:////abs/runs.db``, a path
-            ending in ``.db``/``.sqlite``, ``postgresql://user@host/db`` or ``memory://``.
+        spec: A store URL of a registered scheme (``sqlite:///runs.db``,
+            ``postgresql://user@host/db``, ``redis://host:6379/0``, ``memory://``, ...)
+            or a path ending in ``.db``/``.sqlite``.
 
     Returns:
         A new store object (the caller closes it).
 
     Raises:
-        CheckpointArgumentError: If the URL's scheme is not one of those.
+        CheckpointArgumentError: If the URL's scheme is not registered, or its store
+            refuses the URL.
     """
     text = os.fspath(spec)
     if "://" not in text and text.endswith(_SQLITE_SUFFIXES):
@@ -51,32 +49,26 @@ def store_url(store: str | os.PathLike[str] | CheckpointStore) -> str:
     """The URL another process opens to reach the same store.
 
     Args:
-        store: A store URL (returned checked and unchanged, SQLite paths made absolute),
-            a [`SQLiteCheckpointStore`][flowlib.checkpoint.SQLiteCheckpointStore] on a file
-            or a [`PostgresCheckpointStore`][flowlib.checkpoint.PostgresCheckpointStore].
+        store: A store URL (checked by opening it, which connects to nothing, and
+            returned as that store's ``url``: SQLite paths made absolute), or a store
+            object whose ``url`` attribute names it.
 
     Raises:
-        CheckpointArgumentError: If the store lives in this process only (in-memory
-            stores, SQLite ``:memory:``) or is of a kind without a URL.
+        CheckpointArgumentError: If the store lives in this process only (its ``url`` is
+            None: in-memory stores, SQLite ``:memory:``) or has no ``url`` attribute.
     """
     if isinstance(store, (str, os.PathLike)):
-        text = os.fspath(store)
-        opened = open_store(text)  # checks the scheme; opening is lazy, nothing connects
-        if isinstance(opened, InMemoryCheckpointStore):
-            raise CheckpointArgumentError(
-                "`memory://` lives in one process; workers need a shared store: "
-                "`sqlite:///path/to/runs.db` (one machine) or `postgresql://...`."
-            )
-        store = opened
-    if isinstance(store, SQLiteCheckpointStore):
-        if store.path == ":memory:":
-            raise CheckpointArgumentError(
-                "A SQLite store on `:memory:` lives in one process; give it a file path."
-            )
-        return "sqlite:///" + os.path.abspath(store.path)
-    if isinstance(store, PostgresCheckpointStore):
-        return store.dsn
+        store = open_store(store)
+    url = getattr(store, "url", None)
+    if isinstance(url, str):
+        return url
+    if hasattr(store, "url"):
+        raise CheckpointArgumentError(
+            f"{store!r} lives in one process (its `url` is None), so it cannot be reopened "
+            f"on a worker; workers need a shared store: {_SHARED}."
+        )
     raise CheckpointArgumentError(
-        f"A {type(store).__name__} cannot be reopened on a worker; pass a store URL "
-        "(`sqlite:///path/to/runs.db` or `postgresql://...`) as `checkpoint_store`."
+        f"A {type(store).__name__} has no `url` attribute, so it cannot be reopened on a "
+        f"worker; give the store class a `url` (see the `CheckpointStore` protocol) or pass "
+        f"a store URL ({_SHARED}) as `checkpoint_store`."
     )

@@ -1,4 +1,12 @@
-"""Durable runs: checkpoint records, the store protocol and the stores."""
+"""Durable runs: checkpoint records, the store protocol and the stores.
+
+A store of your own implements [`CheckpointStore`][flowlib.checkpoint.CheckpointStore]
+with the shared rules of [`flowlib.checkpoint.rules`][flowlib.checkpoint.rules], names
+its URL scheme with [`register_store_scheme`][flowlib.checkpoint.register_store_scheme],
+and proves itself with
+[`flowlib.testing.check_checkpoint_store`][flowlib.testing.check_checkpoint_store] (see
+"Writing a checkpoint store" in docs/extending.md).
+"""
 
 from ._change import (
     IncrementalState,
@@ -25,7 +33,7 @@ from ._types import (
     RunStatus,
     StepKind,
 )
-from ._url import open_store
+from ._url import StoreOpener, open_store, register_store_scheme, store_schemes
 
 __all__ = [
     "CallRecord",
@@ -45,6 +53,7 @@ __all__ = [
     "SQLiteCheckpointStore",
     "StateChange",
     "StepKind",
+    "StoreOpener",
     "appended",
     "apply_patch",
     "base_record",
@@ -53,5 +62,7 @@ __all__ = [
     "json_state",
     "open_store",
     "patch_of",
+    "register_store_scheme",
     "state_change",
+    "store_schemes",
 ]

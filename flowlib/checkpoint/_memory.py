@@ -7,25 +7,8 @@ import time
 from collections.abc import Sequence
 from typing import TypeVar
 
-from ..errors import CheckpointError
-from ._common import (
-    check_first,
-    check_keep_last,
-    check_lease_args,
-    check_next,
-    check_owner,
-    check_upto,
-    closed_error,
-    first_run,
-    info_of,
-    lease_lost,
-    lease_refused,
-    pending_of,
-    run_filter,
-    unknown_run,
-    updated_run,
-)
-from ._fold import FoldedRun, base_record, fold
+from ..errors import CheckpointArgumentError
+from ._fold import FoldedRun, fold
 from ._types import (
     CheckpointInfo,
     CheckpointRecord,
@@ -33,6 +16,26 @@ from ._types import (
     PendingRequestInfo,
     RunRecord,
     RunStatus,
+)
+from ._url import register_store_scheme
+from .rules import (
+    check_acquire,
+    check_first,
+    check_lease_args,
+    check_lease_held,
+    check_next,
+    check_owner,
+    closed_error,
+    first_run,
+    info_of,
+    lease_lost,
+    pending_of,
+    pruned,
+    records_upto,
+    run_exists,
+    run_filter,
+    unknown_run,
+    updated_run,
 )
 
 __all__ = ["InMemoryCheckpointStore"]
@@ -58,11 +61,17 @@ class InMemoryCheckpointStore:
         []
     """
 
+    url: str | None = None
+    """None: the store lives in this process only; no other process can open it."""
+
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}
         self._records: dict[str, list[CheckpointRecord]] = {}
         self._leases: dict[str, Lease] = {}
         self._closed = False
+
+    def __repr__(self) -> str:
+        return "InMemoryCheckpointStore()"
 
     def _check_open(self) -> None:
         if self._closed:
@@ -90,9 +99,7 @@ class InMemoryCheckpointStore:
         self._check_open()
         check_first(run, first)
         if run.run_id in self._runs:
-            raise CheckpointError(
-                f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
-            )
+            raise run_exists(run.run_id)
         self._runs[run.run_id] = _copy(first_run(run, first))
         self._records[run.run_id] = [] if first is None else [_copy(first)]
 
@@ -109,10 +116,9 @@ class InMemoryCheckpointStore:
         run = self._run(record.run_id)
         if lease_owner is not None:
             check_owner(lease_owner)
-            held = self._leases.get(record.run_id)
-            now = time.time()
-            if held is None or held.owner != lease_owner or held.expires_at <= now:
-                raise lease_lost(record.run_id, lease_owner, held, now=now)
+            check_lease_held(
+                record.run_id, lease_owner, self._leases.get(record.run_id), now=time.time()
+            )
         check_next(run, record)
         self._records[record.run_id].append(_copy(record))
         self._runs[record.run_id] = updated_run(run, record, status)
@@ -121,9 +127,7 @@ class InMemoryCheckpointStore:
         """Take the run's lease (see the protocol)."""
         self._check_open()
         expires_at = check_lease_args(run_id, owner, ttl)
-        held = self._leases.get(run_id)
-        if held is not None and held.owner != owner and held.expires_at > time.time():
-            raise lease_refused(run_id, owner, held)
+        check_acquire(run_id, owner, self._leases.get(run_id), now=time.time())
         lease = Lease(run_id=run_id, owner=owner, expires_at=expires_at)
         self._leases[run_id] = lease
         return lease.model_copy()
@@ -156,21 +160,12 @@ class InMemoryCheckpointStore:
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
         self._run(run_id)
-        records = self._records[run_id]
-        if upto is not None:
-            first = records[0].checkpoint_id if records else 0
-            check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
-            records = [r for r in records if r.checkpoint_id <= upto]
-        return [_copy(r) for r in records]
+        return [_copy(r) for r in records_upto(run_id, self._records[run_id], upto)]
 
     async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
         """The run's state at checkpoint ``upto`` (default: its last)."""
         self._run(run_id)
-        records = self._records[run_id]
-        if upto is not None:
-            first = records[0].checkpoint_id if records else 0
-            check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
-            records = [r for r in records if r.checkpoint_id <= upto]
+        records = records_upto(run_id, self._records[run_id], upto)
         # Folding shares parts with the stored records; the copy keeps them apart.
         return _copy(fold(records, run_id=run_id))
 
@@ -186,9 +181,7 @@ class InMemoryCheckpointStore:
         """The runs, newest first, filtered (see the protocol)."""
         filters = run_filter(status, updated_since, flow, limit, cursor)
         self._check_open()
-        runs = sorted(self._runs.values(), key=lambda r: (-r.created_at, r.run_id))
-        kept = [run for run in runs if filters.keeps(run)][: filters.limit]
-        return [self._with_lease(_copy(r)) for r in kept]
+        return [self._with_lease(_copy(r)) for r in filters.select(list(self._runs.values()))]
 
     async def list_pending(self) -> list[PendingRequestInfo]:
         """See ``CheckpointStore.list_pending``."""
@@ -202,15 +195,13 @@ class InMemoryCheckpointStore:
     async def prune(self, run_id: str, *, keep_last: int) -> int:
         """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
         how many records were removed."""
-        keep = check_keep_last(keep_last)
         self._run(run_id)
         records = self._records[run_id]
-        cut = len(records) - keep
-        if cut <= 1:
+        left = pruned(records, keep_last)
+        if left is None:
             return 0
-        base = base_record(fold(records[:cut]), created_at=records[cut - 1].created_at)
-        self._records[run_id] = [base, *records[cut:]]
-        return cut - 1
+        self._records[run_id] = left
+        return len(records) - len(left)
 
     async def delete(self, run_id: str) -> None:
         """Remove the run and its records (no error if unknown)."""
@@ -225,3 +216,16 @@ class InMemoryCheckpointStore:
         self._runs.clear()
         self._records.clear()
         self._leases.clear()
+
+
+def _open_memory(url: str, *, create: bool) -> InMemoryCheckpointStore:
+    """``memory://``: a new, empty store (``create`` does not matter)."""
+    if url.partition("://")[2].strip("/"):
+        raise CheckpointArgumentError(
+            f"Store URL {url!r}: `memory://` takes no path (each one is a new, empty "
+            "store in this process)."
+        )
+    return InMemoryCheckpointStore()
+
+
+register_store_scheme("memory", _open_memory, example="memory://")

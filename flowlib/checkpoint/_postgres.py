@@ -11,26 +11,6 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
-from ._common import (
-    SNAPSHOT_EVERY,
-    check_consistent,
-    check_first,
-    check_keep_last,
-    check_last,
-    check_lease_args,
-    check_owner,
-    check_snapshot_every,
-    check_upto,
-    closed_error,
-    conflict_error,
-    filter_sql,
-    first_run,
-    lease_lost,
-    lease_refused,
-    pending_of,
-    run_filter,
-    unknown_run,
-)
 from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
@@ -38,7 +18,12 @@ from ._sql import (
     RUN_COLUMNS,
     RUN_SELECT,
     SCHEMA_VERSION,
+    SNAPSHOT_EVERY,
     Dialect,
+    SQLListing,
+    check_consistent,
+    check_last,
+    check_snapshot_every,
     dump,
     info_from_row,
     lease_from_row,
@@ -52,13 +37,22 @@ from ._sql import (
     snapshot_from_body,
     upgrade,
 )
-from ._types import (
-    CheckpointInfo,
-    CheckpointRecord,
-    Lease,
-    PendingRequestInfo,
-    RunRecord,
-    RunStatus,
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._url import register_store_scheme
+from .rules import (
+    check_acquire,
+    check_first,
+    check_keep_last,
+    check_lease_args,
+    check_lease_held,
+    check_owner,
+    check_upto,
+    closed_error,
+    conflict_error,
+    first_run,
+    lease_lost,
+    run_exists,
+    unknown_run,
 )
 
 if TYPE_CHECKING:
@@ -123,7 +117,7 @@ _RUN_TABLES = (
 )
 
 
-class PostgresCheckpointStore:
+class PostgresCheckpointStore(SQLListing):
     """Checkpoints in PostgreSQL, shared by processes on many machines.
 
     Connections come from a ``psycopg_pool.AsyncConnectionPool`` opened on first use
@@ -192,8 +186,24 @@ class PostgresCheckpointStore:
         self._opening: asyncio.Lock | None = None
         self._closed = False
 
+    _param = "%s"
+
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({_redact(self.dsn)!r})"
+
+    @property
+    def url(self) -> str:
+        """The URL that opens this store in another process: the DSN, as a
+        ``postgresql://`` URL (a ``key=value`` DSN is written as URL parameters)."""
+        if self.dsn.lower().startswith(("postgresql://", "postgres://")):
+            return self.dsn
+        from urllib.parse import urlencode
+
+        from psycopg.conninfo import conninfo_to_dict
+
+        return "postgresql://?" + urlencode(
+            {key: str(value) for key, value in conninfo_to_dict(self.dsn).items()}
+        )
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -304,9 +314,7 @@ class PostgresCheckpointStore:
                 run_row(first_run(run, first)),
             )
             if cur.rowcount != 1:
-                raise CheckpointError(
-                    f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
-                )
+                raise run_exists(run.run_id)
             if first is not None:
                 await conn.execute(_INSERT_RECORD, record_row(first))
                 async with conn.cursor() as cursor:
@@ -352,9 +360,7 @@ class PostgresCheckpointStore:
                     raise unknown_run(record.run_id)
                 if lease_owner is not None:
                     held = await _get_lease(conn, record.run_id)
-                    now = time.time()
-                    if held is None or held.owner != lease_owner or held.expires_at <= now:
-                        raise lease_lost(record.run_id, lease_owner, held, now=now)
+                    check_lease_held(record.run_id, lease_owner, held, now=time.time())
                 raise conflict_error(run, record)
         if self._every and record.checkpoint_id % self._every == 0:
             await self._snapshot(record.run_id, record.checkpoint_id)
@@ -387,12 +393,13 @@ class PostgresCheckpointStore:
         """Take the run's lease (see the protocol): one conditional write."""
         expires_at = check_lease_args(run_id, owner, ttl)
         async with self._connection() as conn:
-            cur = await conn.execute(_ACQUIRE, (run_id, owner, expires_at, time.time()))
+            now = time.time()
+            cur = await conn.execute(_ACQUIRE, (run_id, owner, expires_at, now))
             if await cur.fetchone() is None:
                 held = await _get_lease(conn, run_id)
                 if held is None:  # released between the two statements: ask again
                     return await self.acquire_lease(run_id, owner, ttl=ttl)
-                raise lease_refused(run_id, owner, held)
+                check_acquire(run_id, owner, held, now=now)
         return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
 
     async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
@@ -425,25 +432,10 @@ class PostgresCheckpointStore:
         async with self._transaction(read_only=True) as conn:
             return await _read_records(conn, run_id, upto)
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol)."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
-        where, params = filter_sql(filters, "%s")
+    async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
         async with self._transaction() as conn:
-            cur = await conn.execute(f"{RUN_SELECT}{where}", params)
-            return [run_from_row(row) for row in await cur.fetchall()]
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(self)
+            cur = await conn.execute(sql, params)
+            return list(await cur.fetchall())
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""
@@ -601,6 +593,20 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
     folded = fold(records, run_id=run_id, start=start)
     check_consistent(run, folded, upto, newest)
     return folded
+
+
+def _open_postgres(url: str, *, create: bool) -> PostgresCheckpointStore:
+    """``postgresql://user:pw@host:5432/db`` (or ``postgres://``): the URL is the DSN."""
+    if not url.partition("://")[2]:
+        raise CheckpointArgumentError(
+            f"Store URL {url!r} names no PostgreSQL server; use e.g. "
+            "`postgresql://user@127.0.0.1:5432/db`."
+        )
+    return PostgresCheckpointStore(url, create=create)
+
+
+register_store_scheme("postgresql", _open_postgres, example="postgresql://user@host:5432/db")
+register_store_scheme("postgres", _open_postgres, example="postgres://user@host:5432/db")
 
 
 def _wrapped(dsn: str, exc: BaseException) -> CheckpointError:

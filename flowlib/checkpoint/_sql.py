@@ -11,16 +11,27 @@ depend on how long the run already is.
 from __future__ import annotations
 
 import hashlib
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, ClassVar, cast, get_args
 
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 
-from ..errors import CheckpointError
+from ..errors import CheckpointArgumentError, CheckpointError
 from ._fold import FoldedRun
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus, StepKind
+from ._types import (
+    CheckpointInfo,
+    CheckpointRecord,
+    CheckpointStore,
+    Lease,
+    PendingRequestInfo,
+    RunRecord,
+    RunStatus,
+    StepKind,
+)
+from .rules import RunFilter, pending_of, run_filter
 
 __all__ = [
     "INFO_COLUMNS",
@@ -28,9 +39,15 @@ __all__ = [
     "RUN_COLUMNS",
     "RUN_SELECT",
     "SCHEMA_VERSION",
+    "SNAPSHOT_EVERY",
     "Dialect",
+    "SQLListing",
+    "check_consistent",
+    "check_last",
+    "check_snapshot_every",
     "corrupt",
     "dump",
+    "filter_sql",
     "info_from_row",
     "lease_from_row",
     "load",
@@ -524,3 +541,109 @@ def _snapshot_state(text: str) -> tuple[FoldedRun, str | None]:
         return empty, "field `stop_reason` is not a string"
     fields = {k: v for k, v in data.items() if k in FoldedRun.model_fields}
     return FoldedRun.model_construct(**fields), None
+
+
+SNAPSHOT_EVERY = 200
+"""Records between two automatic snapshots of a run's state (see ``load``)."""
+
+
+def check_snapshot_every(every: object) -> int:
+    if type(every) is not int or every < 0:
+        raise CheckpointArgumentError(
+            f"`snapshot_every` must be an int >= 0 (records between two snapshots of a "
+            f"run's state; 0: none), got {every!r}."
+        )
+    return every
+
+
+def filter_sql(filters: RunFilter, param: str) -> tuple[str, list[object]]:
+    """The ``WHERE ... ORDER BY ... LIMIT`` of a filtered listing (``param``: the
+    dialect's placeholder) and its parameters."""
+    where: list[str] = []
+    params: list[object] = []
+    if filters.statuses is not None:
+        where.append(f"r.status IN ({', '.join([param] * len(filters.statuses))})")
+        params.extend(filters.statuses)
+    if filters.updated_since is not None:
+        where.append(f"r.updated_at >= {param}")
+        params.append(filters.updated_since)
+    if filters.flow is not None:
+        where.append(f"(r.team_type = {param} OR r.graph_signature = {param})")
+        params.extend([filters.flow, filters.flow])
+    if filters.after is not None:
+        where.append(f"(r.created_at < {param} OR (r.created_at = {param} AND r.run_id > {param}))")
+        params.extend([filters.after[0], filters.after[0], filters.after[1]])
+    sql = (
+        " WHERE " + " AND ".join(where) if where else ""
+    ) + " ORDER BY r.created_at DESC, r.run_id"
+    if filters.limit is not None:
+        sql += f" LIMIT {param}"
+        params.append(filters.limit)
+    return sql, params
+
+
+_FIX = (
+    "The row was edited or the store is damaged (a running writer never leaves it so); "
+    "restore the store from a backup, or set the column back to match the records."
+)
+
+
+def check_last(run: RunRecord, newest: int) -> None:
+    """Refuse a run row whose ``last_checkpoint`` is not its newest record's (``newest``:
+    the highest stored checkpoint id): an edit, not another writer."""
+    if newest != run.last_checkpoint:
+        raise CheckpointError(
+            f"Table `flowlib_runs`, run `{run.run_id}`: column `last_checkpoint` holds "
+            f"{run.last_checkpoint}, but the run's newest record in `flowlib_records` is "
+            f"checkpoint {newest}. {_FIX}"
+        )
+
+
+def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) -> None:
+    """Refuse a run row that disagrees with its newest record (an edited ``turns`` or
+    ``stop_reason``)."""
+    where = f"Table `flowlib_runs`, run `{run.run_id}`"
+    fix = _FIX
+    check_last(run, newest)
+    if upto != run.last_checkpoint or newest == 0:
+        return
+    # Each append sets these from the record it appends.
+    for column, stored, recorded in (
+        ("turns", run.turns, folded.turn),
+        ("stop_reason", run.stop_reason, folded.stop_reason),
+    ):
+        if stored != recorded:
+            raise CheckpointError(
+                f"{where}: column `{column}` holds {stored!r}, but the run's newest record "
+                f"(checkpoint {folded.last_checkpoint}) says {recorded!r}. {fix}"
+            )
+
+
+class SQLListing(ABC):
+    """``list_runs`` and ``list_pending`` of a SQL store, written once: the store gives
+    its placeholder and a way to run one read-only query."""
+
+    _param: ClassVar[str]
+    """The dialect's query placeholder (``?`` or ``%s``)."""
+
+    @abstractmethod
+    async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
+        """The rows of one query (raises ``CheckpointError`` like every call)."""
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        filters = run_filter(status, updated_since, flow, limit, cursor)
+        where, params = filter_sql(filters, self._param)
+        return [run_from_row(row) for row in await self._select(f"{RUN_SELECT}{where}", params)]
+
+    async def list_pending(self) -> list[PendingRequestInfo]:
+        """See ``CheckpointStore.list_pending``."""
+        return await pending_of(cast("CheckpointStore", self))

@@ -9,31 +9,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
 from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
-from ._common import (
-    SNAPSHOT_EVERY,
-    check_consistent,
-    check_first,
-    check_keep_last,
-    check_last,
-    check_lease_args,
-    check_next,
-    check_owner,
-    check_snapshot_every,
-    check_upto,
-    closed_error,
-    filter_sql,
-    first_run,
-    lease_lost,
-    lease_refused,
-    pending_of,
-    run_filter,
-    unknown_run,
-    updated_run,
-)
 from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
@@ -41,7 +21,12 @@ from ._sql import (
     RUN_COLUMNS,
     RUN_SELECT,
     SCHEMA_VERSION,
+    SNAPSHOT_EVERY,
     Dialect,
+    SQLListing,
+    check_consistent,
+    check_last,
+    check_snapshot_every,
     info_from_row,
     lease_from_row,
     message_rows,
@@ -54,13 +39,23 @@ from ._sql import (
     snapshot_from_body,
     upgrade,
 )
-from ._types import (
-    CheckpointInfo,
-    CheckpointRecord,
-    Lease,
-    PendingRequestInfo,
-    RunRecord,
-    RunStatus,
+from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._url import register_store_scheme
+from .rules import (
+    check_acquire,
+    check_first,
+    check_keep_last,
+    check_lease_args,
+    check_lease_held,
+    check_next,
+    check_owner,
+    check_upto,
+    closed_error,
+    first_run,
+    lease_lost,
+    run_exists,
+    unknown_run,
+    updated_run,
 )
 
 __all__ = ["SQLiteCheckpointStore"]
@@ -83,7 +78,7 @@ _UPDATE_RUN = (
 )
 
 
-class SQLiteCheckpointStore:
+class SQLiteCheckpointStore(SQLListing):
     """Checkpoints in one SQLite file (write-ahead log), for one machine.
 
     Several processes may open the same file: every write is one ``BEGIN IMMEDIATE``
@@ -141,8 +136,18 @@ class SQLiteCheckpointStore:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
 
+    _param = "?"
+
     def __repr__(self) -> str:
         return f"SQLiteCheckpointStore({self.path!r})"
+
+    @property
+    def url(self) -> str | None:
+        """The URL that opens this store in another process (``sqlite:///`` and the
+        file's absolute path), or None for ``:memory:`` (it lives in this process)."""
+        if self.path in ("", ":memory:"):
+            return None
+        return "sqlite:///" + os.path.abspath(self.path)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -245,9 +250,7 @@ class SQLiteCheckpointStore:
         def work(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
                 if _last(conn, run.run_id) is not None:
-                    raise CheckpointError(
-                        f"Run `{run.run_id}` already exists; pick a new `run_id` or resume it."
-                    )
+                    raise run_exists(run.run_id)
                 conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(14)})", row)
                 if first is not None:
                     _insert_record(conn, first)
@@ -278,9 +281,7 @@ class SQLiteCheckpointStore:
                 run = _run(conn, record.run_id)
                 if lease_owner is not None:
                     held = _lease(conn, record.run_id)
-                    now = time.time()
-                    if held is None or held.owner != lease_owner or held.expires_at <= now:
-                        raise lease_lost(record.run_id, lease_owner, held, now=now)
+                    check_lease_held(record.run_id, lease_owner, held, now=time.time())
                 check_next(run, record)
                 conn.execute(
                     f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})", row
@@ -342,10 +343,8 @@ class SQLiteCheckpointStore:
             with _transaction(conn):
                 now = time.time()
                 granted = conn.execute(_ACQUIRE, (run_id, owner, expires_at, now)).rowcount
-                if granted != 1:
-                    held = _lease(conn, run_id)
-                    assert held is not None  # the conflict was on its row
-                    raise lease_refused(run_id, owner, held)
+                if granted != 1:  # the conflict was on the row of a live lease
+                    check_acquire(run_id, owner, _lease(conn, run_id), now=now)
             return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
 
         return await self._call(work)
@@ -391,28 +390,8 @@ class SQLiteCheckpointStore:
 
         return await self._call(work)
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol)."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
-        where, params = filter_sql(filters, "?")
-
-        def work(conn: sqlite3.Connection) -> list[RunRecord]:
-            rows = conn.execute(f"{RUN_SELECT}{where}", params).fetchall()
-            return [run_from_row(row) for row in rows]
-
-        return await self._call(work)
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(self)
+    async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
+        return await self._call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""
@@ -668,3 +647,34 @@ def _newest(conn: sqlite3.Connection, run_id: str) -> int:
         "SELECT max(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run_id,)
     ).fetchone()
     return int(newest or 0)
+
+
+def _open_sqlite(url: str, *, create: bool) -> SQLiteCheckpointStore:
+    """``sqlite:///runs.db`` (relative), ``sqlite:////abs/runs.db``,
+    ``?synchronous=FULL``."""
+    parts = urlsplit("sqlite://" + url.partition("://")[2])
+    if parts.netloc:
+        raise CheckpointArgumentError(
+            f"Store URL {url!r} names the host `{parts.netloc}`; a SQLite store is a local "
+            "file: `sqlite:///runs.db` (three slashes, relative) or `sqlite:////abs/runs.db`."
+        )
+    path = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not path:
+        raise CheckpointArgumentError(
+            f"Store URL {url!r} names no file; use `sqlite:///runs.db` (relative) or "
+            "`sqlite:////abs/path/runs.db`."
+        )
+    synchronous = "NORMAL"
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key != "synchronous" or value.upper() not in ("NORMAL", "FULL"):
+            raise CheckpointArgumentError(
+                f"Store URL {url!r}: unknown option `{key}={value}`; the only option is "
+                "`synchronous=NORMAL` (the default) or `synchronous=FULL`."
+            )
+        synchronous = value.upper()
+    return SQLiteCheckpointStore(
+        path, synchronous="FULL" if synchronous == "FULL" else "NORMAL", create=create
+    )
+
+
+register_store_scheme("sqlite", _open_sqlite, example="sqlite:///runs.db")

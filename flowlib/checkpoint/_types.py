@@ -175,7 +175,15 @@ class CheckpointStore(Protocol):
     between concurrent runs (and, for SQLite and PostgreSQL, between processes).
 
     Errors are [`flowlib.errors.CheckpointError`][flowlib.errors.CheckpointError] (unknown run, a
-    record out of order, a closed store); a failed call changes nothing.
+    record out of order, a closed store); a failed call changes nothing. The shared
+    checks and errors are in [`flowlib.checkpoint.rules`][flowlib.checkpoint.rules];
+    [`flowlib.testing.check_checkpoint_store`][flowlib.testing.check_checkpoint_store]
+    checks a store against the whole protocol.
+
+    Optional: a ``url`` attribute, the URL that opens the same store in another process
+    (through [`open_store`][flowlib.checkpoint.open_store] and the opener registered for
+    its scheme), or None if the store lives in this process only. Batch and Ray workers
+    reach a store object they were given through it.
     """
 
     async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:

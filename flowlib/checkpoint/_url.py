@@ -1,25 +1,126 @@
-"""Opening a checkpoint store from a URL, as the command line and workers name stores."""
+"""Checkpoint stores named by URL: a registry of URL schemes, each with the function that
+opens a store from a URL of its scheme.
+
+The built-in stores register their schemes (``memory``, ``sqlite``, ``postgresql``,
+``redis``) with [`register_store_scheme`][flowlib.checkpoint.register_store_scheme], the same
+call a store of your own uses; [`open_store`][flowlib.checkpoint.open_store] looks the
+scheme up. The other direction, store to URL (what a worker process opens to reach the
+same store), is the store's optional ``url`` attribute.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
+import re
+import threading
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..errors import CheckpointArgumentError
-from ._memory import InMemoryCheckpointStore
-from ._postgres import PostgresCheckpointStore
-from ._sqlite import SQLiteCheckpointStore
 from ._types import CheckpointStore
 
-__all__ = ["open_store"]
+__all__ = ["StoreOpener", "open_store", "register_store_scheme", "store_schemes"]
 
-_FORMS = (
-    "`sqlite:///runs.db` (a file relative to the working directory), "
-    "`sqlite:////abs/path/runs.db`, `postgresql://user@host:5432/db` or `memory://`"
-)
+
+class StoreOpener(Protocol):
+    """Opens the store a URL names: ``opener(url, create=True)``.
+
+    ``url`` has the opener's scheme (as given, scheme in any case). ``create`` says
+    whether a store that does not exist yet is created on first use; with False the
+    store's first call raises ``CheckpointError`` saying there is no store there (what
+    read-only commands want). Opening should not connect: the store connects on first
+    use. A URL the opener cannot use raises ``CheckpointArgumentError`` saying why.
+    """
+
+    def __call__(self, url: str, *, create: bool) -> CheckpointStore: ...
+
+
+@dataclass(frozen=True)
+class _Scheme:
+    opener: StoreOpener
+    example: str
+
+
+_SCHEMES: dict[str, _Scheme] = {}
+_LOCK = threading.Lock()
+_SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]*")
+
+
+def register_store_scheme(
+    scheme: str, opener: StoreOpener, *, example: str, replace: bool = False
+) -> None:
+    """Make ``open_store`` (and so ``flowlib runs --store``, ``FLOWLIB_STORE``, batch
+    workers and Ray workers) open URLs of ``scheme`` with ``opener``.
+
+    Args:
+        scheme: The URL scheme, without ``://`` (``"redis"``); case does not matter.
+        opener: Called as ``opener(url, create=...)`` (see
+            [`StoreOpener`][flowlib.checkpoint.StoreOpener]).
+        example: A URL of the scheme, shown in error messages that list the accepted
+            forms (``"redis://127.0.0.1:6379/0"``).
+        replace: Whether an already registered scheme may be replaced (default: a
+            second registration is refused, so two stores cannot silently fight over one
+            scheme).
+
+    Raises:
+        CheckpointArgumentError: The scheme is not a URL scheme, the opener is not
+            callable, or the scheme is registered already and ``replace`` is False.
+
+    Examples:
+        ```python
+        from flowlib.checkpoint import register_store_scheme
+
+        def open_file_store(url: str, *, create: bool) -> FileCheckpointStore:
+            return FileCheckpointStore(url.removeprefix("file://"), create=create)
+
+        register_store_scheme("file", open_file_store, example="file:///var/runs")
+        ```
+    """
+    if not isinstance(scheme, str) or not _SCHEME_NAME.fullmatch(scheme.lower()):
+        raise CheckpointArgumentError(
+            f"A store URL scheme is a letter then letters, digits, `+`, `-` or `.` (as in "
+            f"`redis`), without `://`; got {scheme!r}."
+        )
+    if not callable(opener):
+        raise CheckpointArgumentError(
+            f"The opener of scheme `{scheme}` must be callable as opener(url, create=...), "
+            f"got {type(opener).__name__}."
+        )
+    if not isinstance(example, str) or not example.lower().startswith(scheme.lower() + "://"):
+        raise CheckpointArgumentError(
+            f"`example` must be a URL of the scheme `{scheme}` (`{scheme}://...`), got {example!r}."
+        )
+    key = scheme.lower()
+    with _LOCK:
+        if key in _SCHEMES and not replace and _SCHEMES[key].opener is not opener:
+            raise CheckpointArgumentError(
+                f"The store URL scheme `{key}` is registered already (opened by "
+                f"{_name(_SCHEMES[key].opener)}); pass `replace=True` to replace it."
+            )
+        _SCHEMES[key] = _Scheme(opener, example)
+
+
+def store_schemes() -> dict[str, str]:
+    """The registered store URL schemes, each with its example URL, in registration
+    order."""
+    with _LOCK:
+        return {scheme: entry.example for scheme, entry in _SCHEMES.items()}
+
+
+def _name(opener: object) -> str:
+    module = getattr(opener, "__module__", None)
+    name = getattr(opener, "__qualname__", type(opener).__qualname__)
+    return f"`{module}.{name}`" if module else f"`{name}`"
+
+
+def _forms() -> str:
+    examples = [f"`{example}`" for example in store_schemes().values()]
+    return ", ".join(examples[:-1]) + f" or {examples[-1]}" if len(examples) > 1 else examples[0]
 
 
 def open_store(url: str, *, create: bool = True) -> CheckpointStore:
-    """Open the checkpoint store a URL names.
+    """Open the checkpoint store a URL names, by the opener registered for its scheme.
+
+    The built-in schemes:
 
     - `sqlite:///runs.db`: a
       [`SQLiteCheckpointStore`][flowlib.checkpoint.SQLiteCheckpointStore] on `runs.db`,
@@ -28,9 +129,12 @@ def open_store(url: str, *, create: bool = True) -> CheckpointStore:
       killed process).
     - `postgresql://user:pw@host:5432/db` (or `postgres://`): a
       [`PostgresCheckpointStore`][flowlib.checkpoint.PostgresCheckpointStore] with that DSN.
+    - `redis://host:6379/0` (or `rediss://` for TLS), `?prefix=flowlib:` for the keys'
+      prefix: a [`RedisCheckpointStore`][flowlib.checkpoint.RedisCheckpointStore].
     - `memory://`: a new
       [`InMemoryCheckpointStore`][flowlib.checkpoint.InMemoryCheckpointStore].
 
+    More come from [`register_store_scheme`][flowlib.checkpoint.register_store_scheme].
     Nothing is connected or created until the store is first used.
 
     Args:
@@ -44,9 +148,9 @@ def open_store(url: str, *, create: bool = True) -> CheckpointStore:
         The store; close it with `await store.close()`.
 
     Raises:
-        CheckpointArgumentError: If the URL is not a string, has an unknown scheme, names
-            no SQLite file, or has an unknown query option. The message shows the
-            accepted forms.
+        CheckpointArgumentError: If the URL is not a string, has no or an unknown scheme,
+            or its opener refuses it (no SQLite file, an unknown query option, ...). The
+            message shows the accepted forms.
 
     Examples:
         ```python
@@ -57,54 +161,18 @@ def open_store(url: str, *, create: bool = True) -> CheckpointStore:
     """
     if not isinstance(url, str):
         raise CheckpointArgumentError(
-            f"A store URL must be a string, got {type(url).__name__}; use {_FORMS}."
+            f"A store URL must be a string, got {type(url).__name__}; use {_forms()}."
         )
-    scheme, sep, rest = url.partition("://")
+    scheme, sep, _ = url.partition("://")
     scheme = scheme.lower()
     if not sep or not scheme:
-        raise CheckpointArgumentError(f"Store URL {url!r} has no scheme; use {_FORMS}.")
-    if scheme in ("postgresql", "postgres"):
-        if not rest:
-            raise CheckpointArgumentError(
-                f"Store URL {url!r} names no PostgreSQL server; use e.g. "
-                "`postgresql://user@127.0.0.1:5432/db`."
-            )
-        return PostgresCheckpointStore(url, create=create)
-    if scheme == "sqlite":
-        return _sqlite(url, rest, create=create)
-    if scheme == "memory":
-        if rest.strip("/"):
-            raise CheckpointArgumentError(
-                f"Store URL {url!r}: `memory://` takes no path (each one is a new, empty "
-                "store in this process)."
-            )
-        return InMemoryCheckpointStore()
-    raise CheckpointArgumentError(
-        f"Store URL {url!r} has the unknown scheme `{scheme}`; use {_FORMS}."
-    )
-
-
-def _sqlite(url: str, rest: str, *, create: bool) -> SQLiteCheckpointStore:
-    parts = urlsplit("sqlite://" + rest)
-    if parts.netloc:
+        raise CheckpointArgumentError(f"Store URL {url!r} has no scheme; use {_forms()}.")
+    with _LOCK:
+        entry = _SCHEMES.get(scheme)
+    if entry is None:
         raise CheckpointArgumentError(
-            f"Store URL {url!r} names the host `{parts.netloc}`; a SQLite store is a local "
-            "file: `sqlite:///runs.db` (three slashes, relative) or `sqlite:////abs/runs.db`."
+            f"Store URL {url!r} has the unknown scheme `{scheme}`; use {_forms()} (or "
+            "register the scheme of your own store with "
+            "`flowlib.checkpoint.register_store_scheme`)."
         )
-    path = parts.path[1:] if parts.path.startswith("/") else parts.path
-    if not path:
-        raise CheckpointArgumentError(
-            f"Store URL {url!r} names no file; use `sqlite:///runs.db` (relative) or "
-            "`sqlite:////abs/path/runs.db`."
-        )
-    synchronous = "NORMAL"
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key != "synchronous" or value.upper() not in ("NORMAL", "FULL"):
-            raise CheckpointArgumentError(
-                f"Store URL {url!r}: unknown option `{key}={value}`; the only option is "
-                "`synchronous=NORMAL` (the default) or `synchronous=FULL`."
-            )
-        synchronous = value.upper()
-    return SQLiteCheckpointStore(
-        path, synchronous="FULL" if synchronous == "FULL" else "NORMAL", create=create
-    )
+    return entry.opener(url, create=create)

@@ -1,6 +1,7 @@
 """Models: the client interface, scripted and OpenAI-compatible clients, and the value
 types they exchange (LLM messages, function calls, results, usage, images)."""
 
+from ._azure import AzureOpenAIChatCompletionClient
 from ._cache import (
     CHAT_CACHE_VALUE_TYPE,
     CacheStore,
@@ -22,7 +23,6 @@ from ._openai import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
-    AzureOpenAIChatCompletionClient,
     ClientClosedError,
     ModelResponseError,
     OpenAIChatCompletionClient,

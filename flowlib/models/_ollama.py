@@ -23,12 +23,13 @@ from ..component._registry import register_builtin
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import ModelInfo, validate_model_info
 from ._known_models import lookup_ollama_context_window, lookup_ollama_model_info
-from ._openai import _BaseOpenAIClient, _check_create_args, _sdk_options
+from ._openai_base import BaseOpenAIClient, sdk_options
 from ._openai_config import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
     same_endpoint,
 )
+from ._openai_request import check_create_args
 from ._providers import forget_openai_environment
 
 __all__ = [
@@ -162,7 +163,7 @@ class OllamaClientConfig(BaseModel):
     include_name_in_message: bool = False
 
 
-class OllamaChatCompletionClient(_BaseOpenAIClient):
+class OllamaChatCompletionClient(BaseOpenAIClient):
     """A chat-completion client for models served by Ollama.
 
     AutoGen's name and arguments, built on ``openai.AsyncOpenAI`` against Ollama's
@@ -269,7 +270,7 @@ class OllamaChatCompletionClient(_BaseOpenAIClient):
             raise InvalidValueError(
                 f"{', '.join(clash)} given both in options= and as an argument; give it once."
             )
-        _check_create_args(create_args, "create argument(s)")
+        check_create_args(create_args, "create argument(s)")
         if response_format is not None:
             if not (isinstance(response_format, type) and issubclass(response_format, BaseModel)):
                 if not isinstance(response_format, Mapping):
@@ -287,7 +288,7 @@ class OllamaChatCompletionClient(_BaseOpenAIClient):
         client = AsyncOpenAI(
             api_key=api_key or _PLACEHOLDER_KEY,
             base_url=base_url,
-            **_sdk_options(timeout, max_retries, dict(headers) if headers else None),
+            **sdk_options(timeout, max_retries, dict(headers) if headers else None),
         )
         forget_openai_environment(client, organization=None, default_headers=headers)
         super().__init__(

@@ -41,14 +41,28 @@ from ._page import (
     trace_from_steps,
     write_run_page,
 )
+from ._page_parts import PageCheckpoint, PageDiffLine, PageFork, PageRequest
 from ._scene import SupportsGraph
+from ._stored import (
+    StoredRun,
+    fork_diff,
+    read_stored_run,
+    write_stored_run_page,
+)
 
 __all__ = [
     "GraphvizNotFoundError",
+    "PageCheckpoint",
+    "PageDiffLine",
+    "PageFork",
     "PageMessage",
+    "PageRequest",
     "PageStep",
     "RenderError",
+    "StoredRun",
     "SupportsGraph",
+    "fork_diff",
+    "read_stored_run",
     "render",
     "run_page",
     "steps_from_records",
@@ -58,4 +72,5 @@ __all__ = [
     "to_svg",
     "trace_from_steps",
     "write_run_page",
+    "write_stored_run_page",
 ]

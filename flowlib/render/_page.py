@@ -30,6 +30,7 @@ from ..messages import (
     ToolCallRequestEvent,
 )
 from ._output import to_svg
+from ._page_parts import PageCheckpoint, PageFork, PageRequest
 from ._scene import SupportsGraph, graph_of
 
 __all__ = [
@@ -242,6 +243,18 @@ g.edge.current polygon{stroke:#d62728!important;fill:#d62728!important}
 g.node.past polygon,g.node.past ellipse{stroke-width:2.5px}
 g.node.flagged polygon,g.node.flagged ellipse,g.node.flagged path{stroke:#d62728!important;
 stroke-dasharray:6 3;stroke-width:3px}
+.box{background:#fff;border:1px solid #ddd;margin:0 12px 12px;padding:8px 12px}
+.box h2{font-size:15px;margin:2px 0 6px}
+table{border-collapse:collapse;font-size:13px}
+td,th{border-bottom:1px solid #eee;padding:2px 8px;text-align:left;vertical-align:top}
+#timeline tr.step{cursor:pointer}
+#timeline tr.current{background:#fde8e8}
+.request{border-left:3px solid #d68a00;padding:4px 8px;margin:6px 0;background:#fff8ec}
+.request code{font-size:12px}
+.diff{padding:2px 8px;margin:2px 0;font:13px ui-monospace,monospace;white-space:pre-wrap}
+.diff.parent{background:#fde8e8}
+.diff.fork{background:#e6f4e6}
+.diff.same{background:#f4f4f4}
 """
 
 _JS = """
@@ -308,6 +321,9 @@ _JS = """
     });
     document.body.setAttribute('data-step', String(index));
     document.body.setAttribute('data-node', step.node);
+    document.querySelectorAll('#timeline tr').forEach(function(row){
+      row.classList.toggle('current', row.getAttribute('data-step') === String(index));
+    });
   }
   (data.flagged || []).forEach(function(name){
     nodeGroups(name).forEach(function(g){ g.classList.add('flagged'); });
@@ -320,6 +336,48 @@ _JS = """
     if (ev.key === 'ArrowLeft') { show(parseInt(slider.value, 10) - 1); }
     if (ev.key === 'ArrowRight') { show(parseInt(slider.value, 10) + 1); }
   });
+  function cell(row, value){ row.appendChild(text('td', value === null ? '' : String(value))); }
+  var timeline = document.getElementById('timeline');
+  if (timeline) {
+    var first = data.checkpoints.length ? data.checkpoints[0].created_at : 0;
+    data.checkpoints.forEach(function(c){
+      var row = document.createElement('tr');
+      row.setAttribute('data-checkpoint', String(c.checkpoint_id));
+      if (c.step !== null) {
+        row.className = 'step';
+        row.setAttribute('data-step', String(c.step));
+        row.addEventListener('click', function(){ show(c.step); });
+      }
+      cell(row, c.checkpoint_id); cell(row, c.kind); cell(row, c.turn); cell(row, c.node);
+      cell(row, '+' + (c.created_at - first).toFixed(3) + ' s');
+      cell(row, c.message_count); cell(row, c.step); cell(row, c.stop_reason);
+      timeline.appendChild(row);
+    });
+  }
+  var pending = document.getElementById('pending');
+  if (pending) {
+    data.pending.forEach(function(r){
+      var box = text('div', '', 'request');
+      box.setAttribute('data-request', r.request_id);
+      var head = text('div', '');
+      head.appendChild(text('code', r.request_id));
+      head.appendChild(document.createTextNode(' \u00b7 asks ' + r.asked +
+        (r.by ? ' \u00b7 by ' + r.by : '')));
+      box.appendChild(head);
+      box.appendChild(text('pre', r.question));
+      pending.appendChild(box);
+    });
+  }
+  var diff = document.getElementById('diff');
+  if (diff && data.fork) {
+    var sign = {parent: '- ', fork: '+ ', same: '  '};
+    data.fork.lines.forEach(function(l){
+      var line = text('div', sign[l.op] + l.source + ' \u00b7 ' + l.kind + ': ' + l.text,
+        'diff ' + l.op);
+      line.setAttribute('data-op', l.op);
+      diff.appendChild(line);
+    });
+  }
   var match = /step=(\\d+)/.exec(window.location.hash);
   if (steps.length) { show(match ? parseInt(match[1], 10) : 1); }
 })();
@@ -347,6 +405,10 @@ def run_page(
     stop_reason: str | None = None,
     svg: str | None = None,
     flagged: Sequence[str] = (),
+    checkpoints: Sequence[PageCheckpoint] = (),
+    pending: Sequence[PageRequest] = (),
+    fork: PageFork | None = None,
+    status: str | None = None,
 ) -> str:
     """Build the self-contained HTML run page.
 
@@ -359,6 +421,11 @@ def run_page(
         svg: A drawing to use instead of drawing ``obj`` (an ``<svg>`` document).
         flagged: Nodes to mark on the drawing throughout (e.g. the nodes a finding of
             [`explore`][flowlib.testing.explore] is about).
+        checkpoints: A stored run's checkpoint timeline (a table; a row with a step
+            selects it).
+        pending: The human requests the run waits for, by id.
+        fork: For a fork, its diff against its parent from the fork point.
+        status: The stored run's status, shown under the heading.
 
     Returns:
         The HTML document.
@@ -383,9 +450,39 @@ def run_page(
         "steps": [asdict(step) for step in steps],
         "stop_reason": stop_reason,
         "flagged": list(flagged),
+        "checkpoints": [asdict(c) for c in checkpoints],
+        "pending": [asdict(r) for r in pending],
+        "fork": None if fork is None else asdict(fork),
     }
     last = max(len(steps), 1)
     reason = f"<p>Stopped: {html.escape(stop_reason)}</p>" if stop_reason else ""
+    if status is not None:
+        reason = f'<p id="status">Status: {html.escape(status)}</p>' + reason
+    extra = ""
+    if pending:
+        extra += (
+            '<section class="box" id="pending-box"><h2>Waiting for a person '
+            f"({len(pending)})</h2>"
+            "<p>Answer by the request id: <code>team.answer(run_id, request_id, reply)</code> "
+            'or the studio\'s answer box.</p><div id="pending"></div></section>\n'
+        )
+    if fork is not None:
+        extra += (
+            '<section class="box" id="fork-box"><h2>Forked from run '
+            f"<code>{html.escape(fork.parent_id)}</code> at checkpoint "
+            f"{fork.checkpoint_id}</h2><p>{fork.shared} messages shared up to the fork "
+            "point; after it, <code>-</code> only the parent, <code>+</code> only this "
+            "fork (parent now: "
+            f"{html.escape(fork.parent_status or 'deleted')}).</p>"
+            '<div id="diff"></div></section>\n'
+        )
+    if checkpoints:
+        extra += (
+            '<section class="box" id="timeline-box"><h2>Checkpoints</h2><table>'
+            "<thead><tr><th>id</th><th>kind</th><th>turn</th><th>node</th><th>time</th>"
+            "<th>messages</th><th>step</th><th>stop reason</th></tr></thead>"
+            '<tbody id="timeline"></tbody></table></section>\n'
+        )
     label = "Step 1" if steps else "No steps"
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -413,7 +510,7 @@ def run_page(
 <div id="messages"></div>
 </div>
 </div>
-<script type="application/json" id="run-data">{_script_json(data)}</script>
+{extra}<script type="application/json" id="run-data">{_script_json(data)}</script>
 <script>{_JS}</script>
 </body>
 </html>

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..checkpoint import CheckpointRecord, CheckpointStore, RunRecord, base_record
 from ..errors import CheckpointArgumentError, FlowlibError, InvalidArgumentError
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode
+from ..graph import DiGraph
+from ..render._stored import graph_from_description, lineage_records, pending_of_state
 
 __all__ = ["Flow", "Studio", "StudioError"]
 
@@ -43,31 +44,6 @@ class Flow:
     graph: DiGraph
     team_type: str
     findings: list[str] = field(default_factory=list)
-
-
-def graph_from_description(description: dict[str, Any]) -> DiGraph:
-    """A drawable graph from a stored run's ``RunRecord.graph`` (nodes and edge lines).
-
-    Conditions are not rebuilt (the lines only describe them); the drawing needs the
-    nodes and edges alone, and fired edges come from the records' bookkeeping.
-    """
-    names = [str(name) for name in description.get("nodes", {})]
-    nodes = {name: DiGraphNode(name=name) for name in names}
-    # Longest names first, so a node named "a" does not claim "a b -> c".
-    by_length = sorted(names, key=len, reverse=True)
-    for line in description.get("edges", []):
-        text = str(line)
-        for source in by_length:
-            head = source + " -> "
-            if text.startswith(head):
-                rest = text[len(head) :]
-                target = rest.rsplit(" [", 1)[0] if rest.endswith("]") else rest
-                if target in nodes:
-                    nodes[source].edges.append(DiGraphEdge(target=target))
-                break
-    if not nodes:
-        nodes = {"(no graph stored)": DiGraphNode(name="(no graph stored)")}
-    return DiGraph(nodes=nodes)
 
 
 def _message_text(dumped: dict[str, Any]) -> str:
@@ -126,26 +102,6 @@ def _step(record: CheckpointRecord, previous: float | None) -> dict[str, Any]:
         "prompt_tokens": prompt or None,
         "completion_tokens": completion or None,
     }
-
-
-def _pending(bookkeeping: dict[str, Any]) -> list[dict[str, Any]]:
-    """The run's pending human requests (the run object's state in the bookkeeping)."""
-    state = bookkeeping.get("run")
-    if not isinstance(state, dict):
-        return []
-    answered = set(state.get("answered") or [])
-    requests = state.get("requests") or []
-    return [
-        {
-            "request_id": str(r.get("request_id", "")),
-            "asked": str(r.get("asked", "")),
-            "by": None if r.get("by") is None else str(r.get("by")),
-            "question": str(r.get("question", "")),
-            "created_at": r.get("created_at"),
-        }
-        for r in requests
-        if isinstance(r, dict) and r.get("request_id") not in answered
-    ]
 
 
 class Studio:
@@ -258,29 +214,13 @@ class Studio:
                 return None
         return self._drawings[key]
 
-    async def _lineage(self, run: RunRecord) -> list[CheckpointRecord]:
-        """The records a run's page shows: a fork's parent's records up to the fork point
-        (recursively), then its own after its ``base`` record."""
-        own = list(await self.store.records(run.run_id))
-        if run.forked_from is None:
-            return own
-        parent_id, checkpoint = run.forked_from
-        parent = await self.store.get_run(parent_id)
-        inherited: list[CheckpointRecord] = []
-        if parent is not None:
-            inherited = [r for r in await self._lineage(parent) if r.run_id != parent_id]
-            inherited += list(await self.store.records(parent_id, upto=checkpoint))
-        if own and own[0].kind == "base":
-            own = own[1:]
-        return inherited + own
-
     async def run_detail(self, run_id: str) -> dict[str, Any]:
         """Everything the run view shows: the run, its steps (node, messages, tool calls,
         fired edges, tokens, timing), checkpoints, thread, pending requests, drawing."""
         run = await self._known(run_id)
         flow = self.flow_of(run)
         graph = flow.graph if flow is not None else graph_from_description(run.graph)
-        records = await self._lineage(run)
+        records = await lineage_records(self.store, run)
         steps = []
         previous: float | None = None
         for record in records:
@@ -307,7 +247,7 @@ class Studio:
             "steps": steps,
             "checkpoints": [info.model_dump(mode="json") for info in history],
             "messages": thread,
-            "pending": _pending(folded.bookkeeping),
+            "pending": [asdict(r) for r in pending_of_state(folded.bookkeeping)],
             "error": self.errors.get(run_id),
             "svg": self.drawing(key, graph),
         }

@@ -16,7 +16,7 @@ __all__ = ["build"]
 
 def build(checkpoint_store: CheckpointStore | None = None) -> GraphFlow:
     """The demo team, checkpointed to ``checkpoint_store``."""
-    from .._demo import build_demo_flow, demo_model_clients
+    from ..cli.demo import build_demo_flow, demo_model_clients
 
     clients, _ = demo_model_clients()
     flow = build_demo_flow(clients)

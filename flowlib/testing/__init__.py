@@ -14,10 +14,13 @@ team's trace against the activation
 - [`check_crashes`][flowlib.testing.check_crashes] /
   [`assert_survives_crashes`][flowlib.testing.assert_survives_crashes]: interrupt your own
   flow (exception, cancellation, SIGKILL) and check that it resumes to the same outcome.
+- [`check_checkpoint_store`][flowlib.testing.check_checkpoint_store]: the conformance
+  suite of the checkpoint store protocol, for a store of your own.
 - [`flowlib.testing.strategies`][flowlib.testing.strategies] (needs ``hypothesis``): strategies that
 generate valid
   graph specs (chains, fan-outs, joins, loops, random DAGs with back edges) and invalid
-  ones with the error each must raise.
+  ones with the error each must raise, as the specs of
+  [`flowlib.testing.specs`][flowlib.testing.specs].
 
 Examples:
     >>> import asyncio
@@ -49,6 +52,12 @@ from ._agents import (
 )
 from ._checks import RunTimeline, TraceCheckError, check_run, check_trace
 from ._scripting import tool_calls
+from ._store_rules import (
+    STORE_RULES,
+    CheckpointStoreRuleError,
+    StoreRule,
+    check_checkpoint_store,
+)
 
 if TYPE_CHECKING:
     from ._crash import (
@@ -79,6 +88,7 @@ _LAZY = {
     **dict.fromkeys(
         (
             "RULES",
+            "STORE_RULES",
             "ExploreReport",
             "Finding",
             "Rule",
@@ -94,10 +104,12 @@ _LAZY = {
             "CRASH_RULES",
             "CrashFinding",
             "CrashReport",
+            "CheckpointStoreRuleError",
             "CrashRule",
             "FlowNotCrashSafeError",
             "Interruption",
             "assert_survives_crashes",
+            "check_checkpoint_store",
             "check_crashes",
         ),
         "._crash",
@@ -128,6 +140,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CRASH_RULES",
     "RULES",
+    "STORE_RULES",
+    "CheckpointStoreRuleError",
     "CrashFinding",
     "CrashReport",
     "CrashRule",
@@ -147,12 +161,14 @@ __all__ = [
     "StandIn",
     "StandInRouter",
     "StandInSelector",
+    "StoreRule",
     "TraceCheckError",
     "Turn",
     "TurnEvent",
     "TurnRecorder",
     "assert_flow_sound",
     "assert_survives_crashes",
+    "check_checkpoint_store",
     "check_crashes",
     "check_run",
     "check_trace",

@@ -1,19 +1,23 @@
-"""One conformance suite for every checkpoint store: in memory, SQLite and PostgreSQL.
+"""The built-in checkpoint stores (in memory, SQLite, PostgreSQL) against the
+conformance suite users run on their own stores (``flowlib.testing.check_checkpoint_store``),
+rule by rule; then what only a backend's own tables can show (rows and bytes written,
+snapshots, several processes, connection errors).
 
 The PostgreSQL store runs against a real server started by the ``postgres_server``
-fixture (tests/_postgres.py); SQLite against files in ``tmp_path``.
+fixture (tests/_postgres.py), each store in a fresh schema; SQLite against files in
+``tmp_path``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,21 +28,15 @@ from flowlib.checkpoint import (
     CheckpointRecord,
     CheckpointStore,
     InMemoryCheckpointStore,
-    Lease,
     PostgresCheckpointStore,
     RunRecord,
     SQLiteCheckpointStore,
-    base_record,
     diff_state,
     fold,
 )
 from flowlib.checkpoint._sql import RECORD_COLUMNS, message_rows, record_row
-from flowlib.errors import (
-    CheckpointArgumentError,
-    CheckpointConflictError,
-    CheckpointError,
-    RunLeaseError,
-)
+from flowlib.errors import CheckpointArgumentError, CheckpointError
+from flowlib.testing import STORE_RULES, StoreRule, check_checkpoint_store
 
 
 @dataclass
@@ -126,6 +124,30 @@ class Backend:
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], CheckpointStore]:
+    """New, empty stores of one kind (SQL stores snapshot every 3 checkpoints, so the
+    suite's ``load`` rule reads snapshots too)."""
+    if request.param == "memory":
+        return InMemoryCheckpointStore
+    if request.param == "sqlite":
+        files = itertools.count()
+        return lambda: SQLiteCheckpointStore(tmp_path / f"{next(files)}.db", snapshot_every=3)
+    server = request.getfixturevalue("postgres_server")
+    return lambda: PostgresCheckpointStore(server.new_dsn(), snapshot_every=3)
+
+
+@pytest.mark.parametrize("rule", STORE_RULES)
+async def test_built_in_stores_keep_the_rule(
+    make_store: Callable[[], CheckpointStore], rule: StoreRule
+) -> None:
+    await check_checkpoint_store(make_store, rules=[rule])
+
+
+async def test_the_memory_store_passes_the_whole_suite() -> None:
+    await check_checkpoint_store(InMemoryCheckpointStore)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     if request.param == "memory":
         where = ""
@@ -184,126 +206,9 @@ async def _write(store: CheckpointStore, run_id: str, count: int, start: int = 1
         await store.append(_record(run_id, checkpoint_id), status="running")
 
 
-async def test_a_run_round_trips(backend: Backend) -> None:
-    store = backend.open()
-    assert isinstance(store, CheckpointStore)
-    assert await store.get_run("r1") is None
-    await store.create_run(_run())
-    await _write(store, "r1", 3)
-    stop = CheckpointRecord(
-        run_id="r1", checkpoint_id=4, kind="stop", turn=2, created_at=9.0, stop_reason="done"
-    )
-    await store.append(stop, status="stopped")
-
-    run = await store.get_run("r1")
-    assert run is not None
-    assert (run.status, run.turns, run.last_checkpoint, run.stop_reason) == (
-        "stopped",
-        2,
-        4,
-        "done",
-    )
-    assert run.updated_at == 9.0
-    assert run.forked_from == ("parent", 3) and run.metadata == {"task": "hello"}
-    assert run.graph == {"nodes": ["a", "b"], "edges": [["a", "b"]]}
-
-    records = await store.records("r1")
-    assert [r.checkpoint_id for r in records] == [1, 2, 3, 4]
-    assert records[:3] == [_record("r1", i) for i in (1, 2, 3)]
-    assert records[3] == stop
-    assert [r.checkpoint_id for r in await store.records("r1", upto=2)] == [1, 2]
-
-    folded = fold(records)
-    assert [m["content"] for m in folded.messages] == ["m1", "m2", "m3"]
-    assert folded.participants["a"] == {"ctx": [_msg("m1"), _msg("m2"), _msg("m3")]}
-
-    history = await store.history("r1")
-    assert [(h.checkpoint_id, h.kind, h.turn, h.node, h.message_count) for h in history] == [
-        (1, "start", 0, None, 1),
-        (2, "turn", 1, "a", 1),
-        (3, "turn", 2, "a", 1),
-        (4, "stop", 2, None, 0),
-    ]
-    assert history[3].stop_reason == "done"
-
-
-async def test_list_runs_newest_first(backend: Backend) -> None:
-    store = backend.open()
-    for i, created in enumerate([3.0, 1.0, 2.0]):
-        await store.create_run(_run(f"r{i}", created_at=created))
-    assert [r.run_id for r in await store.list_runs()] == ["r0", "r2", "r1"]
-
-
-async def test_a_record_reads_back_equal_as_json(backend: Backend) -> None:
-    """What a team compares to settle an interrupted write: the stored record, read
-    back, equals the written one as JSON (floats, text and nesting exactly)."""
-    store = backend.open()
-    await store.create_run(_run())
-    record = _record("r1", 1).model_copy(
-        update={
-            "created_at": 1764069337.1234567,
-            "messages": [{"content": 'é\u2028"x" 🙂', "n": 0.1 + 0.2, "big": 2**60, "no": None}],
-            "message_nodes": [None],
-            "bookkeeping": {"f": [1e-300, -0.5, 1.7976931348623157e308], "nested": {"a": [[]]}},
-        }
-    )
-    await store.append(record, status="running")
-    (back,) = await store.records("r1")
-    assert back.model_dump(mode="json") == record.model_dump(mode="json")
-
-
-async def test_refusals_change_nothing(backend: Backend) -> None:
-    store = backend.open()
-    await store.create_run(_run())
-    await _write(store, "r1", 2)
-    before = (await store.get_run("r1"), await store.records("r1"))
-
-    with pytest.raises(CheckpointError, match="already exists"):
-        await store.create_run(_run())
-    for bad in (1, 2, 4, 7):  # a repeat, the last one again, a gap
-        with pytest.raises(CheckpointConflictError, match=r"expected 3"):
-            await store.append(_record("r1", bad), status="complete")
-    with pytest.raises(CheckpointError, match="Unknown run `nope`") as unknown:
-        await store.append(_record("nope", 1), status="running")
-    assert not isinstance(unknown.value, CheckpointConflictError)
-    with pytest.raises(CheckpointError, match="Unknown run"):
-        await store.history("nope")
-    with pytest.raises(CheckpointError, match="Unknown run"):
-        await store.records("nope")
-    with pytest.raises(CheckpointError, match="Unknown run"):
-        await store.prune("nope", keep_last=1)
-    for upto in (0, 3, -1):
-        with pytest.raises(CheckpointArgumentError, match="no checkpoint"):
-            await store.records("r1", upto=upto)
-    with pytest.raises(CheckpointArgumentError, match="keep_last"):
-        await store.prune("r1", keep_last=-1)
-
-    assert (await store.get_run("r1"), await store.records("r1")) == before
-    await store.append(_record("r1", 3), status="running")  # the right next id still works
-
-
-async def test_prune_folds_old_records_into_a_base(backend: Backend) -> None:
-    store = backend.open()
-    await store.create_run(_run())
-    await _write(store, "r1", 6)
-    whole = fold(await store.records("r1"))
-
-    assert await store.prune("r1", keep_last=2) == 3  # 1..4 became one base record
-    history = await store.history("r1")
-    assert [(h.checkpoint_id, h.kind) for h in history] == [(4, "base"), (5, "turn"), (6, "turn")]
-    assert fold(await store.records("r1")) == whole
-    assert fold(await store.records("r1", upto=4)) == fold((await store.records("r1"))[:1])
-    with pytest.raises(CheckpointError, match="pruned"):
-        await store.records("r1", upto=3)
-
-    assert await store.prune("r1", keep_last=2) == 0  # nothing more to fold
-    await store.append(_record("r1", 7), status="running")  # appends continue after a prune
-    assert await store.prune("r1", keep_last=0) == 3
-    assert [h.kind for h in await store.history("r1")] == ["base"]
-    assert fold(await store.records("r1")).messages == [*whole.messages, _msg("m7")]
-
-
-async def test_delete(backend: Backend) -> None:
+async def test_a_deleted_run_leaves_no_rows(backend: Backend) -> None:
+    if backend.kind == "memory":
+        pytest.skip("the in-memory store has no rows")
     store = backend.open()
     await store.create_run(_run("r1"))
     await store.create_run(_run("r2"))
@@ -312,59 +217,8 @@ async def test_delete(backend: Backend) -> None:
     await store.delete("r1")
     await store.delete("never")  # unknown: no error
     assert await store.get_run("r1") is None
-    assert [r.run_id for r in await store.list_runs()] == ["r2"]
-    if backend.kind != "memory":
-        assert backend.footprint("r1") == (0, 0)
-    await store.create_run(_run("r1"))  # the id can be reused
-    assert await store.records("r1") == []
-    assert len(await store.records("r2")) == 1
-
-
-async def test_a_closed_store_refuses_calls(backend: Backend) -> None:
-    store = backend.open()
-    await store.create_run(_run())
-    await store.close()
-    await store.close()  # twice is fine
-    with pytest.raises(CheckpointError, match="closed"):
-        await store.get_run("r1")
-    with pytest.raises(CheckpointError, match="closed"):
-        await store.append(_record("r1", 1), status="running")
-
-
-async def test_concurrent_appenders_one_wins_per_id(backend: Backend) -> None:
-    """Several writers (separate stores, so separate connections) race for each id."""
-    stores = [backend.open() for _ in range(4)]
-    await stores[0].create_run(_run())
-    for checkpoint_id in range(1, 6):
-        outcomes = await asyncio.gather(
-            *(
-                s.append(_record("r1", checkpoint_id, text=f"w{i}"), status="running")
-                for i, s in enumerate(stores)
-            ),
-            return_exceptions=True,
-        )
-        assert sum(o is None for o in outcomes) == 1, outcomes
-        assert all(o is None or isinstance(o, CheckpointError) for o in outcomes)
-    records = await stores[0].records("r1")
-    assert [r.checkpoint_id for r in records] == [1, 2, 3, 4, 5]
-    assert all(len(r.messages) == 1 for r in records)
-
-
-async def test_fifty_concurrent_runs_on_one_store(backend: Backend) -> None:
-    store = backend.open()
-
-    async def one_run(n: int) -> None:
-        await store.create_run(_run(f"run{n}", created_at=float(n)))
-        for checkpoint_id in range(1, 11):
-            record = _record(f"run{n}", checkpoint_id, text=f"{n}-{checkpoint_id}")
-            await store.append(record, status="running")
-
-    await asyncio.gather(*(one_run(n) for n in range(50)))
-    runs = await store.list_runs()
-    assert len(runs) == 50 and all(r.last_checkpoint == 10 for r in runs)
-    for n in range(50):
-        folded = fold(await store.records(f"run{n}"))
-        assert [m["content"] for m in folded.messages] == [f"{n}-{i}" for i in range(1, 11)]
+    assert backend.footprint("r1") == (0, 0)
+    assert backend.footprint("r2")[0] == 2
 
 
 async def test_bytes_per_record_do_not_grow_with_the_run(backend: Backend) -> None:
@@ -383,20 +237,6 @@ async def test_bytes_per_record_do_not_grow_with_the_run(backend: Backend) -> No
     assert deltas[0] == deltas[1]
     assert deltas[0][0] == 2  # one record row, one message row
     assert 0 < deltas[0][1] < 400
-
-
-async def test_a_reopened_store_sees_everything(backend: Backend) -> None:
-    if backend.kind == "memory":
-        pytest.skip("an in-memory store is gone with its process")
-    store = backend.open()
-    await store.create_run(_run())
-    await _write(store, "r1", 5)
-    expected = (await store.get_run("r1"), await store.records("r1"))
-    await store.close()
-    again = backend.open()
-    assert (await again.get_run("r1"), await again.records("r1")) == expected
-    await _write(again, "r1", 1, start=6)
-    assert len(await again.history("r1")) == 6
 
 
 _WRITER = textwrap.dedent(
@@ -486,163 +326,6 @@ def test_diff_state_is_what_records_carry() -> None:
     )
 
 
-# --- leases ------------------------------------------------------------------------------
-
-
-async def _until_expired(lease: Lease) -> None:
-    while time.time() <= lease.expires_at:
-        await asyncio.sleep(0.01)
-
-
-async def test_a_lease_is_granted_to_one_owner_until_it_expires(backend: Backend) -> None:
-    store = backend.open()
-    assert await store.get_lease("new") is None
-    held = await store.acquire_lease("new", "w1", ttl=60)  # no run row yet: a new run
-    assert (held.run_id, held.owner) == ("new", "w1")
-    assert time.time() + 50 < held.expires_at <= time.time() + 60
-    assert await store.get_lease("new") == held
-
-    with pytest.raises(RunLeaseError, match=r"`w1`") as refused:
-        await store.acquire_lease("new", "w2", ttl=60)
-    assert isinstance(refused.value, CheckpointConflictError)
-    assert (refused.value.run_id, refused.value.holder) == ("new", "w1")
-    assert refused.value.expires_at == pytest.approx(held.expires_at)
-    assert await store.get_lease("new") == held  # the refusal changed nothing
-
-    again = await store.acquire_lease("new", "w1", ttl=120)  # the holder itself: extended
-    assert again.owner == "w1" and again.expires_at > held.expires_at
-
-    await store.create_run(_run("new"))
-    run = await store.get_run("new")
-    assert run is not None
-    assert (run.lease_owner, run.lease_expires_at) == ("w1", pytest.approx(again.expires_at))
-    (listed,) = await store.list_runs()
-    assert (listed.lease_owner, listed.lease_expires_at) == (run.lease_owner, run.lease_expires_at)
-
-
-async def test_an_expired_lease_is_taken_over_and_its_old_owner_is_refused(
-    backend: Backend,
-) -> None:
-    store = backend.open()
-    await store.create_run(_run())
-    old = await store.acquire_lease("r1", "dead", ttl=0.05)
-    await store.append(_record("r1", 1), status="running", lease_owner="dead")
-    await _until_expired(old)
-    # An expired lease still names its owner until someone takes it over ...
-    assert await store.get_lease("r1") == old
-    with pytest.raises(RunLeaseError, match="expired"):
-        await store.append(_record("r1", 2), status="running", lease_owner="dead")
-
-    new = await store.acquire_lease("r1", "alive", ttl=60)
-    assert (await store.get_lease("r1")) == new
-    with pytest.raises(RunLeaseError, match=r"held by `alive`") as lost:
-        await store.renew_lease("r1", "dead", ttl=60)
-    assert lost.value.holder == "alive"
-    with pytest.raises(RunLeaseError, match=r"held by `alive`"):
-        await store.append(_record("r1", 2), status="running", lease_owner="dead")
-    await store.release_lease("r1", "dead")  # not the holder: a no-op
-    assert await store.get_lease("r1") == new
-    assert [r.checkpoint_id for r in await store.records("r1")] == [1]
-
-    await store.append(_record("r1", 2), status="running", lease_owner="alive")
-    renewed = await store.renew_lease("r1", "alive", ttl=90)
-    assert renewed.owner == "alive" and renewed.expires_at > new.expires_at
-    await store.release_lease("r1", "alive")
-    assert await store.get_lease("r1") is None
-    run = await store.get_run("r1")
-    assert run is not None and (run.lease_owner, run.lease_expires_at) == (None, None)
-    with pytest.raises(RunLeaseError, match="nobody holds"):
-        await store.renew_lease("r1", "alive", ttl=60)
-    with pytest.raises(RunLeaseError, match="nobody holds"):
-        await store.append(_record("r1", 3), status="running", lease_owner="alive")
-    await store.append(_record("r1", 3), status="running")  # no owner given: unchecked
-    assert [r.checkpoint_id for r in await store.records("r1")] == [1, 2, 3]
-
-
-async def test_an_owner_may_renew_its_expired_lease_until_taken_over(backend: Backend) -> None:
-    store = backend.open()
-    lease = await store.acquire_lease("r1", "slow", ttl=0.05)
-    await _until_expired(lease)
-    renewed = await store.renew_lease("r1", "slow", ttl=60)
-    assert renewed.expires_at > time.time() + 50
-    with pytest.raises(RunLeaseError):
-        await store.acquire_lease("r1", "other", ttl=60)
-
-
-async def test_concurrent_acquirers_one_wins(backend: Backend) -> None:
-    """Several executors (separate stores, so separate connections) race for a free
-    lease, then for an expired one: one wins each time. (The leases raced for last a
-    minute, so a slow machine cannot expire a winner's lease during the race.)"""
-    stores = [backend.open() for _ in range(4)]
-    await stores[0].create_run(_run())
-    for round_, run_id in enumerate(["r1", "r1", "fresh"]):
-        if round_ == 1:  # the winner's process died: its lease expires
-            held = await stores[0].get_lease(run_id)
-            assert held is not None
-            await stores[0].release_lease(run_id, held.owner)
-            await _until_expired(await stores[0].acquire_lease(run_id, "dead", ttl=0.05))
-        outcomes = await asyncio.gather(
-            *(s.acquire_lease(run_id, f"w{round_}-{i}", ttl=60) for i, s in enumerate(stores)),
-            return_exceptions=True,
-        )
-        won = [o for o in outcomes if isinstance(o, Lease)]
-        assert len(won) == 1, outcomes
-        assert all(isinstance(o, (Lease, RunLeaseError)) for o in outcomes)
-        assert await stores[0].get_lease(run_id) == won[0]
-
-
-async def test_a_deleted_run_loses_its_lease(backend: Backend) -> None:
-    store = backend.open()
-    await store.create_run(_run())
-    await store.acquire_lease("r1", "w1", ttl=60)
-    await store.delete("r1")
-    assert await store.get_lease("r1") is None
-    await store.acquire_lease("r1", "w2", ttl=60)
-
-
-async def test_bad_lease_arguments_are_named(backend: Backend) -> None:
-    store = backend.open()
-    for ttl in (0, -1, float("nan"), float("inf"), True, "10"):
-        with pytest.raises(CheckpointArgumentError, match="ttl"):
-            await store.acquire_lease("r1", "w1", ttl=ttl)  # type: ignore[arg-type]
-    for owner in ("", None, 3):
-        with pytest.raises(CheckpointArgumentError, match="owner"):
-            await store.acquire_lease("r1", owner, ttl=1)  # type: ignore[arg-type]
-        with pytest.raises(CheckpointArgumentError, match="owner"):
-            await store.release_lease("r1", owner)  # type: ignore[arg-type]
-    with pytest.raises(CheckpointArgumentError, match="run_id"):
-        await store.acquire_lease("", "w1", ttl=1)
-    assert await store.get_lease("r1") is None
-
-
-# --- a run created with its first record (atomic fork) -----------------------------------
-
-
-async def test_a_run_and_its_first_record_are_stored_together(backend: Backend) -> None:
-    store = backend.open()
-    base = base_record(fold([_record("src", 1), _record("src", 2)]), run_id="fork", checkpoint_id=1)
-    await store.create_run(_run("fork").model_copy(update={"status": "stopped"}), first=base)
-    run = await store.get_run("fork")
-    assert run is not None
-    assert (run.status, run.last_checkpoint, run.turns, run.updated_at) == (
-        "stopped",
-        1,
-        base.turn,
-        base.created_at,
-    )
-    assert await store.records("fork") == [base]
-    await store.append(_record("fork", 2), status="running")
-
-    before = await store.list_runs()
-    with pytest.raises(CheckpointError, match="already exists"):
-        await store.create_run(_run("fork"), first=base)
-    for wrong in (base.model_copy(update={"checkpoint_id": 2}), _record("other", 1)):
-        with pytest.raises(CheckpointArgumentError, match="checkpoint 1 of run `new`"):
-            await store.create_run(_run("new"), first=wrong)
-    assert await store.list_runs() == before
-    assert await store.get_run("new") is None
-
-
 # --- load: snapshots ---------------------------------------------------------------------
 
 
@@ -659,7 +342,10 @@ def _snapshot_ids(backend: Backend, run_id: str) -> list[int]:
 
 async def test_load_equals_folding_every_record(backend: Backend) -> None:
     """``load`` (a snapshot every 3 checkpoints, and the records after it) gives what
-    folding all records gives, at every checkpoint, before and after a prune."""
+    folding all records gives, at every checkpoint, before and after a prune; the store
+    keeps the newest snapshot only."""
+    if backend.kind == "memory":
+        pytest.skip("the in-memory store keeps no snapshots (the suite checks its load)")
     store = backend.open(snapshot_every=3)
     await store.create_run(_run())
     await _write(store, "r1", 10)
@@ -711,93 +397,3 @@ async def test_load_reads_only_what_follows_the_snapshot(backend: Backend) -> No
         with psycopg.connect(backend.where) as conn:
             conn.execute(query)
     assert await store.load("r1") == whole
-
-
-# --- listing -----------------------------------------------------------------------------
-
-
-async def test_list_runs_filters_and_pages(backend: Backend) -> None:
-    store = backend.open()
-    for i in range(7):
-        run = _run(f"r{i}", created_at=float(10 + i % 3))  # ties on created_at: by run_id
-        run = run.model_copy(update={"team_type": "GraphFlow" if i % 2 else "RoundRobinGroupChat"})
-        await store.create_run(run)
-    await store.append(_record("r1", 1).model_copy(update={"created_at": 40.0}), status="complete")
-    await store.append(_record("r4", 1).model_copy(update={"created_at": 50.0}), status="failed")
-    everything = [r.run_id for r in await store.list_runs()]
-    assert everything == ["r2", "r5", "r1", "r4", "r0", "r3", "r6"]
-
-    async def ids(**filters: Any) -> list[str]:
-        return [r.run_id for r in await store.list_runs(**filters)]
-
-    assert await ids(status="complete") == ["r1"]
-    assert await ids(status=["complete", "failed"]) == ["r1", "r4"]
-    assert await ids(status="running") == ["r2", "r5", "r0", "r3", "r6"]
-    assert await ids(updated_since=12.0) == ["r2", "r5", "r1", "r4"]
-    assert await ids(flow="GraphFlow") == ["r5", "r1", "r3"]
-    assert await ids(flow="sig") == everything  # the graph signature
-    assert await ids(limit=2) == ["r2", "r5"]
-    assert await ids(status="running", limit=2, flow="RoundRobinGroupChat") == ["r2", "r0"]
-
-    pages, cursor = [], None
-    while True:
-        page = await store.list_runs(limit=3, cursor=cursor)
-        if not page:
-            break
-        pages.append([r.run_id for r in page])
-        cursor = page[-1].cursor
-    assert pages == [everything[:3], everything[3:6], everything[6:]]
-    assert await ids(cursor=(await store.get_run("r4")).cursor, status="running") == [
-        "r0",
-        "r3",
-        "r6",
-    ]  # type: ignore[union-attr]
-
-    for bad in ({"status": "done"}, {"status": []}, {"limit": 0}, {"limit": 1.5}):
-        with pytest.raises(CheckpointArgumentError, match=next(iter(bad))):
-            await store.list_runs(**bad)  # type: ignore[arg-type]
-    with pytest.raises(CheckpointArgumentError, match="cursor"):
-        await store.list_runs(cursor="not a cursor")
-    with pytest.raises(CheckpointArgumentError, match="updated_since"):
-        await store.list_runs(updated_since="yesterday")  # type: ignore[arg-type]
-
-
-# --- pending human requests ------------------------------------------------------------
-
-
-def _asking(run_id: str, *, open_: bool, requests: list[dict[str, Any]]) -> CheckpointRecord:
-    record = _record(run_id, 2)
-    record.kind = "stop"
-    record.bookkeeping = {**record.bookkeeping, "run": {"open": open_, "requests": requests}}
-    return record
-
-
-async def test_pending_requests_are_listed_by_the_store(backend: Backend) -> None:
-    store = backend.open()
-    asked = {
-        "request_id": "q1",
-        "asked": "user",
-        "by": "Alice",
-        "kind": "handoff",
-        "question": "Which train?",
-        "created_at": 5.0,
-    }
-    cases = [
-        ("waits", "stopped", False, [asked]),
-        ("interrupted", "stopped", True, [asked]),  # open: resumed, not answered
-        ("running", "running", False, [asked]),
-        ("answered", "stopped", False, []),
-    ]
-    for index, (run_id, status, open_, requests) in enumerate(cases):
-        await store.create_run(_run(run_id, created_at=float(index)))
-        await _write(store, run_id, 1)
-        await store.append(_asking(run_id, open_=open_, requests=requests), status=status)  # type: ignore[arg-type]
-    listed = await backend.open().list_pending()  # another store object (process) reads it
-    assert [
-        (p.run_id, p.request_id, p.asked, p.by, p.kind, p.question, p.created_at) for p in listed
-    ] == [("waits", "q1", "user", "Alice", "handoff", "Which train?", 5.0)]
-    await store.create_run(_run("bad", created_at=9.0))
-    await _write(store, "bad", 1)
-    await store.append(_asking("bad", open_=False, requests=[{"asked": 3}]), status="stopped")
-    with pytest.raises(CheckpointError, match=r"`bad`.*requests"):
-        await store.list_pending()

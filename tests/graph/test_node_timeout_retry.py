@@ -179,7 +179,7 @@ async def test_node_timeout_and_retry_dump_and_load_with_the_graph() -> None:
     assert data["nodes"]["a"]["timeout"] == 2.5
     assert data["nodes"]["a"]["retry"]["retry_on"] == [
         "ConnectionError",
-        "flowlib.models._openai.ModelResponseError",
+        "flowlib.models._openai_request.ModelResponseError",
     ]
     loaded = DiGraph.load(data)
     assert loaded.nodes["a"].timeout == 2.5 and loaded.nodes["a"].retry == policy

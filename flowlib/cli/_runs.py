@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from ._cli_common import CliError, load_object
+from ._common import CliError, load_object
 
 __all__ = ["register", "render_stored", "run_stored", "task_of"]
 
@@ -171,7 +171,7 @@ def register(commands: Any) -> None:
 
 
 def _open(url: str, *, create: bool = True) -> Any:
-    from .checkpoint import open_store
+    from ..checkpoint import open_store
 
     return open_store(url, create=create)
 
@@ -192,8 +192,8 @@ def _with_store(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
 
 def _build_team(reference: str, store: Any) -> Any:
     """Build the team ``reference`` names with ``checkpoint_store=store`` (as batches do)."""
-    from .batch import build_team, resolve_factory
-    from .errors import FlowlibError
+    from ..batch import build_team, resolve_factory
+    from ..errors import FlowlibError
 
     try:
         return build_team(resolve_factory(reference), store)
@@ -216,9 +216,9 @@ def _message_line(dumped: dict[str, Any], node: str | None) -> str:
 
 
 async def _stream(team: Any, out: TextIO, **kwargs: Any) -> Any:
-    from .base import TaskResult
-    from .ui import Console
-    from .ui._escape import escapes
+    from ..base import TaskResult
+    from ..ui import Console
+    from ..ui._escape import escapes
 
     result = await Console(
         team.run_stream(**kwargs), output=out, output_stats=True, raw=not escapes(out)
@@ -245,7 +245,7 @@ def task_of(args: argparse.Namespace) -> str | None:
 
 async def run_stored(args: argparse.Namespace, out: TextIO) -> int:
     """``flowlib run TARGET TASK --store URL [--run-id ID]`` (awaited by ``flowlib.cli``)."""
-    from . import render
+    from .. import render
 
     task = task_of(args)
     run_id = args.run_id or uuid.uuid4().hex
@@ -406,9 +406,9 @@ async def _resume(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 async def _recover(store: Any, args: argparse.Namespace, out: TextIO) -> int:
     """Resume every run stored as running whose lease expired (its executor died), as a
     batch: each run is resumed from its checkpoint by a team ``target`` builds."""
-    from .batch import LocalRunner
-    from .errors import RunFailedError
-    from .teams import runs_to_recover
+    from ..batch import LocalRunner
+    from ..errors import RunFailedError
+    from ..teams import runs_to_recover
 
     runs = await runs_to_recover(store)
     if not runs:
@@ -474,26 +474,23 @@ def render_stored(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
-    from . import render
-    from .checkpoint import fold
+    from .. import render
+    from ..checkpoint import fold
 
-    obj = load_object(args.target)
-    graph = obj.graph if hasattr(obj, "graph") else obj
     run = await _known(store, args.run_id)
-    records = list(await store.records(args.run_id))
-    trace = _stored_trace(graph, records, run.stop_reason)
     if Path(args.output).suffix.lower() in (".html", ".htm"):
-        # The run page: the drawing with the path, and a step per stored turn.
-        render.write_run_page(
-            obj,
-            args.output,
-            render.steps_from_records(obj, records),
-            trace=trace,
-            title=f"run {args.run_id}",
-            stop_reason=run.stop_reason,
-        )
+        # The run page: the drawing with the path, a step per stored turn, the checkpoint
+        # timeline, pending requests and a fork's diff (without TARGET: the stored graph).
+        obj = None if args.target is None else load_object(args.target)
+        await render.write_stored_run_page(store, args.run_id, args.output, obj=obj)
         print(f"wrote {args.output} (the run page of run {args.run_id})", file=out)
         return 0
+    if args.target is None:
+        raise CliError("drawing a stored run's path needs the flow: name FILE.py:OBJECT")
+    obj = load_object(args.target)
+    graph = obj.graph if hasattr(obj, "graph") else obj
+    records = list(await store.records(args.run_id))
+    trace = _stored_trace(graph, records, run.stop_reason)
     if trace is None:  # no per-turn records (durability="exit", a fork, pruned): rebuild
         folded = fold(records, run_id=args.run_id)
         trace = _messages_result(folded.messages, run.stop_reason)
@@ -505,7 +502,7 @@ async def _render_run(store: Any, args: argparse.Namespace, out: TextIO) -> int:
 def _stored_trace(graph: Any, records: list[Any], stop_reason: str | None) -> Any:
     """The run's exact path from its ``turn`` records (one per turn, with the edges the
     turn fired), or None when the records do not hold every turn."""
-    from .graph import RunTrace
+    from ..graph import RunTrace
 
     if any(r.kind == "base" and r.messages for r in records):
         return None  # turns folded into a snapshot: their order is gone
@@ -532,8 +529,8 @@ def _stored_trace(graph: Any, records: list[Any], stop_reason: str | None) -> An
 
 def _messages_result(dumped: list[dict[str, Any]], stop_reason: str | None) -> Any:
     """The stored messages as a ``TaskResult`` (the renderer rebuilds the path from it)."""
-    from .base import TaskResult
-    from .messages import MessageFactory, TextMessage
+    from ..base import TaskResult
+    from ..messages import MessageFactory, TextMessage
 
     factory = MessageFactory()
     messages: list[Any] = []

@@ -1,4 +1,22 @@
-"""Checks and updates every store shares, so the stores agree on what they refuse."""
+"""The rules every checkpoint store shares, as functions a store calls, so all stores
+refuse the same calls with the same errors.
+
+A store of your own (see "Writing a checkpoint store" in docs/extending.md) calls these
+where the built-in stores do: they check arguments, build the errors the protocol names
+([`CheckpointError`][flowlib.errors.CheckpointError],
+[`CheckpointConflictError`][flowlib.errors.CheckpointConflictError],
+[`RunLeaseError`][flowlib.errors.RunLeaseError],
+[`CheckpointArgumentError`][flowlib.errors.CheckpointArgumentError]) and compute what an
+append, a prune or a listing leaves. What is left to the store is where it keeps things
+and how it makes each call atomic.
+[`flowlib.testing.check_checkpoint_store`][flowlib.testing.check_checkpoint_store]
+checks a store against these rules.
+
+Examples:
+    >>> from flowlib.checkpoint.rules import unknown_run
+    >>> str(unknown_run("r9"))
+    'Unknown run `r9`: no such run in this store (see `store.list_runs()`).'
+"""
 
 from __future__ import annotations
 
@@ -14,11 +32,11 @@ from ..errors import (
     CheckpointError,
     RunLeaseError,
 )
+from ._fold import base_record, fold
 from ._types import (
     CheckpointInfo,
     CheckpointRecord,
     CheckpointStore,
-    FoldedRun,
     Lease,
     PendingRequestInfo,
     RunRecord,
@@ -26,51 +44,64 @@ from ._types import (
 )
 
 __all__ = [
-    "SNAPSHOT_EVERY",
     "RunFilter",
-    "check_consistent",
+    "check_acquire",
     "check_first",
     "check_keep_last",
-    "check_last",
     "check_lease_args",
+    "check_lease_held",
     "check_next",
     "check_owner",
-    "check_snapshot_every",
     "check_upto",
     "closed_error",
     "conflict_error",
-    "filter_sql",
     "first_run",
     "info_of",
     "lease_lost",
     "lease_refused",
     "pending_of",
+    "pruned",
+    "records_upto",
+    "run_exists",
     "run_filter",
     "unknown_run",
     "updated_run",
 ]
 
 
+# --- runs and records ----------------------------------------------------------------
+
+
 def closed_error(store: object) -> CheckpointError:
+    """The error every call of a closed store raises."""
     return CheckpointError(
         f"{type(store).__name__} is closed; open a new store to read or write runs."
     )
 
 
 def unknown_run(run_id: str) -> CheckpointError:
+    """The error of a call naming a run the store does not have (``append``,
+    ``records``, ``load``, ``history``, ``prune``)."""
     return CheckpointError(
         f"Unknown run `{run_id}`: no such run in this store (see `store.list_runs()`)."
     )
 
 
+def run_exists(run_id: str) -> CheckpointError:
+    """The error of ``create_run`` for an id the store has already."""
+    return CheckpointError(f"Run `{run_id}` already exists; pick a new `run_id` or resume it.")
+
+
 def check_next(run: RunRecord, record: CheckpointRecord) -> None:
-    """Refuse a record that is not exactly the run's next checkpoint."""
+    """Refuse a record that is not exactly the run's next checkpoint
+    (``last_checkpoint + 1``), with ``CheckpointConflictError``."""
     if record.checkpoint_id != run.last_checkpoint + 1:
         raise conflict_error(run, record)
 
 
 def conflict_error(run: RunRecord, record: CheckpointRecord) -> CheckpointConflictError:
-    """The refusal of ``record``, which does not follow ``run``'s last checkpoint."""
+    """The refusal of ``record``, which does not follow ``run``'s last checkpoint (for a
+    store that finds out after a failed conditional write)."""
     expected = run.last_checkpoint + 1
     return CheckpointConflictError(
         f"Run `{run.run_id}`: checkpoint {record.checkpoint_id} cannot follow "
@@ -80,7 +111,8 @@ def conflict_error(run: RunRecord, record: CheckpointRecord) -> CheckpointConfli
 
 
 def updated_run(run: RunRecord, record: CheckpointRecord, status: RunStatus) -> RunRecord:
-    """The run after ``record`` was appended with ``status``."""
+    """The run after ``append(record, status=status)``: its status, turns, stop reason,
+    ``last_checkpoint`` and ``updated_at`` come from the call."""
     return run.model_copy(
         update={
             "status": status,
@@ -92,7 +124,27 @@ def updated_run(run: RunRecord, record: CheckpointRecord, status: RunStatus) -> 
     )
 
 
+def check_first(run: RunRecord, first: CheckpointRecord | None) -> None:
+    """Refuse a ``create_run(run, first=...)`` record that is not checkpoint 1 of
+    ``run`` (``CheckpointArgumentError``)."""
+    if first is not None and (first.run_id != run.run_id or first.checkpoint_id != 1):
+        raise CheckpointArgumentError(
+            f"`first` must be checkpoint 1 of run `{run.run_id}`, got checkpoint "
+            f"{first.checkpoint_id} of run `{first.run_id}`."
+        )
+
+
+def first_run(run: RunRecord, first: CheckpointRecord | None) -> RunRecord:
+    """The run as ``create_run(run, first=first)`` stores it: without lease fields, and
+    with ``first``'s turns, stop reason, checkpoint id and time when given."""
+    run = run.model_copy(update={"lease_owner": None, "lease_expires_at": None})
+    if first is None:
+        return run
+    return updated_run(run.model_copy(update={"last_checkpoint": 0}), first, run.status)
+
+
 def check_keep_last(keep_last: object) -> int:
+    """``prune``'s ``keep_last``, checked (an int >= 0)."""
     if type(keep_last) is not int or keep_last < 0:
         raise CheckpointArgumentError(
             f"`keep_last` must be an int >= 0 (the newest records to keep), got {keep_last!r}."
@@ -100,7 +152,22 @@ def check_keep_last(keep_last: object) -> int:
     return keep_last
 
 
+def pruned(records: Sequence[CheckpointRecord], keep_last: int) -> list[CheckpointRecord] | None:
+    """What ``prune(run_id, keep_last=keep_last)`` leaves of a run's ``records`` (all
+    of them, in order): one ``base`` record folding all but the newest ``keep_last``,
+    then those; None when there is nothing to fold (fewer than two records to fold).
+
+    The number of records folded away is ``len(records) - len(result)``.
+    """
+    cut = len(records) - check_keep_last(keep_last)
+    if cut <= 1:
+        return None
+    base = base_record(fold(records[:cut]), created_at=records[cut - 1].created_at)
+    return [base, *records[cut:]]
+
+
 def info_of(record: CheckpointRecord) -> CheckpointInfo:
+    """The ``history`` line of a record."""
     return CheckpointInfo(
         checkpoint_id=record.checkpoint_id,
         kind=record.kind,
@@ -113,8 +180,9 @@ def info_of(record: CheckpointRecord) -> CheckpointInfo:
 
 
 def check_upto(run_id: str, first: int, last: int, upto: int) -> None:
-    """Refuse a checkpoint that does not exist or was pruned into a ``base`` record
-    (``first``/``last``: the oldest and newest ids the run still has; 0 if none)."""
+    """Refuse a checkpoint that does not exist (``CheckpointArgumentError``) or was
+    pruned into a ``base`` record (``CheckpointError``); ``first``/``last``: the oldest
+    and newest ids the run still has (0 if none)."""
     if type(upto) is not int or upto < 1 or upto > last:
         raise CheckpointArgumentError(
             f"Run `{run_id}` has no checkpoint {upto!r} (its checkpoints are 1..{last})."
@@ -125,24 +193,23 @@ def check_upto(run_id: str, first: int, last: int, upto: int) -> None:
         )
 
 
-def check_first(run: RunRecord, first: CheckpointRecord | None) -> None:
-    """Refuse a ``first`` record that is not checkpoint 1 of ``run``."""
-    if first is not None and (first.run_id != run.run_id or first.checkpoint_id != 1):
-        raise CheckpointArgumentError(
-            f"`first` must be checkpoint 1 of run `{run.run_id}`, got checkpoint "
-            f"{first.checkpoint_id} of run `{first.run_id}`."
-        )
+def records_upto(
+    run_id: str, records: Sequence[CheckpointRecord], upto: int | None
+) -> list[CheckpointRecord]:
+    """``records(run_id, upto=upto)`` of a store that has all the run's ``records`` in
+    hand, in order: ``upto`` checked as ``check_upto`` does."""
+    if upto is None:
+        return list(records)
+    first = records[0].checkpoint_id if records else 0
+    check_upto(run_id, first, records[-1].checkpoint_id if records else 0, upto)
+    return [r for r in records if r.checkpoint_id <= upto]
 
 
-def first_run(run: RunRecord, first: CheckpointRecord | None) -> RunRecord:
-    """The run as stored by ``create_run(run, first=first)`` (without lease fields)."""
-    run = run.model_copy(update={"lease_owner": None, "lease_expires_at": None})
-    if first is None:
-        return run
-    return updated_run(run.model_copy(update={"last_checkpoint": 0}), first, run.status)
+# --- leases --------------------------------------------------------------------------
 
 
 def check_owner(owner: object) -> str:
+    """A lease owner, checked (a non-empty string)."""
     if not isinstance(owner, str) or not owner:
         raise CheckpointArgumentError(
             f"A lease owner must be a non-empty string naming the executor, got {owner!r}."
@@ -151,7 +218,8 @@ def check_owner(owner: object) -> str:
 
 
 def check_lease_args(run_id: object, owner: object, ttl: object) -> float:
-    """Check a lease call's arguments; returns the lease's expiry (now + ``ttl``)."""
+    """Check ``acquire_lease``'s or ``renew_lease``'s arguments; returns the lease's
+    expiry (now + ``ttl``)."""
     if not isinstance(run_id, str) or not run_id:
         raise CheckpointArgumentError(f"`run_id` must be a non-empty string, got {run_id!r}.")
     check_owner(owner)
@@ -167,6 +235,20 @@ def check_lease_args(run_id: object, owner: object, ttl: object) -> float:
     return time.time() + float(ttl)
 
 
+def check_acquire(run_id: str, owner: str, held: Lease | None, *, now: float) -> None:
+    """Refuse ``acquire_lease`` when another owner holds an unexpired lease (``held``:
+    the run's lease as it is now)."""
+    if held is not None and held.owner != owner and held.expires_at > now:
+        raise lease_refused(run_id, owner, held)
+
+
+def check_lease_held(run_id: str, owner: str, held: Lease | None, *, now: float) -> None:
+    """Refuse an ``append(..., lease_owner=owner)`` unless ``owner`` holds ``held``
+    and it has not expired."""
+    if held is None or held.owner != owner or held.expires_at <= now:
+        raise lease_lost(run_id, owner, held, now=now)
+
+
 def _when(expires_at: float) -> str:
     left = expires_at - time.time()
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires_at))
@@ -176,7 +258,7 @@ def _when(expires_at: float) -> str:
 
 
 def lease_refused(run_id: str, owner: str, held: Lease) -> RunLeaseError:
-    """``owner`` asked for the lease ``held`` holds, and it has not expired."""
+    """The error of ``owner`` asking for the lease ``held`` holds, not expired."""
     return RunLeaseError(
         f"Run `{run_id}` is being executed by `{held.owner}` (its lease runs "
         f"{_when(held.expires_at)}); `{owner}` may not execute it. Wait for that executor "
@@ -188,8 +270,8 @@ def lease_refused(run_id: str, owner: str, held: Lease) -> RunLeaseError:
 
 
 def lease_lost(run_id: str, owner: str, held: Lease | None, *, now: float) -> RunLeaseError:
-    """``owner`` renewed or wrote under a lease it no longer holds (``held``: the
-    lease as it is now)."""
+    """The error of ``owner`` renewing or writing under a lease it no longer holds
+    (``held``: the lease as it is now)."""
     if held is None:
         why = "nobody holds its lease (it was released or never taken)"
     elif held.owner != owner:
@@ -205,28 +287,27 @@ def lease_lost(run_id: str, owner: str, held: Lease | None, *, now: float) -> Ru
     )
 
 
-SNAPSHOT_EVERY = 200
-"""Records between two automatic snapshots of a run's state (see ``load``)."""
-
-
-def check_snapshot_every(every: object) -> int:
-    if type(every) is not int or every < 0:
-        raise CheckpointArgumentError(
-            f"`snapshot_every` must be an int >= 0 (records between two snapshots of a "
-            f"run's state; 0: none), got {every!r}."
-        )
-    return every
+# --- listing -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class RunFilter:
-    """``list_runs``'s filters, checked."""
+    """``list_runs``'s filters, checked (see
+    [`run_filter`][flowlib.checkpoint.rules.run_filter]).
+
+    Attributes:
+        statuses: Only runs with one of these statuses (None: any).
+        updated_since: Only runs updated at or after this unix time.
+        flow: Only runs of this team class or graph signature.
+        limit: At most this many runs.
+        after: The cursor: ``(created_at, run_id)`` of the last run of the previous page.
+    """
 
     statuses: tuple[str, ...] | None
     updated_since: float | None
     flow: str | None
     limit: int | None
-    after: tuple[float, str] | None  # the cursor: (created_at, run_id) of the last run seen
+    after: tuple[float, str] | None
 
     def keeps(self, run: RunRecord) -> bool:
         """Whether ``run`` passes the filters and follows the cursor (not the limit)."""
@@ -241,10 +322,17 @@ class RunFilter:
             return run.created_at < created or (run.created_at == created and run.run_id > run_id)
         return True
 
+    def select(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
+        """The listing of ``runs`` (in any order): newest first (by ``created_at``, then
+        ``run_id``), filtered, cut at the limit."""
+        ordered = sorted(runs, key=lambda r: (-r.created_at, r.run_id))
+        return [run for run in ordered if self.keeps(run)][: self.limit]
+
 
 def run_filter(
     status: object, updated_since: object, flow: object, limit: object, cursor: object
 ) -> RunFilter:
+    """``list_runs``'s arguments, checked (``CheckpointArgumentError`` naming the bad one)."""
     known = get_args(RunStatus)
     statuses: tuple[str, ...] | None = None
     if status is not None:
@@ -289,67 +377,7 @@ def run_filter(
     )
 
 
-def filter_sql(filters: RunFilter, param: str) -> tuple[str, list[object]]:
-    """The ``WHERE ... ORDER BY ... LIMIT`` of a filtered listing (``param``: the
-    dialect's placeholder) and its parameters."""
-    where: list[str] = []
-    params: list[object] = []
-    if filters.statuses is not None:
-        where.append(f"r.status IN ({', '.join([param] * len(filters.statuses))})")
-        params.extend(filters.statuses)
-    if filters.updated_since is not None:
-        where.append(f"r.updated_at >= {param}")
-        params.append(filters.updated_since)
-    if filters.flow is not None:
-        where.append(f"(r.team_type = {param} OR r.graph_signature = {param})")
-        params.extend([filters.flow, filters.flow])
-    if filters.after is not None:
-        where.append(f"(r.created_at < {param} OR (r.created_at = {param} AND r.run_id > {param}))")
-        params.extend([filters.after[0], filters.after[0], filters.after[1]])
-    sql = (
-        " WHERE " + " AND ".join(where) if where else ""
-    ) + " ORDER BY r.created_at DESC, r.run_id"
-    if filters.limit is not None:
-        sql += f" LIMIT {param}"
-        params.append(filters.limit)
-    return sql, params
-
-
-_FIX = (
-    "The row was edited or the store is damaged (a running writer never leaves it so); "
-    "restore the store from a backup, or set the column back to match the records."
-)
-
-
-def check_last(run: RunRecord, newest: int) -> None:
-    """Refuse a run row whose ``last_checkpoint`` is not its newest record's (``newest``:
-    the highest stored checkpoint id): an edit, not another writer."""
-    if newest != run.last_checkpoint:
-        raise CheckpointError(
-            f"Table `flowlib_runs`, run `{run.run_id}`: column `last_checkpoint` holds "
-            f"{run.last_checkpoint}, but the run's newest record in `flowlib_records` is "
-            f"checkpoint {newest}. {_FIX}"
-        )
-
-
-def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) -> None:
-    """Refuse a run row that disagrees with its newest record (an edited ``turns`` or
-    ``stop_reason``)."""
-    where = f"Table `flowlib_runs`, run `{run.run_id}`"
-    fix = _FIX
-    check_last(run, newest)
-    if upto != run.last_checkpoint or newest == 0:
-        return
-    # Each append sets these from the record it appends.
-    for column, stored, recorded in (
-        ("turns", run.turns, folded.turn),
-        ("stop_reason", run.stop_reason, folded.stop_reason),
-    ):
-        if stored != recorded:
-            raise CheckpointError(
-                f"{where}: column `{column}` holds {stored!r}, but the run's newest record "
-                f"(checkpoint {folded.last_checkpoint}) says {recorded!r}. {fix}"
-            )
+# --- pending human requests ----------------------------------------------------------
 
 
 def _unreadable_requests(run: RunRecord, reason: object) -> CheckpointError:
@@ -360,9 +388,9 @@ def _unreadable_requests(run: RunRecord, reason: object) -> CheckpointError:
 
 
 async def pending_of(store: CheckpointStore) -> list[PendingRequestInfo]:
-    """``list_pending`` for every store: the requests in the run state
-    (``bookkeeping["run"]``) of each stopped run whose run is not open (an open run was
-    interrupted and is resumed, not answered)."""
+    """``list_pending`` for any store, through its ``list_runs`` and ``load``: the
+    requests in the run state (``bookkeeping["run"]``) of each stopped run whose run is
+    not open (an open run was interrupted and is resumed, not answered)."""
     found: list[PendingRequestInfo] = []
     for run in await store.list_runs(status="stopped"):
         if run.last_checkpoint == 0:

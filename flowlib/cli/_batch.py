@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._cli_common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, CliError
-from ._english import clause, counted
+from .._english import clause, counted
+from ._common import EXIT_ERROR, EXIT_INVALID, EXIT_OK, CliError
 
 __all__ = ["BatchProgress", "load_tasks", "register"]
 
@@ -283,7 +283,7 @@ class _Bar:
 
 
 def _record(index: int, run_id: str, task: str, item: Any, task_count: int) -> dict[str, Any]:
-    from .base import TaskResult
+    from ..base import TaskResult
 
     if isinstance(item, TaskResult):
         messages, error = item.messages, None
@@ -306,10 +306,10 @@ def _record(index: int, run_id: str, task: str, item: Any, task_count: int) -> d
 
 
 async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .base import TaskResult
-    from .batch import LocalRunner
-    from .errors import RunFailedError
-    from .messages import BaseChatMessage
+    from ..base import TaskResult
+    from ..batch import LocalRunner
+    from ..errors import RunFailedError
+    from ..messages import BaseChatMessage
 
     tasks, run_ids = load_tasks(Path(args.tasks))
     if args.concurrency < 1:
@@ -317,7 +317,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runner: Any
     if args.ray is not None:
         try:
-            from .distributed import RayRunner
+            from ..distributed import RayRunner
         except ImportError as exc:
             raise CliError(str(exc)) from exc
         address = None if args.ray == "local" else args.ray

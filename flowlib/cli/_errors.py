@@ -19,7 +19,7 @@ from typing import TextIO
 
 __all__ = ["add_traceback_option", "report_error", "user_location"]
 
-_FLOWLIB = Path(__file__).resolve().parent
+_FLOWLIB = Path(__file__).resolve().parent.parent
 
 
 def _library_roots() -> list[Path]:

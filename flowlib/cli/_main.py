@@ -1,10 +1,5 @@
-"""The ``flowlib`` command line: render, validate and run flows, and the demo.
-
-``FILE.py:OBJECT`` names a team, a ``DiGraph``, a ``DiGraphBuilder``, or a function
-taking no arguments that returns one of those (a factory, so a module can build a fresh
-team per run). Errors are one clear line on stderr (``FILE:LINE: Error: message`` when
-the user's own code raised) and a non-zero exit code; ``--traceback`` shows the whole.
-"""
+"""The parser of the ``flowlib`` command and its ``render``, ``validate``, ``run`` and
+``demo`` commands; the other families register themselves from their modules."""
 
 from __future__ import annotations
 
@@ -16,36 +11,40 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO, cast
 
-from . import _cli_batch, _cli_check, _cli_runs
-from ._cli_common import (
+from .._english import counted
+from ._batch import register as register_batch
+from ._check import register as register_check
+from ._check import render_run, report_warnings
+from ._common import (
     EXIT_OK,
     CliError,
     ExitCode,
     graph_of,
     load_object,
 )
-from ._cli_errors import add_traceback_option
-from ._english import counted
+from ._errors import add_traceback_option
+from ._runs import register as register_runs
+from ._runs import render_stored, run_stored, task_of
 
-__all__ = ["CliError", "ExitCode", "load_object", "main"]
+__all__ = ["main"]
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO) -> int:
-    from .graph import validate_graph
+    from ..graph import validate_graph
 
     obj = load_object(args.target)
     analysis = validate_graph(graph_of(obj))
     edges = len(analysis.edges)
     loops = "with loops" if analysis.has_cycles else "acyclic"
     entry = ", ".join(analysis.names[i] for i in analysis.entry)
-    _cli_check.report_warnings(graph_of(obj), analysis, strict=args.strict, out=out)
+    report_warnings(graph_of(obj), analysis, strict=args.strict, out=out)
     nodes = counted(len(analysis.names), "node")
     print(f"ok: {nodes}, {counted(edges, 'edge')}, {loops}; starts at {entry}", file=out)
     return EXIT_OK
 
 
 def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
-    from . import render
+    from .. import render
 
     # --run is the old spelling of both --task and, with --store, --run-id.
     if args.run is not None:
@@ -53,12 +52,14 @@ def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
             args.run_id = args.run_id or args.run
         else:
             args.task = args.task or args.run
-    if args.store is not None:  # --run-id names a stored run (_cli_runs.py)
+    if args.store is not None:  # --run-id names a stored run (_runs.py)
         args.run = args.run_id
-        return _cli_runs.render_stored(args, out)
+        return render_stored(args, out)
+    if args.target is None:
+        raise CliError("name the flow to draw: flowlib render FILE.py:OBJECT")
     if args.task is not None:
         args.run = args.task
-        return _cli_check.render_run(args, out)
+        return render_run(args, out)
     obj = load_object(args.target)
     fmt = args.format
     if args.output is None:
@@ -73,14 +74,14 @@ def _cmd_render(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _run(args: argparse.Namespace, out: TextIO) -> int:
-    from . import render
-    from .base import TaskResult
-    from .ui import Console
-    from .ui._escape import escapes
+    from .. import render
+    from ..base import TaskResult
+    from ..ui import Console
+    from ..ui._escape import escapes
 
-    task = _cli_runs.task_of(args)  # TASK or --task
-    if args.store is not None:  # checkpointed to a store (_cli_runs.py)
-        return await _cli_runs.run_stored(args, out)
+    task = task_of(args)  # TASK or --task
+    if args.store is not None:  # checkpointed to a store (_runs.py)
+        return await run_stored(args, out)
     obj = load_object(args.target)
     if not hasattr(obj, "run_stream"):
         raise CliError(f"`{args.target}` is a graph, not a team; `run` needs a team")
@@ -98,14 +99,14 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    from ._demo import DEFAULT_TASK, run_demo
+    from .demo import DEFAULT_TASK, run_demo
 
     asyncio.run(run_demo(args.task or DEFAULT_TASK))
     return EXIT_OK
 
 
 def _parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog="flowlib",
@@ -117,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"flowlib {__version__}", help="print the version"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _cli_batch.register(commands)  # flowlib batch
+    register_batch(commands)  # flowlib batch
 
     render = commands.add_parser(
         "render",
@@ -126,7 +127,12 @@ def _parser() -> argparse.ArgumentParser:
         "whose suffix picks the format); with --task, run it and write its run page; with "
         "--store and --run-id, draw a stored run's path or write its run page.",
     )
-    render.add_argument("target", help="FILE.py:OBJECT: the team or graph to draw")
+    render.add_argument(
+        "target",
+        nargs="?",
+        help="FILE.py:OBJECT: the team or graph to draw (a stored run's page, "
+        "-o run.html, draws the graph stored with the run when it is not given)",
+    )
     render.add_argument("-o", "--output", help="output file (format from its suffix)")
     render.add_argument(
         "--format",
@@ -159,9 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--task", help="the task")
     run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
 
-    _cli_runs.register(commands)  # run --store, runs ..., render --store --run
-    _cli_check.register(commands)
-    from .studio._serve import register as register_studio  # flowlib studio (issue 26)
+    register_runs(commands)  # run --store, runs ..., render --store --run
+    register_check(commands)
+    from ..studio._serve import register as register_studio  # flowlib studio (issue 26)
 
     register_studio(commands)
 
@@ -191,8 +197,8 @@ def _add_raw_option(parser: argparse.ArgumentParser, commands: object) -> None:
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code (an `ExitCode`)."""
-    from ._cli_errors import report_error
-    from .ui._escape import TerminalWriter
+    from ..ui._escape import TerminalWriter
+    from ._errors import report_error
 
     args = _parser().parse_args(argv)
     # Model, tool and stored text is printed with its control characters escaped

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._english import counted
+from .._english import counted
 
 __all__ = ["outcome_steps", "register", "render_run", "report_warnings"]
 
@@ -31,8 +31,8 @@ def report_warnings(graph: Any, analysis: Any, *, strict: bool, out: TextIO) -> 
     Raises:
         GraphWarningError: With ``strict``, naming the warnings' nodes (exit code 1).
     """
-    from .errors import GraphWarningError
-    from .graph import graph_warnings
+    from ..errors import GraphWarningError
+    from ..graph import graph_warnings
 
     warnings = graph_warnings(graph, analysis)
     for warning in warnings:
@@ -95,7 +95,7 @@ def register(commands: Any) -> None:
 
 def outcome_steps(outcome: Any) -> list[Any]:
     """Page steps of an exploration outcome; routers' choices become step notes."""
-    from .render import steps_from_run
+    from ..render import steps_from_run
 
     steps = steps_from_run(outcome.trace, outcome.messages)
     turns: dict[str, list[Any]] = {}
@@ -125,7 +125,7 @@ def _hypothesis_files_in_tmp() -> Iterator[None]:
 
 
 def _counterexample_prefix(args: argparse.Namespace) -> Path:
-    from ._cli_common import CliError
+    from ._common import CliError
 
     if args.output is not None:
         prefix = Path(args.output)
@@ -140,19 +140,19 @@ def _counterexample_prefix(args: argparse.Namespace) -> Path:
 def _cmd_crash(args: argparse.Namespace, out: TextIO) -> int:
     """``check --crash``: [`check_crashes`][flowlib.testing.check_crashes], printed; the
     finding's resumed run drawn on the graph (exit 1), or exit 0."""
-    from ._cli_common import CliError
-    from .checkpoint import CheckpointRecord
-    from .errors import InvalidArgumentError
-    from .render import (
+    from ..checkpoint import CheckpointRecord
+    from ..errors import InvalidArgumentError
+    from ..render import (
         GraphvizNotFoundError,
         render,
         steps_from_records,
         trace_from_steps,
         write_run_page,
     )
-    from .testing import check_crashes
-    from .testing._crash import DEFAULT_TASK
-    from .testing._crash_worker import load_factory
+    from ..testing import check_crashes
+    from ..testing._crash import DEFAULT_TASK
+    from ..testing._crash_worker import load_factory
+    from ._common import CliError
 
     if args.time_budget is not None and args.time_budget <= 0:
         raise CliError("--time-budget must be a number of seconds > 0")
@@ -202,9 +202,9 @@ def _cmd_crash(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    from ._cli_common import load_object
-    from .render import GraphvizNotFoundError, render, write_run_page
-    from .testing import explore
+    from ..render import GraphvizNotFoundError, render, write_run_page
+    from ..testing import explore
+    from ._common import load_object
 
     if args.crash:
         return _cmd_crash(args, out)
@@ -241,7 +241,7 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
 
 def render_run(args: argparse.Namespace, out: TextIO) -> int:
     """``flowlib render TARGET --run TASK -o run.html``: run the team, write its run page."""
-    from ._cli_common import CliError, load_object
+    from ._common import CliError, load_object
 
     output = args.output
     if output is None or Path(output).suffix.lower() not in (".html", ".htm"):
@@ -253,9 +253,9 @@ def render_run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _render_run(team: Any, task: str, output: Path, out: TextIO) -> int:
-    from .base import TaskResult
-    from .messages import ModelClientStreamingChunkEvent
-    from .render import steps_from_run, write_run_page
+    from ..base import TaskResult
+    from ..messages import ModelClientStreamingChunkEvent
+    from ..render import steps_from_run, write_run_page
 
     items: list[Any] = []
     arrivals: list[float] = []

@@ -26,11 +26,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 
-from .agents import AssistantAgent
-from .base import TaskResult
-from .conditions import MaxMessageTermination
-from .messages import BaseAgentEvent, BaseChatMessage
-from .models import (
+from ..agents import AssistantAgent
+from ..base import TaskResult
+from ..conditions import MaxMessageTermination
+from ..messages import BaseAgentEvent, BaseChatMessage
+from ..models import (
     ChatCompletionClient,
     CreateResult,
     FunctionCall,
@@ -38,8 +38,8 @@ from .models import (
     ReplayChatCompletionClient,
     RequestUsage,
 )
-from .teams import DiGraphBuilder, GraphFlow
-from .ui import Console
+from ..teams import DiGraphBuilder, GraphFlow
+from ..ui import Console
 
 __all__ = ["build_demo_flow", "demo_model_clients", "one_speaker_at_a_time", "run_demo"]
 
@@ -106,7 +106,7 @@ def demo_model_clients(
     """
     env = os.environ if environ is None else environ
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-        from .models import OpenAIChatCompletionClient
+        from ..models import OpenAIChatCompletionClient
 
         model = env.get("FLOWLIB_MODEL", "gpt-4o-mini")
         base_url = env.get("OPENAI_BASE_URL") or None

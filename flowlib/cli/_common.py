@@ -10,8 +10,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from ._english import a
-from .errors import FlowlibError
+from .._english import a
+from ..errors import FlowlibError
 
 __all__ = [
     "EXIT_ERROR",
@@ -84,8 +84,8 @@ def load_object(reference: str) -> Any:
         CliError: If the file or object is missing or is not a graph or team.
         GraphError: If building or validating the graph fails (from the module itself).
     """
-    from .graph import DiGraph
-    from .teams import DiGraphBuilder
+    from ..graph import DiGraph
+    from ..teams import DiGraphBuilder
 
     file_part, sep, attribute = reference.rpartition(":")
     if not sep or not file_part or not attribute:
@@ -113,6 +113,6 @@ def load_object(reference: str) -> Any:
 
 def graph_of(obj: Any) -> Any:
     """The graph of a team, or the graph itself."""
-    from .graph import DiGraph
+    from ..graph import DiGraph
 
     return obj if isinstance(obj, DiGraph) else obj.graph
