@@ -26,6 +26,7 @@ from ._node import (
     TurnOutput,
     as_node,
 )
+from ._patterns import GraphPattern, pattern_of, register_pattern
 from ._plan import ExecutionPlan
 from ._policies import CachePolicy, RetryPolicy, check_timeout, is_transient
 from ._router import Router, Routing, Selected
@@ -54,6 +55,7 @@ __all__ = [
     "GraphAnalysis",
     "GraphExecutor",
     "GraphManagerState",
+    "GraphPattern",
     "GraphWarning",
     "HandoffTo",
     "InstanceFactory",
@@ -86,5 +88,7 @@ __all__ = [
     "graph_signature",
     "graph_warnings",
     "is_transient",
+    "pattern_of",
+    "register_pattern",
     "validate_graph",
 ]

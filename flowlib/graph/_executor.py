@@ -437,12 +437,13 @@ class GraphExecutor:
         edge = self._plan.map_in[node]
         assert runner is not None and edge is not None
         sched = self._sched
-        items, done = sched.take_map(node)
+        items, todo = sched.take_map(node)
         name = self._plan.names[node]
         step = sched.turn_step[node]
 
-        def finished(index: int) -> None:
+        def finished(index: int, published: list[BaseChatMessage]) -> None:
             label = instance_name(name, index)
+            sched.finish_instance(node, index, published)
             self.trace.note_instance(step, label)
             queue.put_nowait(_Progress(node, label))
 
@@ -452,7 +453,7 @@ class GraphExecutor:
             return await run_map(
                 name,
                 items,
-                done,
+                todo,
                 runner,
                 limit=edge.max_concurrency,
                 guard=self._guards[node],
@@ -648,6 +649,13 @@ class GraphExecutor:
                         raise NodeExecutionError(
                             self._plan.names[entry.node], entry.error
                         ) from entry.error
+                    if self._maps[entry.node] is not None:
+                        # Instances finished before an interruption are recorded now.
+                        recorded = self._record_instances(entry.node)
+                        stop_reason = await self._after_instances(recorded, stop_reason)
+                        kept.extend(recorded)
+                        for item in recorded:
+                            yield item
                     self._record_or_raise(entry.node, entry.output, dead_ends)
                     del tasks[entry.node]
                     if entry.output is not None:
@@ -661,9 +669,16 @@ class GraphExecutor:
                 elif type(entry) is _Wake:
                     raise asyncio.CancelledError()
                 elif type(entry) is _Progress:
+                    # Instances are recorded in item order as they finish: their outputs
+                    # leave along the target's out-edges one by one.
+                    recorded = self._record_instances(entry.node)
+                    stop_reason = await self._after_instances(recorded, stop_reason)
                     progressed = getattr(recorder, "progressed", None)
                     if progressed is not None:
                         await progressed(entry.node, entry.instance)
+                    for item in recorded:
+                        kept.append(item)
+                        yield item
                 else:
                     if not isinstance(entry, ModelClientStreamingChunkEvent):
                         kept.append(entry)
@@ -713,6 +728,26 @@ class GraphExecutor:
                         messages=list(kept), stop_reason=None, run_id=run_id
                     )
                 self._is_running = False
+
+    def _record_instances(self, node: int) -> list[BaseChatMessage]:
+        """Record the instances of map target ``node`` next in item order; their messages."""
+        try:
+            recorded = self._sched.record_instances(node)
+        except NodeExecutionError:
+            raise
+        except Exception as exc:  # pragma: no cover - only condition and map errors
+            raise NodeExecutionError(self._plan.names[node], exc) from exc
+        return [message for _, published in recorded for message in published]
+
+    async def _after_instances(
+        self, published: list[BaseChatMessage], stop_reason: str | None
+    ) -> str | None:
+        """Termination sees recorded instances' messages, as it sees a turn's."""
+        if published and stop_reason is None and self._termination is not None:
+            stop = await self._termination(published)
+            if stop is not None:
+                stop_reason = self.pending_stop = stop.content
+        return stop_reason
 
     def _record_or_raise(
         self,
@@ -784,6 +819,7 @@ class GraphExecutor:
                 continue
             # A turn that finished before the stop is recorded, never thrown away.
             try:
+                kept.extend(self._record_instances(entry.node))
                 self._sched.record(entry.node, entry.output, dead_ends)
             except Exception:
                 interrupted.append(entry.node)

@@ -1,19 +1,21 @@
 """A map target's turn: one fresh instance per item of its map edge, run concurrently
-under the edge's bound, their outputs published in item order.
+under the edge's bound.
 
-To the scheduler the whole map is one turn of the target node: it starts when the map
-edge fires, and is recorded (its outputs published to the thread in item order, its
-out-edges fired once) when every instance has finished. So a downstream node with
-``activation="all"`` is the reduce: it runs once, after all instances, and receives their
-outputs in item order; an empty list makes a turn that publishes nothing, whose
-unconditional out-edges still fire (the reduce still runs).
+To the scheduler the map is one turn of the target node (one step, one turn toward
+``max_turns``): it starts when the map edge fires and ends when every instance has
+finished. In between, each instance's output leaves along the target's out-edges on its
+own: the scheduler records instances in item order as they finish
+(`Scheduler.record_instances`: the output goes to the thread, edges into ``any`` groups
+fire on its conditions), and the edges into ``all`` groups fire once, when the map ends,
+so a node after the map with ``activation="all"`` is the reduce and receives the
+outputs in item order. An empty list runs nothing; the reduce still fires.
 
 Instance ``i`` is named ``<target>[i]``: its messages and events carry that source, and
 the run's trace lists it. Each instance is a fresh participant (the node's ``instances``
 factory, or a copy made from the participant's component config; a function node is
 called as it is), so instances share no model context. A finished instance's output is
-kept in the scheduler's state at once (``map_done``): a map interrupted by an error, a
-cancellation or a crash runs only the instances that had not finished.
+kept in the scheduler's state at once (``map_done`` until recorded): a map interrupted by
+an error, a cancellation or a crash runs only the instances that had not finished.
 """
 
 from __future__ import annotations
@@ -98,29 +100,30 @@ class MapInstances:
 async def run_map(
     name: str,
     items: list[BaseChatMessage],
-    done: dict[int, list[BaseChatMessage]],
+    todo: list[int],
     instances: MapInstances,
     *,
     limit: int | None,
     guard: NodeGuard | None,
     token: CancellationToken,
     emit: Emit,
-    finished: Callable[[int], None],
+    finished: Callable[[int, list[BaseChatMessage]], None],
 ) -> TurnOutput:
-    """Run the instances of map target ``name`` not in ``done``; return the map's turn.
+    """Run the instances ``todo`` of map target ``name``; return the map's (empty) turn.
 
     Args:
         name: The target node's name.
         items: One per instance, in order.
-        done: Outputs of the instances that finished, by index; filled in as they finish.
+        todo: The indices of the instances to run (the others finished before).
         instances: Builds each instance.
         limit: At most this many instances at once (None: all).
         guard: The node's policies, applied to each instance's turn.
         token: Cancels the instances.
         emit: Streams what the instances stream (renamed to their instance).
-        finished: Told the index of each instance as it finishes (after ``done`` has it).
+        finished: Told the index and the published messages (renamed to the instance) of
+            each instance as it finishes.
     """
-    semaphore = asyncio.Semaphore(limit or max(1, len(items)))
+    semaphore = asyncio.Semaphore(limit or max(1, len(todo)))
 
     async def one(index: int, item: BaseChatMessage) -> None:
         async with semaphore:
@@ -143,14 +146,9 @@ async def run_map(
             else:
                 output = await consume(turn([item]), forward)
             published = output.published if output is not None else []
-            done[index] = [_renamed(m, original, label) for m in published]
-            finished(index)
+            finished(index, [_renamed(m, original, label) for m in published])
 
-    running = [
-        asyncio.ensure_future(one(index, item))
-        for index, item in enumerate(items)
-        if index not in done
-    ]
+    running = [asyncio.ensure_future(one(index, items[index])) for index in todo]
     try:
         await asyncio.gather(*running)
     except BaseException:
@@ -158,6 +156,4 @@ async def run_map(
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         raise
-    published = [message for index in range(len(items)) for message in done.get(index, [])]
-    final = published[-1] if published else None
-    return TurnOutput(published, final, delta=list(published), tail=tuple(published))
+    return TurnOutput([], None, delta=[], tail=())

@@ -71,7 +71,14 @@ class Scheduler:
         # outputs of the instances that finished, by item index.
         self.map_items: dict[int, list[BaseChatMessage]] = {}
         self.map_done: dict[int, dict[int, list[BaseChatMessage]]] = {}
-        self.map_taken: dict[int, list[BaseChatMessage]] = {}  # the items a map turn runs
+        # Map targets whose instances are recorded one by one (in item order) while the
+        # map runs: how many are recorded; the out-edges to `all` groups (and map edges)
+        # a recorded instance passed, which fire when the map ends; the items gathered
+        # for a map edge out of a running map target, by that edge's target.
+        self.map_next: dict[int, int] = {}
+        self.map_passed: set[int] = set()
+        self.map_carry: dict[int, list[BaseChatMessage]] = {}
+        self._map_runs: dict[int, _MapRun] = {}  # the running maps
         self._clear_nodes()
 
     def _clear_nodes(self) -> None:
@@ -107,7 +114,10 @@ class Scheduler:
         self._clear_nodes()
         self.map_items.clear()
         self.map_done.clear()
-        self.map_taken.clear()
+        self.map_next.clear()
+        self.map_passed.clear()
+        self.map_carry.clear()
+        self._map_runs.clear()
         self.fresh = True
         self.current_turn = 0
 
@@ -145,6 +155,7 @@ class Scheduler:
         """Put interrupted or failed turns back in front; they will see the same messages."""
         for node in reversed(nodes):
             self.running[node] = False
+            self._map_runs.pop(node, None)  # its state is in map_items/map_done/map_next
             if self.deferred[node]:
                 self.deferred[node] = False
                 self.pending[node] = True
@@ -209,6 +220,9 @@ class Scheduler:
         raises leaves the turn unrecorded (the node runs again) instead of half-recorded.
         Returns the stop reason a router asked for, if any.
         """
+        if self.plan.map_in[node] is not None:
+            self._record_map(node, dead_ends)
+            return None
         out_edges = self.plan.out_edges[node]
         final = output.final if output is not None else None
         passed: list[bool] = []
@@ -222,14 +236,8 @@ class Scheduler:
         # Nothing below raises: the turn is recorded whole, exactly once.
         self.running[node] = False
         self.node_turns[node] += 1
-        if self.plan.map_in[node] is not None:  # a map's instances all finished
-            ran = self.map_taken.pop(node, None)
-            if ran is not None and self.map_items.get(node) is ran:
-                self.map_items.pop(node, None)
-                self.map_done.pop(node, None)
         for target, items in mapped:
-            self.map_items[target] = items
-            self.map_done.pop(target, None)
+            self._set_map_items(target, items)
         if output is not None and output.published:
             for message in output.published:
                 self.thread.append(message)
@@ -249,6 +257,11 @@ class Scheduler:
                         self.activate(edge.target)
             if not progressed and (output is None or output.stop_reason is None):
                 dead_ends.append((node, final))
+        self._ended(node)
+        return output.stop_reason if output is not None else None
+
+    def _ended(self, node: int) -> None:
+        """A recorded turn of ``node`` ended: an activation that came while it ran."""
         if self.pending[node]:  # activated while it ran: it runs again (once)
             self.pending[node] = False
             if not self.queued[node]:
@@ -259,14 +272,145 @@ class Scheduler:
                 self.pending[node] = True
             else:
                 self.enqueue(node)
-        return output.stop_reason if output is not None else None
 
-    def take_map(self, node: int) -> tuple[list[BaseChatMessage], dict[int, list[BaseChatMessage]]]:
-        """Start a map target's turn: its items and the outputs of the instances that
-        already finished (filled in as instances finish)."""
+    # --- map targets ----------------------------------------------------------------
+
+    def _set_map_items(self, target: int, items: list[BaseChatMessage]) -> None:
+        """A map edge into ``target`` fired with ``items``: its next map runs them (a map
+        of ``target`` running now keeps its own items)."""
+        self.map_items[target] = items
+        self.map_done.pop(target, None)
+        self.map_next.pop(target, None)
+
+    def take_map(self, node: int) -> tuple[list[BaseChatMessage], list[int]]:
+        """Start a map target's turn: its items and the indices of the instances to run
+        (the others are recorded, or finished and waiting to be)."""
         items = self.map_items.setdefault(node, [])
-        self.map_taken[node] = items
-        return items, self.map_done.setdefault(node, {})
+        done = self.map_done.setdefault(node, {})
+        start = self.map_next.get(node, 0)
+        self._map_runs[node] = _MapRun(items, done, start)
+        return items, [i for i in range(start, len(items)) if i not in done]
+
+    def finish_instance(self, node: int, index: int, published: list[BaseChatMessage]) -> None:
+        """Instance ``index`` of map target ``node`` finished with ``published``: kept
+        until the instances before it are recorded (`record_instances`)."""
+        run = self._map_runs.get(node)
+        if run is not None:
+            run.done[index] = published
+
+    def record_instances(self, node: int) -> list[tuple[int, list[BaseChatMessage]]]:
+        """Record the finished instances of map target ``node`` that come next in item
+        order; return ``(index, published)`` for each.
+
+        An instance is recorded as a turn is, except for the join after the map: its
+        messages go to the thread (from ``node``), its out-edges' conditions are
+        evaluated on its final message, and the edges into ``any`` groups that pass fire
+        now. An edge into an ``all`` group (or a map edge) that passes is noted and fires
+        once, when the map ends (`record`): that node is the reduce. An instance whose
+        condition raises is not recorded and runs again.
+        """
+        run = self._map_runs.get(node)
+        if run is None:
+            return []
+        recorded: list[tuple[int, list[BaseChatMessage]]] = []
+        out_edges = self.plan.out_edges[node]
+        groups = self.plan.groups
+        current = self.map_items.get(node) is run.items
+        while run.next in run.done:
+            index = run.next
+            published = run.done[index]
+            final = published[-1] if published else None
+            try:
+                passed = fire_edges(out_edges, final, None, self._is_absorbed, self._check)
+                mapped = [
+                    (edge, self._map_items(edge, final))
+                    for edge, ok in zip(out_edges, passed, strict=True)
+                    if ok and edge.mapper is not None
+                ]
+            except BaseException:
+                del run.done[index]  # not recorded: it runs again
+                raise
+            # Nothing below raises: the instance is recorded whole, exactly once.
+            del run.done[index]
+            run.next += 1
+            if current:
+                self.map_next[node] = run.next
+            for message in published:
+                self.thread.append(message)
+                self.thread_node.append(node)
+            if published:
+                self.last_own[node] = len(self.thread) - 1
+            for edge, items in mapped:
+                self.map_carry.setdefault(edge.target, []).extend(items)
+            step = self.turn_step[node]
+            for edge, ok in zip(out_edges, passed, strict=True):
+                if edge.mapper is not None or not groups[edge.group].any:
+                    if ok:
+                        self.map_passed.add(edge.index)
+                    continue
+                if self.tracker.take_absorbed(edge):
+                    self.map_passed.add(edge.index)  # progress: not a dead end
+                    continue
+                if ok:
+                    self.map_passed.add(edge.index)
+                    self.trace.fire(step, edge.index)
+                    if self.tracker.fire(edge, self.in_flight):
+                        self.activate(edge.target)
+            recorded.append((index, published))
+        return recorded
+
+    def _record_map(self, node: int, dead_ends: list[tuple[int, BaseChatMessage | None]]) -> None:
+        """Record the end of map target ``node``'s turn (every instance recorded): the
+        noted edges into ``all`` groups fire once. A map over no items is a turn with no
+        final message: its unconditional edges into ``all`` groups fire (the branch is
+        skipped, the reduce still fires)."""
+        run = self._map_runs.get(node)
+        items = run.items if run is not None else self.map_items.get(node, [])
+        out_edges = self.plan.out_edges[node]
+        groups = self.plan.groups
+        mapped: list[tuple[int, list[BaseChatMessage]]] = []
+        if items:
+            progressed = any(edge.index in self.map_passed for edge in out_edges)
+            passed = [
+                edge.index in self.map_passed
+                and (edge.mapper is not None or not groups[edge.group].any)
+                for edge in out_edges
+            ]
+            for edge, ok in zip(out_edges, passed, strict=True):
+                if ok and edge.mapper is not None:
+                    mapped.append((edge.target, self.map_carry.get(edge.target, [])))
+        else:
+            passed = [
+                ok and not groups[edge.group].any
+                for edge, ok in zip(out_edges, fire_edges(out_edges, None), strict=True)
+            ]
+            progressed = any(passed)
+            for edge, ok in zip(out_edges, passed, strict=True):
+                if ok and edge.mapper is not None:
+                    mapped.append((edge.target, self._map_items(edge, None)))
+        # Nothing below raises.
+        self._map_runs.pop(node, None)
+        self.running[node] = False
+        self.node_turns[node] += 1
+        if self.map_items.get(node) is items:
+            self.map_items.pop(node, None)
+            self.map_done.pop(node, None)
+            self.map_next.pop(node, None)
+        for edge in out_edges:
+            self.map_passed.discard(edge.index)
+            if edge.mapper is not None:
+                self.map_carry.pop(edge.target, None)
+        for target, targets_items in mapped:
+            self._set_map_items(target, targets_items)
+        step = self.turn_step[node]
+        for edge, ok in zip(out_edges, passed, strict=True):
+            if ok:
+                self.trace.fire(step, edge.index)
+                if self.tracker.fire(edge, self.in_flight):
+                    self.activate(edge.target)
+        if out_edges and not progressed:
+            dead_ends.append((node, None))
+        self._ended(node)
 
     def _map_items(self, edge: PlanEdge, final: BaseChatMessage | None) -> list[BaseChatMessage]:
         """The items of a map edge that fired: its function on the source's final message,
@@ -363,6 +507,11 @@ class Scheduler:
             "map_done": {
                 names[n]: {str(i): [dict(m.dump()) for m in out] for i, out in done.items()}
                 for n, done in self.map_done.items()
+            },
+            "map_next": {names[n]: count for n, count in self.map_next.items() if count},
+            "map_passed": [self.edge_key(e) for e in sorted(self.map_passed)],
+            "map_carry": {
+                names[n]: [dict(m.dump()) for m in items] for n, items in self.map_carry.items()
             },
         }
 
@@ -470,6 +619,10 @@ class Scheduler:
                 }
                 for name, done in state.map_done.items()
             }
+            map_carry = {
+                node_of(name, "map_carry"): [self._message(data) for data in items]
+                for name, items in state.map_carry.items()
+            }
         except (ValueError, TypeError) as exc:
             if isinstance(exc, StateError):
                 raise
@@ -477,6 +630,16 @@ class Scheduler:
                 f"Saved state holds map items or instance outputs this team cannot rebuild "
                 f"({exc}); the state is corrupt or needs `custom_message_types`."
             ) from exc
+        map_next: dict[int, int] = {}
+        for name, count in state.map_next.items():
+            node = node_of(name, "map_next")
+            if type(count) is not int or not 0 <= count <= len(map_items.get(node, [])):
+                raise StateError(
+                    f"Saved state gives map target `{name}` {count!r} recorded instances, "
+                    "outside its items; the state is corrupt."
+                )
+            map_next[node] = count
+        map_passed = [edge_of(key) for key in state.map_passed]
         fired = [edge_of(key) for key in state.fired]
         absorbed = [edge_of(key) for key in state.absorbed]
         node_turns = [0] * len(self.plan.names)
@@ -501,6 +664,9 @@ class Scheduler:
             node_turns,
             map_items,
             map_done,
+            map_next,
+            map_passed,
+            map_carry,
         )
 
     def apply_state(self, loaded: LoadedState) -> None:
@@ -524,6 +690,9 @@ class Scheduler:
         self.node_turns = list(loaded.node_turns)
         self.map_items = {n: list(items) for n, items in loaded.map_items.items()}
         self.map_done = {n: dict(done) for n, done in loaded.map_done.items()}
+        self.map_next = dict(loaded.map_next)
+        self.map_passed = set(loaded.map_passed)
+        self.map_carry = {n: list(items) for n, items in loaded.map_carry.items()}
 
     def _message(self, data: Any) -> BaseChatMessage:
         message = self.factory.create(data)
@@ -552,3 +721,16 @@ class LoadedState:
     node_turns: list[int]
     map_items: dict[int, list[Any]] = field(default_factory=dict)
     map_done: dict[int, dict[int, list[Any]]] = field(default_factory=dict)
+    map_next: dict[int, int] = field(default_factory=dict)
+    map_passed: list[int] = field(default_factory=list)
+    map_carry: dict[int, list[Any]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _MapRun:
+    """A running map: its items, the outputs of instances finished and not yet recorded
+    (by index), and how many instances are recorded."""
+
+    items: list[BaseChatMessage]
+    done: dict[int, list[BaseChatMessage]]
+    next: int

@@ -36,8 +36,14 @@ class GraphManagerState(BaseModel):
             idempotency keys, see [`call_key`][flowlib.tools.call_key]); absent: none.
         map_items: Per map target whose instances are to run (or running), the items its
             map edge produced, dumped as messages.
-        map_done: Per map target, the outputs of the instances that finished, by item
-            index (a resumed map runs only the others).
+        map_done: Per map target, the outputs of the instances that finished and are not
+            yet recorded, by item index (a resumed map runs only the others).
+        map_next: Per map target, how many of its instances are recorded (their outputs
+            are in the thread and their ``any`` out-edges fired): they do not run again.
+        map_passed: The out-edges of running map targets (to ``all`` groups) whose
+            condition a recorded instance's output passed: they fire when the map ends.
+        map_carry: Per target of a map edge out of a running map target, the items the
+            recorded instances' outputs mapped to (concatenated in item order).
     """
 
     type: Literal["GraphManagerState"] = "GraphManagerState"
@@ -55,13 +61,16 @@ class GraphManagerState(BaseModel):
     node_turns: dict[str, int] = Field(default_factory=dict)
     map_items: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     map_done: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
+    map_next: dict[str, int] = Field(default_factory=dict)
+    map_passed: list[tuple[str, str, str]] = Field(default_factory=list)
+    map_carry: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _leave_out_idle_maps(self, handler: SerializerFunctionWrapHandler) -> Any:
         # A graph without a map in progress saves as before map edges existed.
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("map_items", "map_done"):
+            for key in ("map_items", "map_done", "map_next", "map_passed", "map_carry"):
                 if not data.get(key):
                     data.pop(key, None)
         return data

@@ -131,8 +131,21 @@ def steps_from_run(
             steps[step].note = f"{count} instance{'s' if count != 1 else ''} (map)"
     current = -1
     finished: list[float | None] = [None] * len(steps)
+    maps: dict[str, int] = {}  # a map target's step, while its instances publish
     for position, item in enumerate(items):
-        queue = pending.get(_node_of(item.source))
+        node = _node_of(item.source)
+        queue = pending.get(node)
+        if node != item.source:  # a map instance: its map's step, whatever ran between
+            if queue and node not in maps:
+                maps[node] = queue.pop(0)
+            if node in maps:
+                current = maps[node]
+                _add_item(steps[current], item)
+                if arrivals is not None:
+                    finished[current] = arrivals[position]
+                continue
+        elif node in maps:
+            del maps[node]  # the target runs again: a new step
         if queue:
             current = queue[0]
         elif current < 0:
@@ -177,26 +190,37 @@ def steps_from_records(obj: DiGraph | SupportsGraph, records: Sequence[Any]) -> 
     factory = MessageFactory()
     steps: list[PageStep] = []
     previous: float | None = None
+    maps: dict[str, PageStep] = {}  # a map target's step, while its instances record
     for record in records:
-        # (A map instance's own checkpoint names `target[i]`, not a node: its output is
-        # in the map's turn record.)
-        if record.kind == "turn" and record.node in graph.nodes:
+        # A map instance's own checkpoint names `target[i]`: its output joins the step of
+        # its map, which the target's own turn record (the map's end) closes.
+        target = _node_of(record.node) if record.kind == "turn" and record.node else ""
+        if target in graph.nodes:
             items = [factory.create(data) for data in record.messages]
-            step = PageStep(node=record.node)
+            step = maps.get(target) if target != record.node or target in maps else None
+            if step is None:
+                step = PageStep(node=target)
+                if previous is not None:
+                    step.seconds = max(0.0, record.created_at - previous)
+                steps.append(step)
+            elif previous is not None:
+                step.seconds = (step.seconds or 0.0) + max(0.0, record.created_at - previous)
+            if target != record.node:
+                maps[target] = step
+            else:
+                maps.pop(target, None)
             for item in items:
                 _add_item(step, item)
-            if previous is not None:
-                step.seconds = max(0.0, record.created_at - previous)
-            instances = {m.source for m in items if m.source != record.node}
-            instances = {name for name in instances if _node_of(name) == record.node}
+            instances = {m.source for m in step.messages if m.source != target}
+            instances = {name for name in instances if _node_of(name) == target}
             if instances:
                 count = len(instances)
                 step.note = f"{count} instance{'s' if count != 1 else ''} (map)"
             final = next((m for m in reversed(items) if isinstance(m, BaseChatMessage)), None)
-            for edge in graph.nodes[record.node].edges:
-                if final is not None and edge.check_condition(final):
-                    step.edges.append((record.node, edge.target))
-            steps.append(step)
+            for edge in graph.nodes[target].edges:
+                fired = final is not None and edge.check_condition(final)
+                if fired and (target, edge.target) not in step.edges:
+                    step.edges.append((target, edge.target))
         previous = record.created_at
     for step, following in itertools.pairwise(steps):
         node = graph.nodes[step.node]

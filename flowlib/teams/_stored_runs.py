@@ -10,8 +10,10 @@ for the execution or, for a finished run, its stored result.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -128,6 +130,7 @@ class StoredRuns:
         self._install_state = install
         self._durability = durability
         self.current: StoredRun | None = None  # the stored run the team's state is at
+        self._created: str | None = None  # a run this call is creating (see unstarted)
 
     # --- checks ---------------------------------------------------------------------
 
@@ -191,6 +194,27 @@ class StoredRuns:
 
     # --- resolution ---------------------------------------------------------------------
 
+    @asynccontextmanager
+    async def unstarted(self, run_id: str) -> AsyncIterator[None]:
+        """Around a run (inside its lease): if it is cancelled (or its stream closed)
+        before its first record, a run record this call created is removed, rather than
+        left ``running`` with nothing to resume from (the run had not started: starting
+        it again is the way on, as before). An error keeps the record, as a killed
+        process does."""
+        self._created = None
+        try:
+            yield
+        except (asyncio.CancelledError, GeneratorExit):
+            if self._created == run_id:
+                # The lease is still held: no other executor can have written meanwhile.
+                with suppress(Exception):
+                    run = await self.store.get_run(run_id)
+                    if run is not None and run.last_checkpoint == 0:
+                        await self.store.delete(run_id)
+            raise
+        finally:
+            self._created = None
+
     async def prepare(
         self,
         mode: EntryMode,
@@ -244,6 +268,7 @@ class StoredRuns:
             if run is not None:
                 self.check_graph(run)
             else:
+                self._created = run_id  # set first: the create may be cut mid-write
                 await store.create_run(self.record(run_id, None))
             self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
             self._run.requests = []

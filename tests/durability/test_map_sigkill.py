@@ -60,7 +60,10 @@ async def _stored(db: Path) -> tuple[list[tuple[str, str]], list[str]]:
     finally:
         await store.close()
     transcript = [(m["source"], str(m["content"])) for m in folded.messages]
-    done = folded.bookkeeping.get("map_done", {}).get("researcher", {})
+    # Finished instances: recorded ones (their outputs are in the thread) and the ones
+    # waiting for an earlier item to be recorded.
+    done = list(folded.bookkeeping.get("map_done", {}).get("researcher", {}))
+    done += [str(i) for i in range(folded.bookkeeping.get("map_next", {}).get("researcher", 0))]
     return transcript, [f"q{index}" for index in done]
 
 

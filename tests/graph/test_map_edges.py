@@ -113,6 +113,186 @@ async def test_an_empty_list_skips_the_branch_and_the_reduce_still_fires() -> No
     assert team.trace.instances == []
 
 
+# --- each instance's output leaves along the target's out-edges --------------------------
+
+
+class Watcher:
+    """A function node (``activation="any"``) logging the instance outputs each turn saw."""
+
+    def __init__(self, name: str = "watcher") -> None:
+        self.turns: list[list[str]] = []
+        self.name = name
+
+    def node(self) -> Any:
+        def watcher(messages: list[BaseChatMessage]) -> str:
+            seen = [m.to_text() for m in messages if m.source.startswith("researcher[")]
+            self.turns.append(seen)
+            return f"saw {len(seen)}"
+
+        watcher.__name__ = self.name
+        return watcher
+
+
+def with_watcher(
+    recorder: Recorder,
+    watcher: Watcher,
+    answer: str,
+    *,
+    condition: str | None = None,
+    max_concurrency: int | None = 1,
+    **team: Any,
+) -> GraphFlow:
+    """planner =map=> researcher -> watcher (``any``, optional condition) and -> writer
+    (``all``, the reduce)."""
+    builder = DiGraphBuilder()
+    builder.add_node(recorder.planner(answer)).add_node(recorder.researcher())
+    builder.add_node(watcher.node(), activation="any")
+    builder.add_node(recorder.writer(), activation="all")
+    builder.add_edge("planner", "researcher", map=split, max_concurrency=max_concurrency)
+    builder.add_edge("researcher", watcher.name, condition=condition)
+    builder.add_edge("researcher", "writer")
+    return GraphFlow(builder.get_participants(), builder.build(), **team)
+
+
+async def test_each_instance_output_leaves_along_the_out_edges_on_its_own_condition() -> None:
+    # The condition holds for the middle item's output only (not the last one's): the
+    # watcher runs once, as that output is recorded, while the map is still running (it
+    # receives the thread since its last turn, as any node does).
+    recorder = Recorder({x: 0.02 for x in "abc"})
+    watcher = Watcher()
+    team = with_watcher(recorder, watcher, "a;b;c", condition="about b")
+    result = await team.run(task="question")
+    assert watcher.turns == [["about a", "about b"]]
+    chat = [(m.source, m.to_text()) for m in result.messages if isinstance(m, TextMessage)]
+    assert chat == [
+        ("user", "question"),
+        ("planner", "a;b;c"),
+        ("researcher[0]", "about a"),
+        ("researcher[1]", "about b"),
+        ("watcher", "saw 2"),
+        ("researcher[2]", "about c"),
+        ("writer", "about a + about b + about c"),
+    ]
+    assert recorder.log.count("writer") == 1
+
+
+async def test_an_any_node_after_a_map_runs_for_each_instance_output() -> None:
+    recorder = Recorder({x: 0.02 for x in "abc"})
+    watcher = Watcher()
+    team = with_watcher(recorder, watcher, "a;b;c")
+    result = await team.run(task="question")
+    # One turn per instance, each on that instance's output; the reduce runs once, after
+    # every instance, with their outputs in item order.
+    assert watcher.turns == [["about a"], ["about b"], ["about c"]]
+    assert recorder.log.count("writer") == 1
+    assert result.messages[-1].to_text() == "about a + about b + about c"
+    assert team.trace.steps == ["planner", "researcher", "watcher", "watcher", "watcher", "writer"]
+    fired = [(step, source, target) for step, source, target in team.trace.fired_edges]
+    assert fired.count((1, "researcher", "watcher")) == 3
+    assert fired.count((1, "researcher", "writer")) == 1
+
+
+async def test_instances_are_recorded_in_item_order_whatever_order_they_finish_in() -> None:
+    # All at once, the last item first: the watcher still sees the outputs in item order.
+    recorder = Recorder({"a": 0.15, "b": 0.08, "c": 0.001})
+    watcher = Watcher()
+    team = with_watcher(recorder, watcher, "a;b;c", max_concurrency=None)
+    result = await team.run(task="question")
+    assert [text for turn in watcher.turns for text in turn] == ["about a", "about b", "about c"]
+    sources = [m.source for m in result.messages if m.source.startswith("researcher[")]
+    assert sources == ["researcher[0]", "researcher[1]", "researcher[2]"]
+
+
+async def test_an_empty_list_runs_nothing_after_the_map_but_the_reduce() -> None:
+    recorder = Recorder()
+    watcher = Watcher()
+    team = with_watcher(recorder, watcher, "")
+    result = await team.run(task="question")
+    assert watcher.turns == []
+    assert [m.source for m in result.messages] == ["user", "planner", "writer"]
+
+
+async def test_a_conditional_edge_into_the_reduce_fires_once_if_any_instance_passed() -> None:
+    for condition, runs in (("about b", 1), ("nowhere", 0)):
+        recorder = Recorder()
+        builder = DiGraphBuilder()
+        builder.add_node(recorder.planner("a;b;c")).add_node(recorder.researcher())
+        builder.add_node(recorder.writer(), activation="all")
+        builder.add_edge("planner", "researcher", map=split)
+        builder.add_edge("researcher", "writer", condition=condition)
+        team = GraphFlow(builder.get_participants(), builder.build())
+        result = await team.run(task="question")
+        assert recorder.log.count("writer") == runs
+        if not runs:
+            assert "`researcher` matched none of its outgoing edges" in str(result.stop_reason)
+
+
+async def test_a_map_edge_after_a_map_maps_every_instance_output() -> None:
+    # planner =map=> expand =map=> researcher -> writer: each expand instance's output
+    # is mapped, and the items are concatenated in item order.
+    recorder = Recorder()
+
+    def expand(messages: list[BaseChatMessage]) -> str:
+        (item,) = messages
+        return f"{item.to_text()}1;{item.to_text()}2"
+
+    builder = DiGraphBuilder().add_node(recorder.planner("a;b")).add_node(expand)
+    builder.add_node(recorder.researcher()).add_node(recorder.writer(), activation="all")
+    builder.add_edge("planner", "expand", map=split).add_edge("expand", "researcher", map=split)
+    builder.add_edge("researcher", "writer")
+    team = GraphFlow(builder.get_participants(), builder.build())
+    result = await team.run(task="question")
+    assert result.messages[-1].to_text() == "about a1 + about a2 + about b1 + about b2"
+
+
+async def test_a_map_resumed_from_its_checkpoints_runs_only_the_unfinished_instances(
+    tmp_path: Path,
+) -> None:
+    # The third instance fails once; a fresh team resumes the stored run: the watcher
+    # runs once more (for the third output), the first two instances do not run again,
+    # and the stored transcript equals an uninterrupted run's.
+    from flowlib.checkpoint import fold
+
+    async def transcript(store: SQLiteCheckpointStore, run_id: str) -> list[tuple[str, str]]:
+        folded = fold(await store.records(run_id))
+        return [(m["source"], str(m["content"])) for m in folded.messages]
+
+    broken = {"c"}
+    started: list[str] = []
+
+    async def researcher(messages: list[BaseChatMessage]) -> str:
+        item = messages[0].to_text()
+        started.append(item)
+        await asyncio.sleep(0.01)
+        if item in broken:
+            raise ConnectionError(f"{item} is down")
+        return f"about {item}"
+
+    store = SQLiteCheckpointStore(str(tmp_path / "runs.db"))
+
+    def team(watcher: Watcher) -> GraphFlow:
+        recorder = Recorder()
+        builder = DiGraphBuilder().add_node(recorder.planner("a;b;c")).add_node(researcher)
+        builder.add_node(watcher.node(), activation="any")
+        builder.add_node(recorder.writer(), activation="all")
+        builder.add_edge("planner", "researcher", map=split, max_concurrency=1)
+        builder.add_edge("researcher", "watcher").add_edge("researcher", "writer")
+        return GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=store)
+
+    with pytest.raises(NodeExecutionError):
+        await team(Watcher()).run(task="go", run_id="job")
+    assert started == ["a", "b", "c"]
+    broken.clear()
+    started.clear()
+    watcher = Watcher()
+    await team(watcher).run(run_id="job")
+    assert started == ["c"]
+    assert watcher.turns == [["about c"]]
+    await team(Watcher()).run(task="go", run_id="reference")
+    assert await transcript(store, "job") == await transcript(store, "reference")
+    await store.close()
+
+
 async def test_max_concurrency_bounds_the_instances_running_at_once() -> None:
     recorder = Recorder({str(i): 0.02 for i in range(7)})
     team = map_reduce(recorder, ";".join(str(i) for i in range(7)), max_concurrency=2)
@@ -247,7 +427,11 @@ async def test_the_map_state_saves_and_loads_with_the_team() -> None:
     state = await team.save_state()
     manager = state["agent_states"]["GraphFlowManager"]
     assert list(manager["map_items"]) == ["researcher"]
-    assert list(manager["map_done"]["researcher"]) == ["0"]
+    # Instance 0 finished: it is recorded (its output is in the thread, map_next counts
+    # it) and does not run again.
+    assert manager["map_next"] == {"researcher": 1}
+    assert not manager.get("map_done", {}).get("researcher")
+    assert [m["source"] for m in manager["message_thread"]][-1] == "researcher[0]"
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running

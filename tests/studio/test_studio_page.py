@@ -217,3 +217,38 @@ def test_edit_then_continue_from_the_page(browser: DevTools, tmp_path: Path) -> 
         texts = [m["text"] for m in served.get("/api/runs/asks")["messages"]]
         assert "Prefer <i>green</i>." in texts, texts
         wait_for(browser, "document.getElementById('thread').textContent.includes('<i>green</i>')")
+
+
+def test_a_message_is_replaced_from_the_page_then_the_run_goes_on(
+    browser: DevTools, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    _store_runs(url, build_ask, "asks", task="Help me pick.")
+    new_text = "Help me pick a <b>hat</b> & go on"
+    with studio(url, f"{FLOWS}:build_ask") as served:
+        before = served.get("/api/runs/asks")["messages"]
+        assert before[0]["text"] == "Help me pick."
+        _open_run(browser, served.base, "asks", 1)
+        # Each text message of the whole thread has a Replace button: open the task's.
+        browser.evaluate(
+            "document.querySelector('#thread [data-index=\"0\"] .replace-open').click()"
+        )
+        wait_for(browser, "!!document.querySelector('#thread .replacer textarea')")
+        browser.evaluate(
+            "(() => { const a = document.querySelector('#thread .replacer textarea');"
+            f" a.value = {json.dumps(new_text)}; a.dispatchEvent(new Event('input'));"
+            " document.querySelector('#thread .replace-continue').click(); })()"
+        )
+        wait_for(browser, "window.studio.steps >= 2", timeout=60)
+        after = served.get("/api/runs/asks")["messages"]
+        # Replaced in place (same source, same position), not appended; the run went on.
+        assert (after[0]["source"], after[0]["text"]) == (before[0]["source"], new_text)
+        assert [m["text"] for m in after].count(new_text) == 1
+        assert "Help me pick." not in [m["text"] for m in after]
+        assert len(after) > len(before)
+        wait_for(
+            browser,
+            "document.querySelector('#thread [data-index=\"0\"] pre').textContent === "
+            + json.dumps(new_text),
+        )
+        assert browser.evaluate("document.querySelectorAll('#thread b').length") == 0

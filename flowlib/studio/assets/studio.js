@@ -6,7 +6,7 @@
   var $ = function (id) { return document.getElementById(id); };
   var state = {
     cursors: [null], page: 0, nextCursor: null, runs: [], timer: null,
-    runId: null, detail: null, source: null, step: 0, flows: null,
+    runId: null, detail: null, source: null, step: 0, flows: null, editing: null,
   };
   // For tests and measurements: when the run view last showed new data.
   window.studio = { rendered: 0, lastCheckpoint: 0, steps: 0, loads: 0, log: [] };
@@ -267,10 +267,26 @@
       body.appendChild(tr);
     });
     var thread = $('thread'); clear(thread);
-    d.messages.forEach(function (m) {
+    if (fresh) { state.editing = null; }
+    d.messages.forEach(function (m, index) {
       var box = el('div', null, 'msg');
-      box.appendChild(el('div', m.source + ' \u00b7 ' + m.kind, 'who'));
-      box.appendChild(el('pre', m.text));
+      box.setAttribute('data-index', String(index));
+      var who = el('div', m.source + ' \u00b7 ' + m.kind + ' ', 'who');
+      box.appendChild(who);
+      if (state.editing && state.editing.index === index) {
+        box.appendChild(replacer(index));
+      } else {
+        box.appendChild(el('pre', m.text));
+        if (d.flow_named && m.kind === 'TextMessage') {
+          var open = el('button', 'Replace\u2026', 'replace-open');
+          open.type = 'button';
+          open.addEventListener('click', function () {
+            state.editing = { index: index, value: m.text };
+            drawDetail(state.detail, false);
+          });
+          who.appendChild(open);
+        }
+      }
       thread.appendChild(box);
     });
     var grew = !previous || fresh || d.steps.length !== previous.steps.length;
@@ -308,6 +324,35 @@
       source.addEventListener('deleted', function () { status('the run was deleted'); source.close(); });
       state.source = source;
     });
+  }
+  // Replacing a message of the thread (edit_run's `replace`: the message keeps its
+  // source, the edit is audited), then going on with the run or not.
+  function replacer(index) {
+    var form = el('div', null, 'replacer');
+    var area = el('textarea');
+    area.rows = 3; area.cols = 60; area.value = state.editing.value;
+    area.setAttribute('aria-label', 'the new text of message ' + index);
+    area.addEventListener('input', function () { state.editing.value = area.value; });
+    form.appendChild(area);
+    function send(goOn) {
+      var text = area.value;
+      if (!text.trim()) { $('action-result').textContent = 'write the new text first'; return; }
+      var body = { replace: {}, author: 'user', reason: 'replaced from the studio', continue: goOn };
+      body.replace[String(index)] = text;
+      act(api('POST', '/api/runs/' + encodeURIComponent(state.runId) + '/edit', body),
+        function () { state.editing = null; loadDetail(false); });
+    }
+    [['Replace', false], ['Replace and continue', true]].forEach(function (pair) {
+      var button = el('button', pair[0], pair[1] ? 'replace-continue' : 'replace-only');
+      button.type = 'button';
+      button.addEventListener('click', function () { send(pair[1]); });
+      form.appendChild(button);
+    });
+    var cancel = el('button', 'Cancel', 'replace-cancel');
+    cancel.type = 'button';
+    cancel.addEventListener('click', function () { state.editing = null; drawDetail(state.detail, false); });
+    form.appendChild(cancel);
+    return form;
   }
   function act(promise, then) {
     $('action-result').textContent = '...';
