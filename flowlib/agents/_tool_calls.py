@@ -23,7 +23,7 @@ from ..models import (
     LLMMessage,
 )
 from ..tools import BaseTool, Tool, as_tool
-from ..tools._keys import CallScope, call_scope, tool_call_scopes
+from ..tools.internal import CallScope, call_scope, tool_call_scopes
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",

@@ -24,7 +24,7 @@ from typing_extensions import Self
 
 from ..base import CancellationToken, Response
 from ..component import load_error, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import AgentError
 from ..messages import (
     BaseAgentEvent,
@@ -159,7 +159,7 @@ class UserProxyAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         self.input_func: InputFuncType = input_func if input_func is not None else input
-        self._is_async = _is_async_callable(self.input_func)
+        self._is_async = is_async_callable(self.input_func)
         # The built-in `input` in a thread would hold the standard input's buffer lock
         # while it waits; if the wait is cancelled, the interpreter cannot shut down
         # cleanly (issue 27.3). The console is read by `_CONSOLE` instead.
@@ -244,7 +244,7 @@ class UserProxyAgent(BaseChatAgent):
                 func = cast(AsyncInputFunc, self.input_func)
                 waiter = asyncio.ensure_future(_call_async(func, prompt, token))
             else:
-                waiter = _run_in_thread(cast(SyncInputFunc, self.input_func), prompt)
+                waiter = run_in_thread(cast(SyncInputFunc, self.input_func), prompt)
         finally:
             _current_request_id.reset(marker)
         token.link_future(waiter)
@@ -284,13 +284,13 @@ async def _call_async(func: AsyncInputFunc, prompt: str, token: CancellationToke
     return await func(prompt, token)
 
 
-def _is_async_callable(func: Any) -> bool:
+def is_async_callable(func: Any) -> bool:
     # A coroutine function, or an object whose __call__ is one.
     call = type(func).__call__ if not inspect.isroutine(func) else None
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
 
-def _run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
+def run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
     """Run a blocking input function in a daemon thread and return a future of its answer.
 
     A daemon thread rather than the loop's executor: a person may never answer, and a
@@ -360,7 +360,7 @@ class _ConsoleReader:
         except (AttributeError, OSError, ValueError):
             # No descriptor (an io.StringIO put in place by a test or an embedding app):
             # `input` reads it as before; such a stream holds no buffer lock of stdin.
-            return await _run_in_thread(builtins.input, prompt)
+            return await run_in_thread(builtins.input, prompt)
         if prompt:
             out = sys.stdout
             if out is not None:

@@ -46,7 +46,7 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
-from ..tools._keys import call_scope, keyed_turn, turn_scope
+from ..tools.internal import call_scope, keyed_turn, turn_scope
 from ._guard import Attempts, NodeGuard
 from ._map import MapInstances, instance_name, run_map
 from ._node import Node, NodeContext, TurnOutput, as_node

@@ -24,7 +24,7 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from .._telemetry import untraced
 from ..component import ComponentModel, dump_field, load_field, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidValueError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike
 from ._openai_mapping import tool_schema

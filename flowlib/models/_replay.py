@@ -13,7 +13,7 @@ from typing_extensions import Self
 
 from .._cancellation import CancellationToken
 from .._telemetry import traced_create, traced_create_stream
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import FlowlibError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
 from ._types import CreateResult, LLMMessage, RequestUsage

@@ -22,10 +22,10 @@ from ..checkpoint import (
     StepKind,
     diff_state,
 )
-from ..checkpoint._patch import Patch
+from ..checkpoint.internal import Patch
 from ..errors import CheckpointConflictError, CheckpointError
 from ..graph import GraphExecutor, Node
-from ..graph._executor import RunOutcome
+from ..graph.internal import RunOutcome
 from ._run import Run
 
 __all__ = ["Checkpointer", "Durability", "StoredRun"]

@@ -19,7 +19,7 @@ from typing_extensions import Self
 from .._telemetry import trace_team_run
 from ..agents import UserProxyAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
-from ..base._task import task_messages
+from ..base.internal import task_messages
 from ..checkpoint import (
     CheckpointStore,
     FoldedRun,
@@ -45,8 +45,7 @@ from ..graph import (
     graph_signature,
     register_pattern,
 )
-from ..graph._shapes import Participant
-from ..graph._validate import check_loop_bounded, validate_graph
+from ..graph.internal import Participant, check_loop_bounded, validate_graph
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,

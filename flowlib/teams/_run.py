@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..base import TerminationCondition, saves_state
 from ..errors import HumanRequestError, RequestAlreadyAnsweredError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, GraphExecutor
-from ..graph._executor import Budget
+from ..graph.internal import Budget
 from ..messages import BaseChatMessage, HandoffMessage
 
 __all__ = [

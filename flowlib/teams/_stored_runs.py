@@ -19,8 +19,7 @@ from typing import Any, Literal
 
 from ..base import TaskResult
 from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
-from ..checkpoint._fold import base_record
-from ..checkpoint._fork import fork_run
+from ..checkpoint.internal import base_record, fork_run
 from ..errors import (
     InvalidArgumentError,
     RunExistsError,
@@ -29,8 +28,7 @@ from ..errors import (
     StateError,
 )
 from ..graph import GraphExecutor, graph_difference
-from ..graph._executor import Budget
-from ..graph._state import GRAPH_STATE_VERSION
+from ..graph.internal import GRAPH_STATE_VERSION, Budget
 from ..messages import BaseChatMessage
 from ._durable import Checkpointer, Durability, StoredRun
 from ._lifecycle import new_owner

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..base._arguments import check_state_argument, load_atomically
+from ..base.internal import check_state_argument, load_atomically
 from ..checkpoint import (
     FoldedRun,
     Journal,
@@ -21,8 +21,7 @@ from ..checkpoint import (
 )
 from ..errors import StateError
 from ..graph import ExecutionPlan, GraphExecutor, GraphManagerState, Node
-from ..graph._executor import Budget
-from ..graph._shapes import Participant
+from ..graph.internal import Budget, Participant
 from ._durable import Checkpointer
 from ._run import Run
 
