@@ -153,7 +153,7 @@ def open_store(url: str, *, create: bool = True) -> CheckpointStore:
     - `postgresql://user:pw@host:5432/db` (or `postgres://`): a
       [`PostgresCheckpointStore`][flowlib.checkpoint.PostgresCheckpointStore] with that DSN.
     - `redis://host:6379/0` (or `rediss://` for TLS), `?prefix=flowlib:` for the keys'
-      prefix: a [`RedisCheckpointStore`][flowlib.checkpoint.RedisCheckpointStore].
+      prefix: a [`RedisCheckpointStore`][flowlib.checkpoint.redis_store.RedisCheckpointStore].
     - `memory://`: a new
       [`InMemoryCheckpointStore`][flowlib.checkpoint.InMemoryCheckpointStore].
 

@@ -7,8 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from ..component._base import ComponentBase
-from ..component._registry import register_builtin
+from ..component.internal import ComponentBase, register_builtin
 from ._chat import StructuredMessage
 
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from .._english import a
 from ..errors import InvalidTypeError
 from ..graph import DiGraph, DiGraphEdge, NodeKind, describe_condition, pattern_of
-from ..graph._validate import GraphAnalysis, analyse
+from ..graph.internal import GraphAnalysis, analyse
 from ._path import RunPath, TraceArg, participants_by_name, resolve_path
 from ._style import EdgeStatus, NodeStatus, format_steps
 

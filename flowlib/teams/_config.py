@@ -29,7 +29,7 @@ from ..component import (
     register_component,
     skip_field,
 )
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import ConditionSerializationError, ContractError
 from ..graph import CachePolicy, DiGraph, MapFunction, Router
 from ..messages import BaseAgentEvent, BaseChatMessage

@@ -8,7 +8,7 @@ from typing_extensions import Unpack
 
 from ..base import ChatAgent, Team
 from ..graph import DiGraph, GraphPattern
-from ..graph._shapes import ring_graph
+from ..graph.internal import ring_graph
 from ._config import AUTOGEN_TEAMS, GroupChatConfig
 from ._group_chat import BaseGroupChat
 from ._options import TeamOptions

@@ -37,7 +37,7 @@ from ..errors import (
     StateError,
 )
 from ..graph import GraphPattern, Router, Routing
-from ..graph._shapes import hub_graph
+from ..graph.internal import hub_graph
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,

@@ -19,8 +19,7 @@ from typing import Any, Literal
 
 from ..base import TaskResult
 from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
-from ..checkpoint._fold import base_record
-from ..checkpoint._fork import fork_run
+from ..checkpoint.internal import base_record, fork_run
 from ..errors import (
     InvalidArgumentError,
     RunExistsError,
@@ -29,8 +28,7 @@ from ..errors import (
     StateError,
 )
 from ..graph import GraphExecutor, graph_difference
-from ..graph._executor import Budget
-from ..graph._state import GRAPH_STATE_VERSION
+from ..graph.internal import GRAPH_STATE_VERSION, Budget
 from ..messages import BaseChatMessage
 from ._durable import Checkpointer, Durability, StoredRun
 from ._lifecycle import new_owner
@@ -45,7 +43,7 @@ __all__ = [
     "stored_phase",
 ]
 
-EntryMode = Literal["auto", "start", "resume", "continue", "fork"]
+EntryMode = Literal["auto", "start", "resume", "continue", "fork", "answer"]
 
 
 def stored_phase(run: RunRecord, state: RunState | None, *, now: float | None = None) -> RunPhase:
@@ -177,7 +175,7 @@ class StoredRuns:
             return
         run = await self.store.get_run(run_id)
         if run is None:
-            if mode in ("resume", "continue") or (mode == "auto" and not has_task):
+            if mode in ("resume", "continue", "answer") or (mode == "auto" and not has_task):
                 raise RunNotFoundError(
                     f"This store has no run `{run_id}`; nothing was created. Check the id "
                     "(`flowlib runs list`), or start it with `team.start(task, run_id=...)`.",
@@ -254,7 +252,7 @@ class StoredRuns:
         run = await store.get_run(run_id)
         if run is None or run.last_checkpoint == 0:
             await self.check_entry(mode, run_id, bool(task))
-            if run is not None and (mode in ("resume", "continue") or not task):
+            if run is not None and (mode in ("resume", "continue", "answer") or not task):
                 raise RunStatusError(
                     f"Run `{run_id}` has no records (its process died before its first "
                     "checkpoint), so it has no task to resume; start it again with "

@@ -191,7 +191,7 @@ def test_the_drawing_is_titled_by_the_pattern() -> None:
 
 
 def test_check_explores_the_debate() -> None:
-    report = explore(DebateTeam(debaters(), max_turns=12), max_examples=20)
+    report = explore(DebateTeam(debaters(), max_turns=12), max_examples=10)
     assert report.ok, str(report)
     assert report.visited == {"pro", "con", "judge"}
 

@@ -11,7 +11,7 @@ from ...base import ChatAgent
 from ...component import ComponentModel, dump_field
 from ...errors import InvalidValueError
 from ...graph import GraphPattern
-from ...graph._shapes import hub_graph
+from ...graph.internal import hub_graph
 from ...models import ChatCompletionClient
 from .._arguments import check_team_arguments
 from .._config import AUTOGEN_TEAMS, GroupChatConfig
