@@ -8,6 +8,7 @@ import codecs
 import concurrent.futures
 import contextlib
 import contextvars
+import hashlib
 import inspect
 import locale
 import os
@@ -15,7 +16,7 @@ import sys
 import threading
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +33,7 @@ from ..messages import (
     TextMessage,
     UserInputRequestedEvent,
 )
+from ..tools import NoCallKeyError, call_key
 from ._base_chat_agent import BaseChatAgent
 
 __all__ = ["AsyncInputFunc", "InputFuncType", "SyncInputFunc", "UserProxyAgent"]
@@ -45,6 +47,11 @@ InputFuncType = SyncInputFunc | AsyncInputFunc
 
 _current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar(
     "flowlib_user_input_request_id"
+)
+# Replies a team has already received for requests of this run, by request id (see
+# `UserProxyAgent.given_answers`).
+_given: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "flowlib_user_input_given", default=None
 )
 
 PROMPT = "Enter your response: "
@@ -123,6 +130,26 @@ class UserProxyAgent(BaseChatAgent):
                     "input function; it only works while a UserProxyAgent is asking for input."
                 ) from None
 
+    @staticmethod
+    @contextlib.contextmanager
+    def given_answers(answers: Mapping[str, str]) -> Iterator[None]:
+        """Inside the block, a request whose id is in ``answers`` is answered from it,
+        without calling the input function.
+
+        A team's [`answer`][flowlib.teams.BaseGroupChat.answer] uses it to hand a reply
+        given in another process to the re-run turn that asks again: inside a team run the
+        request id is derived from the turn's idempotency key, so the re-run of an
+        interrupted turn asks with the same id (docs/state.md, "Human requests").
+        """
+        marker = _given.set(answers)
+        try:
+            yield
+        finally:
+            try:
+                _given.reset(marker)
+            except ValueError:  # left in another context (a generator closed elsewhere)
+                _given.set(None)
+
     def __init__(
         self,
         name: str,
@@ -183,9 +210,12 @@ class UserProxyAgent(BaseChatAgent):
         """Yield a ``UserInputRequestedEvent``, wait for the input, then the Response."""
         handoff = self._handoff_to_me(messages)
         prompt = HANDOFF_PROMPT.format(source=handoff.source) if handoff else PROMPT
-        request = UserInputRequestedEvent(request_id=str(uuid.uuid4()), source=self.name)
+        request = UserInputRequestedEvent(request_id=_request_id(), source=self.name)
         yield request
-        answer = await self._ask(prompt, request.request_id, cancellation_token)
+        given = _given.get()
+        answer = given.get(request.request_id) if given is not None else None
+        if answer is None:
+            answer = await self._ask(prompt, request.request_id, cancellation_token)
         reply: BaseChatMessage
         if handoff is not None:
             reply = HandoffMessage(content=answer, target=handoff.source, source=self.name)
@@ -238,6 +268,16 @@ class UserProxyAgent(BaseChatAgent):
                 agent=self.name,
             )
         return answer
+
+
+def _request_id() -> str:
+    """The id of a request asked now: in a team run, derived from the turn's idempotency
+    key (the re-run of an interrupted turn asks with the same id); else random."""
+    try:
+        key = call_key()
+    except NoCallKeyError:
+        return str(uuid.uuid4())
+    return str(uuid.UUID(hashlib.sha256(f"{key}/user-input".encode()).hexdigest()[:32]))
 
 
 async def _call_async(func: AsyncInputFunc, prompt: str, token: CancellationToken) -> str:

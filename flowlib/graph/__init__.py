@@ -32,6 +32,7 @@ from ._policies import CachePolicy, RetryPolicy, check_timeout, is_transient
 from ._router import Router, Routing, Selected
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
+from ._thread import Thread
 from ._trace import RunTrace, TraceObserver
 from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
@@ -73,6 +74,7 @@ __all__ = [
     "RunTrace",
     "Selected",
     "TeamNode",
+    "Thread",
     "TraceObserver",
     "TurnOutput",
     "as_node",

@@ -112,6 +112,14 @@ class MessageFactory:
         """The registered classes beyond the built-in messages and events."""
         return [t for t in self._types.values() if t not in _BUILTIN_MESSAGE_TYPES]
 
+    def type_named(self, name: str) -> type[BaseChatMessage | BaseAgentEvent] | None:
+        """The class registered under the type name ``name``, or None.
+
+        Args:
+            name: A dump's ``type`` value.
+        """
+        return self._types.get(name)
+
     def is_registered(self, message_type: type[BaseChatMessage | BaseAgentEvent]) -> bool:
         """Tell whether ``message_type`` is registered.
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from .._telemetry import trace_team_run
+from ..agents import UserProxyAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base.internal import task_messages
 from ..checkpoint import (
@@ -51,6 +52,7 @@ from ..messages import (
     HandoffMessage,
     MessageFactory,
     TextMessage,
+    UserInputRequestedEvent,
 )
 from ._arguments import check_team_arguments
 from ._config import TeamConfig, register_team, team_arguments, team_fields
@@ -654,7 +656,7 @@ class BaseGroupChat(Team, ABC):
                 argument="reply",
             )
         return await self._result(
-            "continue",
+            "answer",
             None,
             _stored_id(run_id, self._checkpoint_store, "answer"),
             None,
@@ -789,7 +791,11 @@ class BaseGroupChat(Team, ABC):
                     assert checkpointer is not None
                     checkpointer.lease_owner = owner
                     if answer is not None:  # refused here, before anything runs
-                        messages = [self._reply(self._run.take_answer(answer[0]), answer[1])]
+                        request = self._run.take_answer(answer[0])
+                        if request.kind == "input":  # for the turn that asks it again
+                            self._run.give(request, answer[1])
+                        else:
+                            messages = [self._reply(request, answer[1])]
                 policy = self._policy
                 policy.check_task(
                     messages,
@@ -803,6 +809,8 @@ class BaseGroupChat(Team, ABC):
                     policy.start_task(messages)
                 self._run.begin()
                 self._checkpointer = checkpointer
+                participants = {node.name for node in self._executor.nodes}
+                held.enter_context(UserProxyAgent.given_answers(self._run.given))
                 # Closed at once when the caller stops reading, so the team is free again.
                 async with aclosing(
                     trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
@@ -817,6 +825,12 @@ class BaseGroupChat(Team, ABC):
                     )
                 ) as stream:
                     async for item in stream:
+                        if (
+                            checkpointer is not None
+                            and isinstance(item, UserInputRequestedEvent)
+                            and item.source in participants
+                        ):  # recorded as a pending request before anyone sees it
+                            await checkpointer.waiting(item.request_id, item.source)
                         try:
                             yield item
                         except GeneratorExit:

@@ -43,7 +43,7 @@ __all__ = [
     "stored_phase",
 ]
 
-EntryMode = Literal["auto", "start", "resume", "continue", "fork"]
+EntryMode = Literal["auto", "start", "resume", "continue", "fork", "answer"]
 
 
 def stored_phase(run: RunRecord, state: RunState | None, *, now: float | None = None) -> RunPhase:
@@ -175,7 +175,7 @@ class StoredRuns:
             return
         run = await self.store.get_run(run_id)
         if run is None:
-            if mode in ("resume", "continue") or (mode == "auto" and not has_task):
+            if mode in ("resume", "continue", "answer") or (mode == "auto" and not has_task):
                 raise RunNotFoundError(
                     f"This store has no run `{run_id}`; nothing was created. Check the id "
                     "(`flowlib runs list`), or start it with `team.start(task, run_id=...)`.",
@@ -252,7 +252,7 @@ class StoredRuns:
         run = await store.get_run(run_id)
         if run is None or run.last_checkpoint == 0:
             await self.check_entry(mode, run_id, bool(task))
-            if run is not None and (mode in ("resume", "continue") or not task):
+            if run is not None and (mode in ("resume", "continue", "answer") or not task):
                 raise RunStatusError(
                     f"Run `{run_id}` has no records (its process died before its first "
                     "checkpoint), so it has no task to resume; start it again with "
