@@ -44,11 +44,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from .logging import (
-    MessageEvent,
-    event_logger,
-    trace_logger,
-)
+from .logging import MessageEvent, event_logger, trace_logger
 
 
 class GraphExecutor(Protocol):

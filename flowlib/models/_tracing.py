@@ -10,20 +10,12 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
-from opentelemetry.trace import (
-    Span,
-    SpanKind,
-)
+from opentelemetry.trace import Span, SpanKind
 
 from .._telemetry import provider_name, record_failure, tracer
-from ..logging import (
-    LLMCallEvent,
-    LLMStreamEndEvent,
-    LLMStreamStartEvent,
-    event_logger,
-)
+from ..logging import LLMCallEvent, LLMStreamEndEvent, LLMStreamStartEvent, event_logger
 
 __all__ = [
     "ModelCall",
@@ -39,21 +31,6 @@ __all__ = [
 _T = TypeVar("_T")
 _Create = TypeVar("_Create", bound=Callable[..., Awaitable[Any]])
 _CreateStream = TypeVar("_CreateStream", bound=Callable[..., AsyncGenerator[Any, None]])
-
-
-class GraphExecutor(Protocol):
-    """What a node-turn span reads of the executor running the turn (the graph package
-    sits above telemetry, so it is named by this protocol, not imported)."""
-
-    @property
-    def plan(self) -> Any: ...
-
-    @property
-    def trace(self) -> Any: ...
-
-    def node_kind(self, node: int) -> str: ...
-
-    def turn_step(self, node: int) -> int: ...
 
 
 # --- model calls ---------------------------------------------------------------------

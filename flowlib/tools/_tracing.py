@@ -6,39 +6,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
-from opentelemetry.trace import (
-    Span,
-    Status,
-    StatusCode,
-)
+from opentelemetry.trace import Span, Status, StatusCode
 
 from .._telemetry import error_type, tracer
-from ..logging import (
-    ToolCallEvent,
-    event_logger,
-)
+from ..logging import ToolCallEvent, event_logger
 
-__all__ = [
-    "ToolCall",
-    "tool_call",
-]
-
-
-class GraphExecutor(Protocol):
-    """What a node-turn span reads of the executor running the turn (the graph package
-    sits above telemetry, so it is named by this protocol, not imported)."""
-
-    @property
-    def plan(self) -> Any: ...
-
-    @property
-    def trace(self) -> Any: ...
-
-    def node_kind(self, node: int) -> str: ...
-
-    def turn_step(self, node: int) -> int: ...
+__all__ = ["ToolCall", "tool_call"]
 
 
 class ToolCall:
