@@ -16,6 +16,7 @@ Run offline: python examples/debate_team.py
 With a real model: OPENAI_API_KEY=... python examples/debate_team.py
 (the judge decides; max_turns=12 bounds a debate the judge never ends).
 Check it: flowlib check examples/debate_team.py:build
+Crash-test it: flowlib check --crash examples/debate_team.py:build
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing_extensions import Unpack
 
 from flowlib.agents import AssistantAgent
 from flowlib.base import ChatAgent, Team
+from flowlib.checkpoint import CheckpointStore
 from flowlib.errors import InvalidArgumentError
 from flowlib.graph import Contains, DiGraph, GraphPattern, Not
 from flowlib.messages import BaseChatMessage
@@ -112,8 +114,9 @@ class DebateTeam(BaseGroupChat, pattern=DEBATE, provider="examples.debate_team.D
 TASK = "Motion: remote work is better than office work."
 
 
-def build() -> DebateTeam:
-    """Build the debate on fresh agents."""
+def build(*, checkpoint_store: CheckpointStore | None = None) -> DebateTeam:
+    """Build the debate on fresh agents (checkpointed into ``checkpoint_store`` if given:
+    ``flowlib check --crash examples/debate_team.py:build`` crash-tests it that way)."""
     pro = AssistantAgent(
         "pro",
         model_client=model_client(
@@ -147,7 +150,7 @@ def build() -> DebateTeam:
             "winner; otherwise say what is missing."
         ),
     )
-    return DebateTeam([pro, con, judge], max_turns=12)
+    return DebateTeam([pro, con, judge], max_turns=12, checkpoint_store=checkpoint_store)
 
 
 async def main() -> None:

@@ -22,7 +22,8 @@ __all__ = ["Thread"]
 class Thread(Sequence[BaseChatMessage]):
     """The chat messages published in a run, in order.
 
-    It reads like a list of messages. Entries loaded by [`load`][flowlib.graph.Thread.load] stay dumps until read;
+    It reads like a list of messages. Entries added by
+    [`load`][flowlib.graph.Thread.load] stay dumps until read;
     the first read rebuilds the message (its class was checked at load) and keeps it.
 
     Args:

@@ -51,6 +51,7 @@ TRANSITIONS: tuple[tuple[RunPhase, RunPhase, str], ...] = (
     ("running", "interrupted", "cancelled / process died"),
     ("running", "failed", "a node raised"),
     ("interrupted", "running", "resume_run (same budget)"),
+    ("interrupted", "running", "answer(request_id, reply): asked inside a turn"),
     ("failed", "running", "resume_run (retries the turn)"),
     ("waiting", "running", "answer(request_id, reply)"),
     ("stopped", "running", "continue_run(task) (new budget)"),
