@@ -27,13 +27,10 @@ spans are plain ``with`` blocks inside coroutines.
 from __future__ import annotations
 
 import contextvars
-import functools
 import logging
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import AsyncGenerator
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -42,21 +39,12 @@ from opentelemetry.trace import (
     NoOpTracerProvider,
     ProxyTracerProvider,
     Span,
-    SpanKind,
     Status,
     StatusCode,
     Tracer,
 )
 
-from .logging import (
-    LLMCallEvent,
-    LLMStreamEndEvent,
-    LLMStreamStartEvent,
-    MessageEvent,
-    ToolCallEvent,
-    event_logger,
-    trace_logger,
-)
+from .logging import MessageEvent, event_logger, trace_logger
 
 
 class GraphExecutor(Protocol):
@@ -76,27 +64,18 @@ class GraphExecutor(Protocol):
 
 __all__ = [
     "INSTRUMENTATION_NAME",
-    "ModelCall",
-    "ToolCall",
-    "describe_request",
-    "describe_response",
     "error_type",
-    "model_call",
     "provider_name",
-    "tool_call",
+    "record_failure",
     "trace_agent_turn",
     "trace_node_turn",
     "trace_team_run",
-    "traced_create",
-    "traced_create_stream",
     "tracer",
 ]
 
 INSTRUMENTATION_NAME = "flowlib"
 
 _T = TypeVar("_T")
-_Create = TypeVar("_Create", bound=Callable[..., Awaitable[Any]])
-_CreateStream = TypeVar("_CreateStream", bound=Callable[..., AsyncGenerator[Any, None]])
 _provider: object = None
 _tracer: Tracer | None = None
 # Set while a team's run takes a step: a team run inside it (a nested team, or one inside
@@ -145,7 +124,7 @@ def error_type(exc: BaseException) -> str:
     return f"{public}.{cls.__qualname__}" if public else cls.__qualname__
 
 
-def _record_failure(span: Span, exc: BaseException) -> None:
+def record_failure(span: Span, exc: BaseException) -> None:
     if isinstance(exc, Exception):
         span.record_exception(exc)
         span.set_attribute("error.type", error_type(exc))
@@ -183,7 +162,7 @@ async def _stepped(
             yield item
     except BaseException as exc:
         if span is not None:
-            _record_failure(span, exc)
+            record_failure(span, exc)
         raise
     finally:
         if not exhausted:
@@ -328,374 +307,7 @@ def trace_node_turn(
     return _stepped(stream, span, parent)
 
 
-# --- model calls ---------------------------------------------------------------------
-
-
-# Request options recorded as span attributes when a call sets them: option -> attribute.
-_REQUEST_OPTIONS = {
-    "temperature": "gen_ai.request.temperature",
-    "max_tokens": "gen_ai.request.max_tokens",
-    "max_completion_tokens": "gen_ai.request.max_tokens",
-    "top_p": "gen_ai.request.top_p",
-    "frequency_penalty": "gen_ai.request.frequency_penalty",
-    "presence_penalty": "gen_ai.request.presence_penalty",
-    "seed": "gen_ai.request.seed",
-}
-
-
-class ModelCall:
-    """Records one model call: its span (if tracing) and its log events (if logging)."""
-
-    __slots__ = ("_messages", "_model", "_reasons_sent", "_span", "_stream", "_system")
-
-    def __init__(
-        self,
-        span: Span | None,
-        *,
-        system: str,
-        model: str,
-        messages: Sequence[Any],
-        stream: bool,
-    ) -> None:
-        self._span = span
-        self._system = system
-        self._model = model
-        self._messages = messages
-        self._stream = stream
-        self._reasons_sent = False
-
-    def request(self, *, server: str | None, port: int | None, options: Mapping[str, Any]) -> None:
-        """What the client sends: the server it calls and the request options it set."""
-        span = self._span
-        if span is None:
-            return
-        if server:
-            span.set_attribute("server.address", server)
-            if port is not None:
-                span.set_attribute("server.port", port)
-        for option, attribute in _REQUEST_OPTIONS.items():
-            value = options.get(option)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                span.set_attribute(attribute, value)
-        stop = options.get("stop")
-        if isinstance(stop, str):
-            stop = [stop]
-        if isinstance(stop, list) and all(isinstance(item, str) for item in stop):
-            span.set_attribute("gen_ai.request.stop_sequences", stop)
-        count = options.get("n")
-        if isinstance(count, int) and count != 1:
-            span.set_attribute("gen_ai.request.choice.count", count)
-
-    def response(
-        self, *, response_id: str | None, model: str | None, finish_reasons: Sequence[str]
-    ) -> None:
-        """What the server answered, as it sent it (ids, model, finish reasons)."""
-        span = self._span
-        if span is None:
-            return
-        if response_id:
-            span.set_attribute("gen_ai.response.id", response_id)
-        if model:
-            span.set_attribute("gen_ai.response.model", model)
-        if finish_reasons:
-            span.set_attribute("gen_ai.response.finish_reasons", list(finish_reasons))
-            self._reasons_sent = True
-
-    def done(self, result: Any) -> None:
-        """The call returned ``result`` (a ``CreateResult``)."""
-        usage = getattr(result, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        span = self._span
-        if span is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", prompt)
-            span.set_attribute("gen_ai.usage.output_tokens", completion)
-            reason = getattr(result, "finish_reason", None)
-            if reason is not None and not self._reasons_sent:
-                # A client that does not report what its server sent: its own reason.
-                span.set_attribute("gen_ai.response.finish_reasons", [str(reason)])
-            if getattr(result, "cached", False):
-                span.set_attribute("flowlib.cached", True)
-        if event_logger.isEnabledFor(logging.INFO):
-            fields = {"model": self._model, "system": self._system}
-            if self._stream:
-                event_logger.info(
-                    LLMStreamEndEvent(
-                        response=result,
-                        prompt_tokens=prompt,
-                        completion_tokens=completion,
-                        **fields,
-                    )
-                )
-            else:
-                event_logger.info(
-                    LLMCallEvent(
-                        messages=self._messages,
-                        response=result,
-                        prompt_tokens=prompt,
-                        completion_tokens=completion,
-                        **fields,
-                    )
-                )
-
-
-_NO_MODEL_CALL = ModelCall(None, system="", model="", messages=(), stream=False)
-
-
-@contextmanager
-def model_call(
-    *, system: str, model: str, messages: Sequence[Any], stream: bool = False
-) -> Iterator[ModelCall]:
-    """Trace and log one model call; call ``done(result)`` on what it yields.
-
-    Args:
-        system: ``gen_ai.provider.name`` (``"openai"``, ``"azure.ai.openai"``, ...).
-        model: The requested model.
-        messages: The request's messages (logged only when the event logger is on).
-        stream: Whether the call streams.
-    """
-    active = tracer()
-    logs = event_logger.isEnabledFor(logging.INFO)
-    if active is None and not logs:
-        yield _NO_MODEL_CALL
-        return
-    if logs and stream:
-        event_logger.info(LLMStreamStartEvent(messages=messages, model=model, system=system))
-    span = None
-    if active is not None:
-        # Not made current: a model call has no child spans, and a streamed call is an
-        # async generator that must not leave its span current while suspended.
-        span = active.start_span(
-            f"chat {model}",
-            kind=SpanKind.CLIENT,
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.provider.name": system,
-                "gen_ai.request.model": model,
-            },
-        )
-    try:
-        yield ModelCall(
-            span, system=system, model=model, messages=messages if logs else (), stream=stream
-        )
-    except BaseException as exc:
-        if span is not None:
-            _record_failure(span, exc)
-        raise
-    finally:
-        if span is not None:
-            span.end()
-
-
 def provider_name(client: Any) -> str:
     """``gen_ai.provider.name`` of a model client: the registered value its class declares
     (``"openai"``, ``"azure.ai.openai"``), else its class name (a client of your own)."""
     return str(getattr(client, "otel_provider_name", None) or type(client).__name__)
-
-
-_CURRENT_CALL: ContextVar[ModelCall | None] = ContextVar("flowlib_model_call", default=None)
-"""The model call a traced client method is running, for `describe_request` and
-`describe_response` (set around each step, like ``_IN_CALL``)."""
-
-
-def describe_request(*, server: str | None, port: int | None, options: Mapping[str, Any]) -> None:
-    """Called by a client inside its traced ``create``/``create_stream``: the server it
-    calls and the request options it sends (span attributes of the current call)."""
-    call = _CURRENT_CALL.get()
-    if call is not None:
-        call.request(server=server, port=port, options=options)
-
-
-def describe_response(
-    *, response_id: str | None, model: str | None, finish_reasons: Sequence[str]
-) -> None:
-    """Called by a client inside its traced call: the server's answer as it was sent."""
-    call = _CURRENT_CALL.get()
-    if call is not None:
-        call.response(response_id=response_id, model=model, finish_reasons=finish_reasons)
-
-
-def _model_call_of(client: Any, messages: Sequence[Any], *, stream: bool) -> Any:
-    system = provider_name(client)
-    model = getattr(client, "model", None)
-    if not isinstance(model, str):  # a client without a model name (a scripted one)
-        family = getattr(client, "model_info", {}).get("family", "unknown")
-        model = system if family == "unknown" else str(family)
-    return model_call(system=system, model=model, messages=messages, stream=stream)
-
-
-def _observed() -> bool:
-    return tracer() is not None or event_logger.isEnabledFor(logging.INFO)
-
-
-_TRACING = "__flowlib_tracing__"  # set on a client method: "traced" or "off"
-
-_IN_CALL: ContextVar[tuple[int, ...]] = ContextVar("flowlib_model_calls", default=())
-"""The clients (by id) whose traced call is running here: a client's method called from
-its own traced method (``create_stream`` calling ``create``) is not traced again."""
-
-
-def untraced(method: _T) -> _T:
-    """Mark a client method as not traced on its own (a wrapper of another client, whose
-    calls that client traces): `trace_client_class` leaves it alone."""
-    setattr(method, _TRACING, "off")
-    return method
-
-
-def trace_client_class(cls: type) -> None:
-    """Trace ``cls``'s own ``create``/``create_stream`` when they implement the abstract
-    methods of ``ChatCompletionClient`` directly (a client of the user's own): each call
-    gets a ``chat`` span and its events, as flowlib's clients do. A method that overrides
-    a concrete client's method is left as it is (that client traces its calls, and a
-    second wrapper would trace each call twice), as is one marked `untraced`."""
-    for name, decorate in (("create", traced_create), ("create_stream", traced_create_stream)):
-        own = cls.__dict__.get(name)
-        if own is None or getattr(own, "__isabstractmethod__", False) or hasattr(own, _TRACING):
-            continue
-        inherited = next(
-            (base.__dict__[name] for base in cls.__mro__[1:] if name in base.__dict__), None
-        )
-        if inherited is not None and not getattr(inherited, "__isabstractmethod__", False):
-            continue
-        setattr(cls, name, decorate(own))
-
-
-def traced_create(method: _Create) -> _Create:
-    """Decorate a client's ``create(self, messages, ...)``: trace and log each call."""
-
-    @functools.wraps(method)
-    async def create(self: Any, messages: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
-        if not _observed() or id(self) in _IN_CALL.get():
-            return await method(self, messages, *args, **kwargs)
-        inside = _IN_CALL.set((*_IN_CALL.get(), id(self)))
-        try:
-            with _model_call_of(self, messages, stream=False) as call:
-                current = _CURRENT_CALL.set(call)
-                try:
-                    result = await method(self, messages, *args, **kwargs)
-                finally:
-                    _CURRENT_CALL.reset(current)
-                call.done(result)
-                return result
-        finally:
-            _IN_CALL.reset(inside)
-
-    setattr(create, _TRACING, "traced")
-    return cast("_Create", create)
-
-
-def traced_create_stream(method: _CreateStream) -> _CreateStream:
-    """Decorate a client's ``create_stream(self, messages, ...)``: trace and log each call
-    (the final ``CreateResult`` item carries the usage); the stream as is when both are off."""
-
-    async def traced(
-        self: Any, messages: Sequence[Any], stream: AsyncGenerator[Any, None]
-    ) -> AsyncGenerator[Any, None]:
-        with _model_call_of(self, messages, stream=True) as call:
-            try:
-                while True:
-                    # Marked as inside this client's call only while its stream runs (set
-                    # and reset within one step, so the consumer never sees the mark).
-                    inside = _IN_CALL.set((*_IN_CALL.get(), id(self)))
-                    current = _CURRENT_CALL.set(call)
-                    try:
-                        item = await stream.__anext__()
-                    except StopAsyncIteration:
-                        break
-                    finally:
-                        _CURRENT_CALL.reset(current)
-                        _IN_CALL.reset(inside)
-                    if not isinstance(item, str):
-                        call.done(item)
-                    yield item
-            finally:
-                await stream.aclose()
-
-    @functools.wraps(method)
-    def create_stream(
-        self: Any, messages: Sequence[Any], *args: Any, **kwargs: Any
-    ) -> AsyncGenerator[Any, None]:
-        stream: AsyncGenerator[Any, None] = method(self, messages, *args, **kwargs)
-        if not _observed() or not hasattr(stream, "__anext__") or id(self) in _IN_CALL.get():
-            return stream  # (a method that is not an async generator is passed through)
-        return traced(self, messages, stream)
-
-    setattr(create_stream, _TRACING, "traced")
-    return cast("_CreateStream", create_stream)
-
-
-# --- tool calls ----------------------------------------------------------------------
-
-
-class ToolCall:
-    """Records one tool call's outcome for its span and its log event."""
-
-    __slots__ = ("_arguments", "_call_id", "_name", "_span")
-
-    def __init__(
-        self, span: Span | None, name: str, call_id: str, arguments: Mapping[str, Any]
-    ) -> None:
-        self._span = span
-        self._name = name
-        self._call_id = call_id
-        self._arguments = arguments
-
-    def done(
-        self, result: str, *, is_error: bool = False, error: BaseException | None = None
-    ) -> None:
-        """The call ended with ``result`` (the text the model will see); a failed call
-        gives the exception it raised, if any, for ``error.type``."""
-        if self._span is not None and is_error:
-            self._span.set_attribute(
-                "error.type", error_type(error) if error is not None else "_OTHER"
-            )
-            self._span.set_status(Status(StatusCode.ERROR, result))
-        if event_logger.isEnabledFor(logging.INFO):
-            event_logger.info(
-                ToolCallEvent(
-                    tool_name=self._name,
-                    arguments=self._arguments,
-                    result=result,
-                    call_id=self._call_id,
-                    is_error=is_error,
-                )
-            )
-
-
-_NO_TOOL_CALL = ToolCall(None, "", "", {})
-
-
-@contextmanager
-def tool_call(
-    *, name: str, call_id: str, description: str, arguments: Mapping[str, Any]
-) -> Iterator[ToolCall]:
-    """Trace and log one tool call: an ``execute_tool <name>`` span made current (an
-    agent or team run by the tool nests under it).
-
-    Args:
-        name: The tool's name.
-        call_id: The model's id for the call.
-        description: The tool's description.
-        arguments: The call's arguments (logged only when the event logger is on).
-    """
-    active = tracer()
-    logs = event_logger.isEnabledFor(logging.INFO)
-    if active is None and not logs:
-        yield _NO_TOOL_CALL
-        return
-    if active is None:
-        yield ToolCall(None, name, call_id, arguments)
-        return
-    attributes = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": name,
-        "gen_ai.tool.call.id": call_id,
-        "gen_ai.tool.description": description,
-        # flowlib's agent runs every call itself (an MCP call too: it sends it to the
-        # server), the conventions' "function" tool.
-        "gen_ai.tool.type": "function",
-    }
-    with active.start_as_current_span(
-        f"execute_tool {name}", attributes=attributes, end_on_exit=True
-    ) as span:
-        yield ToolCall(span, name, call_id, arguments)

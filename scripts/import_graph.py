@@ -37,8 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib._english",),
     ("flowlib.errors", "flowlib._cancellation", "flowlib.logging"),
-    ("flowlib", "flowlib.component", "flowlib.models._image", "flowlib._schema_model"),
-    ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools", "flowlib._telemetry"),
+    ("flowlib", "flowlib.component", "flowlib.models.image", "flowlib._schema_model"),
+    ("flowlib._telemetry",),
+    ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools"),
     ("flowlib.models",),
     ("flowlib.model_context",),
     ("flowlib.memory",),
@@ -58,7 +59,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 it, never one of its own layer or above."""
 
 SUBUNITS: dict[str, str] = {
-    "flowlib.models._image": "an image value type, used by tools' results and by models",
+    "flowlib.models.image": "an image value type, used by tools' results and by models",
     "flowlib.tools._agent_tool": "AgentTool and TeamTool run agents and teams, so they sit "
     "above them, though flowlib.tools exports them (AutoGen's autogen_agentchat.tools)",
     "flowlib.cli.demo": "the flow `flowlib demo` runs, which the studio opens too, so it sits "

@@ -82,6 +82,7 @@ def test_docstrings_have_no_rest_roles() -> None:
         ("agents_as_tools.md", "agents_as_tools.py"),
         ("observability.md", "telemetry_console.py"),
         ("observability.md", "event_logging.py"),
+        ("extending.md", "debate_team.py"),
     ],
 )
 def test_feature_pages_are_in_the_nav_and_name_a_runnable_example(page: str, example: str) -> None:

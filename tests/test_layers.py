@@ -131,6 +131,77 @@ def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert not nx.is_directed_acyclic_graph(graph)
 
 
+# --- private modules -------------------------------------------------------------------
+
+PRIVATE_IMPORTS_ALLOWED: dict[str, str] = {}
+"""``"importer -> private module"`` pairs still allowed, and why. Only ever shrinks: a package
+gives the names others need an internal public home (its ``internal`` module) instead."""
+
+
+def private_imports(root: Path) -> list[str]:
+    """``"importer -> target"`` for every import (any statement, ``if TYPE_CHECKING:`` ones
+    included) of a module of flowlib that reaches into another package's private module: a
+    module whose path has an underscored part below a package the importer is not in
+    (``flowlib.agents._x`` importing ``flowlib.base._arguments``). flowlib's own top-level
+    private modules (``flowlib._english``) belong to every package."""
+    package = root / "flowlib"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        module = ".".join(parts)
+        here = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+                targets = [target if node.level else node.module or ""]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                names = target.split(".")
+                private = [i for i, name in enumerate(names) if name.startswith("_")]
+                if names[0] != "flowlib" or not private or private[0] < 2:
+                    continue
+                owner = names[: private[0]]
+                if module.split(".")[: len(owner)] != owner:
+                    found.append(f"{module} -> {target}")
+    return found
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    found = set(private_imports(ROOT))
+    assert found - set(PRIVATE_IMPORTS_ALLOWED) == set(), (
+        "import the name from the package's `internal` module (add it there), not from its "
+        "private module"
+    )
+    assert set(PRIVATE_IMPORTS_ALLOWED) - found == set(), "drop allow-list entries no longer needed"
+
+
+def test_the_private_module_check_sees_a_reach(tmp_path: Path) -> None:
+    package = tmp_path / "flowlib"
+    for sub in ("base", "agents", "agents/deep"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "_english.py").write_text("")
+    (package / "base" / "_arguments.py").write_text("")
+    (package / "base" / "internal.py").write_text("from ._arguments import x\n")
+    (package / "agents" / "_agent.py").write_text(
+        "from .._english import a\nfrom ..base.internal import x\nfrom ..base._arguments import y\n"
+    )
+    (package / "agents" / "deep" / "_x.py").write_text(
+        "from .._agent import z\nimport flowlib.base._arguments\n"
+    )
+    assert private_imports(tmp_path) == [
+        "flowlib.agents._agent -> flowlib.base._arguments",
+        "flowlib.agents.deep._x -> flowlib.base._arguments",
+    ]
+
+
 # --- private attributes ----------------------------------------------------------------
 
 PROTOCOL_NAMES = {"_to_config", "_from_config"}

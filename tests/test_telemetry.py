@@ -34,7 +34,9 @@ from flowlib.models import (
     RequestUsage,
     UserMessage,
 )
+from flowlib.models import _tracing as models_tracing
 from flowlib.teams import DiGraphBuilder, GraphFlow, RoundRobinGroupChat
+from flowlib.tools import _tracing as tools_tracing
 
 
 def _reset_global_provider() -> None:
@@ -116,8 +118,8 @@ def test_without_an_sdk_nothing_is_traced_and_streams_pass_through() -> None:
     original = stream()
     team = RoundRobinGroupChat([AssistantAgent("a", ReplayChatCompletionClient(["x"]))])
     assert _telemetry.trace_team_run(team, original) is original  # type: ignore[arg-type]
-    with _telemetry.tool_call(name="t", call_id="1", description="", arguments={}) as call:
-        assert call is _telemetry._NO_TOOL_CALL
+    with tools_tracing.tool_call(name="t", call_id="1", description="", arguments={}) as call:
+        assert call is tools_tracing._NO_TOOL_CALL
     asyncio.run(original.aclose())  # type: ignore[attr-defined]
 
 
@@ -408,7 +410,7 @@ def test_a_create_stream_that_is_not_an_async_generator_passes_through() -> None
     async def returns_a_list(self: Any, messages: Sequence[Any]) -> list[int]:
         return [1]
 
-    traced = _telemetry.traced_create_stream(returns_a_list)  # type: ignore[arg-type]
+    traced = models_tracing.traced_create_stream(returns_a_list)  # type: ignore[arg-type]
     result = traced(Odd(), [])
     assert asyncio.run(result) == [1]  # type: ignore[arg-type]
 
@@ -545,3 +547,20 @@ async def test_a_failed_tool_and_a_failed_call_carry_error_type(
     assert failed_chat.status.status_code is StatusCode.ERROR
     turn = tree.one("invoke_agent risky")
     assert (turn.attributes or {})["error.type"] == "openai.BadRequestError"
+
+
+def test_model_calls_are_traced_one_way() -> None:
+    """``ChatCompletionClient.__init_subclass__`` traces every client class, flowlib's own
+    included: no module decorates a ``create`` by hand (that was a second way to trace)."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "flowlib"
+    tracing = package / "models" / "_tracing.py"
+    by_hand = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        if path != tracing
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "traced_create" in line
+    ]
+    assert by_hand == []

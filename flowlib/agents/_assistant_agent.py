@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from .._english import a
 from ..base import CancellationToken, Handoff, Response
-from ..base._arguments import check_state_argument
+from ..base.internal import check_state_argument
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import (
     ComponentModel,
@@ -27,7 +27,7 @@ from ..component import (
     refuse_field,
     skip_field,
 )
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import (
     ArgumentTypeError,
     InvalidArgumentError,
@@ -56,7 +56,7 @@ from ..model_context import (
     TokenLimitedChatCompletionContext,
     UnboundedChatCompletionContext,
 )
-from ..model_context._base import _RollbackPoint
+from ..model_context.internal import RollbackPoint
 from ..models import (
     AssistantMessage,
     ChatCompletionClient,
@@ -70,7 +70,7 @@ from ..models import (
     UserMessage,
 )
 from ..tools import BaseTool, Tool, Workbench
-from ..tools._workbench import as_workbenches, workbench_tools
+from ..tools.internal import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
 from ._tool_calls import (
     DEFAULT_MAX_TOOL_CALLS,
@@ -304,7 +304,7 @@ class AssistantAgent(BaseChatAgent):
         self._metadata = dict(metadata or {})
         # Where the context stood before a turn that has not finished yet, and a turn
         # counter: together they make each turn all-or-nothing (see on_messages_stream).
-        self._open_turn: _RollbackPoint | Mapping[str, Any] | None = None
+        self._open_turn: RollbackPoint | Mapping[str, Any] | None = None
         self._turns_started = 0
         self._journal = Journal()  # what save_state_since returned last
 
@@ -477,7 +477,7 @@ class AssistantAgent(BaseChatAgent):
                 self._open_turn = None
                 await self._restore(snapshot)
 
-    async def _mark(self) -> _RollbackPoint | Mapping[str, Any]:
+    async def _mark(self) -> RollbackPoint | Mapping[str, Any]:
         """A point the context can be restored to: O(1) for a ``ChatCompletionContext``,
         its saved state for any other object used as one."""
         context = self._model_context
@@ -485,8 +485,8 @@ class AssistantAgent(BaseChatAgent):
             return context._rollback_point()
         return await context.save_state()
 
-    async def _restore(self, point: _RollbackPoint | Mapping[str, Any]) -> None:
-        if isinstance(point, _RollbackPoint):
+    async def _restore(self, point: RollbackPoint | Mapping[str, Any]) -> None:
+        if isinstance(point, RollbackPoint):
             self._model_context._roll_back(point)
         else:
             await self._model_context.load_state(point)
@@ -755,7 +755,7 @@ class AssistantAgent(BaseChatAgent):
         While a turn is unfinished, this is the context from before that turn.
         """
         point = self._open_turn
-        if isinstance(point, _RollbackPoint):
+        if isinstance(point, RollbackPoint):
             context_state = dict(await self._model_context.save_state())
             context_state["messages"] = ChatCompletionContextState(
                 messages=self._model_context._messages_at(point)

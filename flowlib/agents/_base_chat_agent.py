@@ -8,8 +8,7 @@ from typing import Any, ClassVar
 
 from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
-from ..base._arguments import check_state_argument
-from ..base._task import task_messages
+from ..base.internal import check_state_argument, task_messages
 from ..errors import AgentError, InvalidArgumentError
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
 

@@ -11,11 +11,10 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response
-from ..base._arguments import check_state_argument
+from ..base.internal import check_state_argument
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
 from ..component import ComponentModel, dump_field, load_field
-from ..component._model import active_policy
-from ..component._registry import register_builtin
+from ..component.internal import active_policy, register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
 from ..messages import (
     BaseAgentEvent,

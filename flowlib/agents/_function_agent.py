@@ -12,7 +12,7 @@ from typing_extensions import Self
 from .._english import clause
 from ..base import CancellationToken, Response
 from ..component import load_error, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidTypeError, InvalidValueError
 from ..messages import BaseChatMessage, TextMessage
 from ._base_chat_agent import BaseChatAgent

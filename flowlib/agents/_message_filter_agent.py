@@ -10,7 +10,7 @@ from typing_extensions import Self
 
 from ..base import CancellationToken, ChatAgent, Response
 from ..component import ComponentModel, dump_field, load_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._base_chat_agent import BaseChatAgent
 

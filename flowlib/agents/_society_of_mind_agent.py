@@ -10,11 +10,10 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response, TaskResult, Team
-from ..base._arguments import check_state_argument
-from ..base._task import task_messages
+from ..base.internal import check_state_argument, task_messages
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import ComponentModel, dump_field, load_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import ContractError, InvalidTypeError, StateError
 from ..messages import (
     BaseAgentEvent,

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .._cancellation import CancellationToken
-from .._telemetry import tool_call
 from ..base import Handoff
 from ..errors import (
     InvalidArgumentError,
@@ -23,7 +22,7 @@ from ..models import (
     LLMMessage,
 )
 from ..tools import BaseTool, Tool, as_tool
-from ..tools._keys import CallScope, call_scope, tool_call_scopes
+from ..tools.internal import CallScope, call_scope, tool_call, tool_call_scopes
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",

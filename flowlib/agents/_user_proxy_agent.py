@@ -8,6 +8,7 @@ import codecs
 import concurrent.futures
 import contextlib
 import contextvars
+import hashlib
 import inspect
 import locale
 import os
@@ -15,7 +16,7 @@ import sys
 import threading
 import uuid
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -23,7 +24,7 @@ from typing_extensions import Self
 
 from ..base import CancellationToken, Response
 from ..component import load_error, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import AgentError
 from ..messages import (
     BaseAgentEvent,
@@ -32,6 +33,7 @@ from ..messages import (
     TextMessage,
     UserInputRequestedEvent,
 )
+from ..tools import NoCallKeyError, call_key
 from ._base_chat_agent import BaseChatAgent
 
 __all__ = ["AsyncInputFunc", "InputFuncType", "SyncInputFunc", "UserProxyAgent"]
@@ -45,6 +47,11 @@ InputFuncType = SyncInputFunc | AsyncInputFunc
 
 _current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar(
     "flowlib_user_input_request_id"
+)
+# Replies a team has already received for requests of this run, by request id (see
+# `UserProxyAgent.given_answers`).
+_given: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "flowlib_user_input_given", default=None
 )
 
 PROMPT = "Enter your response: "
@@ -123,6 +130,26 @@ class UserProxyAgent(BaseChatAgent):
                     "input function; it only works while a UserProxyAgent is asking for input."
                 ) from None
 
+    @staticmethod
+    @contextlib.contextmanager
+    def given_answers(answers: Mapping[str, str]) -> Iterator[None]:
+        """Inside the block, a request whose id is in ``answers`` is answered from it,
+        without calling the input function.
+
+        A team's [`answer`][flowlib.teams.BaseGroupChat.answer] uses it to hand a reply
+        given in another process to the re-run turn that asks again: inside a team run the
+        request id is derived from the turn's idempotency key, so the re-run of an
+        interrupted turn asks with the same id (docs/state.md, "Human requests").
+        """
+        marker = _given.set(answers)
+        try:
+            yield
+        finally:
+            try:
+                _given.reset(marker)
+            except ValueError:  # left in another context (a generator closed elsewhere)
+                _given.set(None)
+
     def __init__(
         self,
         name: str,
@@ -132,7 +159,7 @@ class UserProxyAgent(BaseChatAgent):
     ) -> None:
         super().__init__(name, description)
         self.input_func: InputFuncType = input_func if input_func is not None else input
-        self._is_async = _is_async_callable(self.input_func)
+        self._is_async = is_async_callable(self.input_func)
         # The built-in `input` in a thread would hold the standard input's buffer lock
         # while it waits; if the wait is cancelled, the interpreter cannot shut down
         # cleanly (issue 27.3). The console is read by `_CONSOLE` instead.
@@ -183,9 +210,12 @@ class UserProxyAgent(BaseChatAgent):
         """Yield a ``UserInputRequestedEvent``, wait for the input, then the Response."""
         handoff = self._handoff_to_me(messages)
         prompt = HANDOFF_PROMPT.format(source=handoff.source) if handoff else PROMPT
-        request = UserInputRequestedEvent(request_id=str(uuid.uuid4()), source=self.name)
+        request = UserInputRequestedEvent(request_id=_request_id(), source=self.name)
         yield request
-        answer = await self._ask(prompt, request.request_id, cancellation_token)
+        given = _given.get()
+        answer = given.get(request.request_id) if given is not None else None
+        if answer is None:
+            answer = await self._ask(prompt, request.request_id, cancellation_token)
         reply: BaseChatMessage
         if handoff is not None:
             reply = HandoffMessage(content=answer, target=handoff.source, source=self.name)
@@ -214,7 +244,7 @@ class UserProxyAgent(BaseChatAgent):
                 func = cast(AsyncInputFunc, self.input_func)
                 waiter = asyncio.ensure_future(_call_async(func, prompt, token))
             else:
-                waiter = _run_in_thread(cast(SyncInputFunc, self.input_func), prompt)
+                waiter = run_in_thread(cast(SyncInputFunc, self.input_func), prompt)
         finally:
             _current_request_id.reset(marker)
         token.link_future(waiter)
@@ -240,17 +270,27 @@ class UserProxyAgent(BaseChatAgent):
         return answer
 
 
+def _request_id() -> str:
+    """The id of a request asked now: in a team run, derived from the turn's idempotency
+    key (the re-run of an interrupted turn asks with the same id); else random."""
+    try:
+        key = call_key()
+    except NoCallKeyError:
+        return str(uuid.uuid4())
+    return str(uuid.UUID(hashlib.sha256(f"{key}/user-input".encode()).hexdigest()[:32]))
+
+
 async def _call_async(func: AsyncInputFunc, prompt: str, token: CancellationToken) -> str:
     return await func(prompt, token)
 
 
-def _is_async_callable(func: Any) -> bool:
+def is_async_callable(func: Any) -> bool:
     # A coroutine function, or an object whose __call__ is one.
     call = type(func).__call__ if not inspect.isroutine(func) else None
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
 
-def _run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
+def run_in_thread(func: SyncInputFunc, prompt: str) -> asyncio.Future[str]:
     """Run a blocking input function in a daemon thread and return a future of its answer.
 
     A daemon thread rather than the loop's executor: a person may never answer, and a
@@ -320,7 +360,7 @@ class _ConsoleReader:
         except (AttributeError, OSError, ValueError):
             # No descriptor (an io.StringIO put in place by a test or an embedding app):
             # `input` reads it as before; such a stream holds no buffer lock of stdin.
-            return await _run_in_thread(builtins.input, prompt)
+            return await run_in_thread(builtins.input, prompt)
         if prompt:
             out = sys.stdout
             if out is not None:

@@ -26,7 +26,7 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _kind(value: object) -> str:
+def kind_of(value: object) -> str:
     name = type(value).__name__
     article = "an" if name[:1].lower() in "aeiou" else "a"
     return f"{article} {name} ({_shown(value)})"
@@ -39,7 +39,7 @@ def check_count(value: object, argument: str, *, minimum: int = 1, optional: boo
     if isinstance(value, bool) or not isinstance(value, int):
         expected = f"an int >= {minimum}" + (" or None" if optional else "")
         raise ArgumentTypeError(
-            f"`{argument}` must be {expected}, not {_kind(value)}.", argument=argument
+            f"`{argument}` must be {expected}, not {kind_of(value)}.", argument=argument
         )
     if value < minimum:
         raise InvalidArgumentError(
@@ -55,7 +55,7 @@ def check_number(
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentTypeError(
-            f"`{argument}` must be a number, not {_kind(value)}.", argument=argument
+            f"`{argument}` must be a number, not {kind_of(value)}.", argument=argument
         )
     if not value >= minimum:  # NaN fails too
         raise InvalidArgumentError(
@@ -71,7 +71,7 @@ def check_state_argument(state: object, owner: str) -> Mapping[str, Any]:
     """
     if not isinstance(state, Mapping):
         raise StateError(
-            f"{owner}: `state` must be the dict `save_state()` returned, not {_kind(state)}."
+            f"{owner}: `state` must be the dict `save_state()` returned, not {kind_of(state)}."
         )
     return state
 

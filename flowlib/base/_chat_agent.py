@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
-from ..component._base import ComponentBase
+from ..component.internal import ComponentBase
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._task import TaskResult
 

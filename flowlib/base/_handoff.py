@@ -7,8 +7,7 @@ from typing import Any
 from pydantic import BaseModel, model_validator
 
 from ..errors import InvalidValueError
-from ..tools._base import BaseTool
-from ..tools._function_tool import FunctionTool
+from ..tools.internal import BaseTool, FunctionTool
 
 __all__ = ["Handoff"]
 

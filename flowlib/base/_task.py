@@ -68,7 +68,7 @@ def task_messages(
             message (a ``TypeError`` and, as in AutoGen, a ``ValueError``).
     """
     from ..messages import TextMessage
-    from ._arguments import _kind
+    from ._arguments import kind_of
 
     expected = "a str, a chat message (e.g. TextMessage) or a list of chat messages"
     if task is None:
@@ -80,13 +80,13 @@ def task_messages(
     if not isinstance(task, (list, tuple)):
         event = " (an agent event)" if isinstance(task, BaseAgentEvent) else ""
         raise InvalidArgumentTypeError(
-            f"`task` is {_kind(task)}{event}; a task must be {expected}.", argument="task"
+            f"`task` is {kind_of(task)}{event}; a task must be {expected}.", argument="task"
         )
     messages = list(task)
     for position, item in enumerate(messages):
         if not isinstance(item, BaseChatMessage):
             raise InvalidArgumentTypeError(
-                f"`task[{position}]` is {_kind(item)}; a task must be {expected}.",
+                f"`task[{position}]` is {kind_of(item)}; a task must be {expected}.",
                 argument=f"task[{position}]",
             )
     return cast("list[BaseChatMessage]", messages)

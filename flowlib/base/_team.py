@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
-from ..component._base import ComponentBase
+from ..component.internal import ComponentBase
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._task import TaskResult
 

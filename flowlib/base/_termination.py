@@ -15,10 +15,13 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from .._english import a
-from ..component._base import ComponentBase
-from ..component._fields import dump_fields, load_fields
-from ..component._model import ComponentModel
-from ..component._registry import register_builtin
+from ..component.internal import (
+    ComponentBase,
+    ComponentModel,
+    dump_fields,
+    load_fields,
+    register_builtin,
+)
 from ..errors import FlowlibError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import BaseAgentEvent, BaseChatMessage, StopMessage
 

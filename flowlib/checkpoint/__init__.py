@@ -8,6 +8,9 @@ and proves itself with
 "Writing a checkpoint store" in docs/extending.md).
 """
 
+import importlib
+from typing import Any
+
 from ._change import (
     IncrementalState,
     Journal,
@@ -35,6 +38,23 @@ from ._types import (
 )
 from ._url import StoreOpener, open_store, register_store_scheme, store_schemes
 
+# The Redis store is written like a store outside flowlib (it imports this package), so
+# it is imported when first used (`RedisCheckpointStore` below, or a first `redis://`
+# URL): its scheme is registered by the opener's name.
+register_store_scheme(
+    "redis", "flowlib.checkpoint.redis_store:open_redis_store", example="redis://127.0.0.1:6379/0"
+)
+register_store_scheme(
+    "rediss", "flowlib.checkpoint.redis_store:open_redis_store", example="rediss://host:6380/0"
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisCheckpointStore":
+        return importlib.import_module(".redis_store", __name__).RedisCheckpointStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "CallRecord",
     "CallResults",
@@ -48,6 +68,7 @@ __all__ = [
     "Lease",
     "PendingRequestInfo",
     "PostgresCheckpointStore",
+    "RedisCheckpointStore",
     "RunRecord",
     "RunStatus",
     "SQLiteCheckpointStore",

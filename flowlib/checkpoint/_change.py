@@ -106,9 +106,9 @@ class Journal:
 
     def __init__(self) -> None:
         self.state: Any = None
-        self.marks: tuple[tuple[list[Any], int, Any], ...] = ()
+        self.marks: tuple[tuple[Sequence[Any], int, Any], ...] = ()
 
-    def fits(self, base: Any, lists: Sequence[list[Any]]) -> bool:
+    def fits(self, base: Any, lists: Sequence[Sequence[Any]]) -> bool:
         """Whether ``base`` is the kept state and ``lists`` only grew since."""
         if base is None or base is not self.state or len(lists) != len(self.marks):
             return False
@@ -123,7 +123,7 @@ class Journal:
         """How long list ``index`` was when the kept state was made."""
         return self.marks[index][1]
 
-    def keep(self, state: Any, lists: Sequence[list[Any]]) -> None:
+    def keep(self, state: Any, lists: Sequence[Sequence[Any]]) -> None:
         """Remember ``state`` and where ``lists`` stand now."""
         self.state = state
         self.marks = tuple((items, len(items), items[-1] if items else None) for items in lists)

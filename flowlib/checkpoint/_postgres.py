@@ -18,6 +18,7 @@ from ._sql import (
     RUN_COLUMNS,
     RUN_SELECT,
     SCHEMA_VERSION,
+    SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
     Dialect,
     SQLListing,
@@ -26,6 +27,7 @@ from ._sql import (
     check_snapshot_every,
     dump,
     info_from_row,
+    lease_checksum,
     lease_from_row,
     message_rows,
     newer_schema,
@@ -34,7 +36,9 @@ from ._sql import (
     run_from_row,
     run_row,
     snapshot_body,
+    snapshot_due,
     snapshot_from_body,
+    state_checksum,
     upgrade,
 )
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
@@ -81,7 +85,8 @@ WITH held AS (
 ), advanced AS (
     UPDATE flowlib_runs
     SET status = %(status)s, turns = %(turn)s, stop_reason = %(stop_reason)s,
-        last_checkpoint = %(checkpoint_id)s, updated_at = %(created_at)s
+        last_checkpoint = %(checkpoint_id)s, updated_at = %(created_at)s,
+        state_checksum = %(state_checksum)s
     WHERE run_id = %(run_id)s AND last_checkpoint = %(checkpoint_id)s - 1
         AND (%(owner)s::text IS NULL OR EXISTS (SELECT 1 FROM held))
     RETURNING run_id
@@ -103,8 +108,9 @@ _SCHEMA_LOCK = 0x666C6F776C6962  # pg_advisory_xact_lock key: two processes crea
 # One conditional write: insert the lease, or take it over if it is the owner's own or
 # expired; a row comes back only if it was granted.
 _ACQUIRE = """
-INSERT INTO flowlib_leases AS held (run_id, owner, expires_at) VALUES (%s, %s, %s)
-ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+INSERT INTO flowlib_leases AS held (run_id, owner, expires_at, checksum) VALUES (%s, %s, %s, %s)
+ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
+    checksum = excluded.checksum
 WHERE held.owner = excluded.owner OR held.expires_at <= %s
 RETURNING owner
 """
@@ -309,7 +315,7 @@ class PostgresCheckpointStore(SQLListing):
         check_first(run, first)
         async with self._transaction() as conn:
             cur = await conn.execute(
-                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 14)}) "
+                f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({', '.join(['%s'] * 15)}) "
                 "ON CONFLICT (run_id) DO NOTHING",
                 run_row(first_run(run, first)),
             )
@@ -346,6 +352,14 @@ class PostgresCheckpointStore(SQLListing):
             "participants": row[9],
             "checksum": row[10],
             "status": status,
+            "state_checksum": state_checksum(
+                record.run_id,
+                status,
+                record.created_at,
+                record.checkpoint_id,
+                record.turn,
+                record.stop_reason,
+            ),
             "nodes": list(record.message_nodes),
             "bodies": [dump(message) for message in record.messages],
             "owner": lease_owner,
@@ -367,9 +381,13 @@ class PostgresCheckpointStore(SQLListing):
 
     async def _snapshot(self, run_id: str, checkpoint_id: int) -> None:
         """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
-        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        committed: a snapshot that fails only makes the next ``load`` read more), unless
+        the records since the last snapshot are too few bytes yet (``SNAPSHOT_SHARE``)."""
         try:
             async with self._transaction() as conn:
+                cur = await conn.execute(SNAPSHOT_DUE.format(p="%s"), (run_id,))
+                if not snapshot_due(await cur.fetchone()):
+                    return
                 folded = await _load(conn, run_id, checkpoint_id)
                 await conn.execute(
                     "INSERT INTO flowlib_snapshots (run_id, checkpoint_id, body) "
@@ -394,7 +412,8 @@ class PostgresCheckpointStore(SQLListing):
         expires_at = check_lease_args(run_id, owner, ttl)
         async with self._connection() as conn:
             now = time.time()
-            cur = await conn.execute(_ACQUIRE, (run_id, owner, expires_at, now))
+            sealed = lease_checksum(run_id, owner, expires_at)
+            cur = await conn.execute(_ACQUIRE, (run_id, owner, expires_at, sealed, now))
             if await cur.fetchone() is None:
                 held = await _get_lease(conn, run_id)
                 if held is None:  # released between the two statements: ask again
@@ -407,8 +426,9 @@ class PostgresCheckpointStore(SQLListing):
         expires_at = check_lease_args(run_id, owner, ttl)
         async with self._connection() as conn:
             cur = await conn.execute(
-                "UPDATE flowlib_leases SET expires_at = %s WHERE run_id = %s AND owner = %s",
-                (expires_at, run_id, owner),
+                "UPDATE flowlib_leases SET expires_at = %s, checksum = %s "
+                "WHERE run_id = %s AND owner = %s",
+                (expires_at, lease_checksum(run_id, owner, expires_at), run_id, owner),
             )
             if cur.rowcount != 1:
                 raise lease_lost(run_id, owner, await _get_lease(conn, run_id), now=time.time())
@@ -505,7 +525,7 @@ async def _get_run(
 
 async def _get_lease(conn: AsyncConnection[Any], run_id: str) -> Lease | None:
     cur = await conn.execute(
-        "SELECT owner, expires_at FROM flowlib_leases WHERE run_id = %s", (run_id,)
+        "SELECT owner, expires_at, checksum FROM flowlib_leases WHERE run_id = %s", (run_id,)
     )
     return lease_from_row(run_id, await cur.fetchone())
 

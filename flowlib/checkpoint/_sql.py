@@ -39,6 +39,7 @@ __all__ = [
     "RUN_COLUMNS",
     "RUN_SELECT",
     "SCHEMA_VERSION",
+    "SNAPSHOT_DUE",
     "SNAPSHOT_EVERY",
     "Dialect",
     "SQLListing",
@@ -49,6 +50,7 @@ __all__ = [
     "dump",
     "filter_sql",
     "info_from_row",
+    "lease_checksum",
     "lease_from_row",
     "load",
     "message_rows",
@@ -58,13 +60,16 @@ __all__ = [
     "run_from_row",
     "run_row",
     "snapshot_body",
+    "snapshot_due",
     "snapshot_from_body",
+    "state_checksum",
     "upgrade",
 ]
 
 RUN_COLUMNS = (
     "run_id, team_type, graph_signature, graph, state_version, status, created_at, "
-    "updated_at, last_checkpoint, turns, stop_reason, forked_from, metadata, checksum"
+    "updated_at, last_checkpoint, turns, stop_reason, forked_from, metadata, checksum, "
+    "state_checksum"
 )
 _RUN_STATIC = (0, 1, 2, 3, 4, 6, 11, 12)
 """The columns of a run row that never change after ``create_run`` (its checksum's)."""
@@ -76,12 +81,12 @@ INFO_COLUMNS = "checkpoint_id, kind, turn, node, stop_reason, created_at, messag
 RUN_SELECT = (
     "SELECT "
     + ", ".join(f"r.{column.strip()}" for column in RUN_COLUMNS.split(","))
-    + ", l.owner, l.expires_at FROM flowlib_runs r "
+    + ", l.owner, l.expires_at, l.checksum FROM flowlib_runs r "
     "LEFT JOIN flowlib_leases l ON l.run_id = r.run_id"
 )
-"""A run with its lease: ``RUN_COLUMNS`` then the lease's owner and expiry."""
+"""A run with its lease: ``RUN_COLUMNS`` then the lease's owner, expiry and checksum."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the tables this code writes, kept in ``flowlib_meta``.
 
 1. ``flowlib_runs``, ``flowlib_records``, ``flowlib_messages`` (before versions were
@@ -89,6 +94,9 @@ SCHEMA_VERSION = 2
 2. Adds ``flowlib_meta``, ``flowlib_leases``, ``flowlib_snapshots``, a ``checksum``
    column on ``flowlib_runs`` and ``flowlib_records``, and an index on
    ``flowlib_runs.updated_at``.
+3. Adds ``flowlib_runs.state_checksum`` (the columns every append changes) and
+   ``flowlib_leases.checksum``, so an edit of a run's status, update time or lease owner
+   to another valid value is detected too.
 """
 
 
@@ -165,7 +173,15 @@ def _v2(d: Dialect) -> list[str]:
     ]
 
 
-_STEPS = {1: _v1, 2: _v2}
+def _v3(d: Dialect) -> list[str]:
+    """Version 2 to 3."""
+    return [
+        f"ALTER TABLE flowlib_runs ADD COLUMN state_checksum {d.text}",
+        f"ALTER TABLE flowlib_leases ADD COLUMN checksum {d.text}",
+    ]
+
+
+_STEPS = {1: _v1, 2: _v2, 3: _v3}
 """For each version, the statements that make it from the version before (1: from
 nothing)."""
 
@@ -225,7 +241,31 @@ def run_row(run: RunRecord) -> tuple[Any, ...]:
         None if run.forked_from is None else dump(list(run.forked_from)),
         dump(run.metadata),
     )
-    return (*row, checksum([row[i] for i in _RUN_STATIC], []))
+    return (
+        *row,
+        checksum([row[i] for i in _RUN_STATIC], []),
+        state_checksum(
+            run.run_id, run.status, run.updated_at, run.last_checkpoint, run.turns, run.stop_reason
+        ),
+    )
+
+
+def state_checksum(
+    run_id: str,
+    status: str,
+    updated_at: float,
+    last_checkpoint: int,
+    turns: int,
+    stop_reason: str | None,
+) -> str:
+    """The checksum of the run row's columns that every append changes."""
+    values = [run_id, status, float(updated_at), int(last_checkpoint), int(turns), stop_reason]
+    return checksum(values, [])
+
+
+def lease_checksum(run_id: str, owner: str, expires_at: float) -> str:
+    """The checksum of a lease row."""
+    return checksum([run_id, owner, float(expires_at)], [])
 
 
 _RUN_FIELDS = {
@@ -328,25 +368,52 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
     if run.last_checkpoint < 0 or run.turns < 0:
         column = "last_checkpoint" if run.last_checkpoint < 0 else "turns"
         raise corrupt(table, run_id, None, column, f"holds {_show(getattr(run, column))}, below 0")
-    if row[14] is not None:
-        try:
-            lease = Lease.model_validate(
-                {"run_id": run_id, "owner": row[14], "expires_at": row[15]}
-            )
-        except ValidationError as exc:
-            raise _invalid(exc, "flowlib_leases", run_id, None, {}) from None
+    _check_state(run, row[14])
+    if row[15] is not None:
+        lease = lease_from_row(run_id, row[15:18])
+        assert lease is not None
         run.lease_owner, run.lease_expires_at = lease.owner, lease.expires_at
     return run
 
 
+def _check_state(run: RunRecord, stored: object) -> None:
+    """Refuse a run row whose changing columns do not match their checksum (rows written
+    before schema version 3 have none)."""
+    if stored is None:
+        return
+    values = (run.status, run.updated_at, run.last_checkpoint, run.turns, run.stop_reason)
+    if stored == state_checksum(run.run_id, *values):
+        return
+    held = ", ".join(
+        f"`{column}` holds {_show(value)}"
+        for column, value in zip(
+            ("status", "updated_at", "last_checkpoint", "turns", "stop_reason"), values, strict=True
+        )
+    )
+    raise CheckpointError(
+        f"Table `flowlib_runs`, run `{run.run_id}`: the run's row does not match its checksum "
+        f"({held}: one of them was changed after flowlib wrote it). Restore the store from "
+        f"a backup, or remove the run (`flowlib runs delete {run.run_id} --store ...`)."
+    )
+
+
 def lease_from_row(run_id: str, row: Sequence[Any] | None) -> Lease | None:
-    """A lease from an ``(owner, expires_at)`` row."""
+    """A lease from an ``(owner, expires_at, checksum)`` row (the checksum None for a
+    lease written before schema version 3)."""
     if row is None:
         return None
     try:
-        return Lease(run_id=run_id, owner=row[0], expires_at=row[1])
+        lease = Lease(run_id=run_id, owner=row[0], expires_at=row[1])
     except ValidationError as exc:
         raise _invalid(exc, "flowlib_leases", run_id, None, {}) from None
+    if row[2] is not None and row[2] != lease_checksum(run_id, lease.owner, lease.expires_at):
+        raise CheckpointError(
+            f"Table `flowlib_leases`, run `{run_id}`: the lease does not match its checksum "
+            f"(`owner` holds {_show(lease.owner)}, `expires_at` holds {lease.expires_at}: "
+            "one of them was changed after flowlib wrote it). Delete the lease row (the run "
+            "is then free to resume) or restore a backup."
+        )
+    return lease
 
 
 def record_row(record: CheckpointRecord) -> tuple[Any, ...]:
@@ -544,7 +611,31 @@ def _snapshot_state(text: str) -> tuple[FoldedRun, str | None]:
 
 
 SNAPSHOT_EVERY = 200
-"""Records between two automatic snapshots of a run's state (see ``load``)."""
+"""Records between two automatic snapshots of a run's state, at least (see ``load``)."""
+
+SNAPSHOT_SHARE = 8
+"""A run's next snapshot also waits until the records written since its last one hold at
+least 1/8 of that snapshot's bytes. A snapshot rewrites the whole state, so without this
+a long run would spend more on snapshots with every turn; with it, the snapshot work per
+append is at most about eight times the append's own bytes, whatever the run's length, and
+``load`` reads the snapshot and at most about an eighth of its size in records more."""
+
+SNAPSHOT_DUE = """
+SELECT s.size, coalesce(
+    (SELECT sum(length(r.bookkeeping) + length(r.participants)) FROM flowlib_records r
+     WHERE r.run_id = s.run_id AND r.checkpoint_id > s.checkpoint_id), 0) + coalesce(
+    (SELECT sum(length(m.body)) FROM flowlib_messages m
+     WHERE m.run_id = s.run_id AND m.checkpoint_id > s.checkpoint_id), 0)
+FROM (SELECT run_id, checkpoint_id, length(body) AS size FROM flowlib_snapshots
+      WHERE run_id = {p} ORDER BY checkpoint_id DESC LIMIT 1) s
+"""
+"""The size of a run's newest snapshot and the bytes of the records written after it (no
+row: no snapshot yet); ``{p}`` is the dialect's placeholder."""
+
+
+def snapshot_due(row: Sequence[Any] | None) -> bool:
+    """Whether a run whose ``SNAPSHOT_DUE`` row is ``row`` gets a new snapshot."""
+    return row is None or int(row[1]) * SNAPSHOT_SHARE >= int(row[0])
 
 
 def check_snapshot_every(every: object) -> int:

@@ -21,6 +21,7 @@ from ._sql import (
     RUN_COLUMNS,
     RUN_SELECT,
     SCHEMA_VERSION,
+    SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
     Dialect,
     SQLListing,
@@ -28,6 +29,7 @@ from ._sql import (
     check_last,
     check_snapshot_every,
     info_from_row,
+    lease_checksum,
     lease_from_row,
     message_rows,
     newer_schema,
@@ -36,7 +38,9 @@ from ._sql import (
     run_from_row,
     run_row,
     snapshot_body,
+    snapshot_due,
     snapshot_from_body,
+    state_checksum,
     upgrade,
 )
 from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
@@ -68,13 +72,14 @@ _DIALECT = Dialect(text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" W
 # One conditional write: insert the lease, or take it over if it is the owner's own or
 # expired; `changes()` says whether it was granted.
 _ACQUIRE = (
-    "INSERT INTO flowlib_leases (run_id, owner, expires_at) VALUES (?, ?, ?) "
-    "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at "
+    "INSERT INTO flowlib_leases (run_id, owner, expires_at, checksum) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, "
+    "checksum = excluded.checksum "
     "WHERE flowlib_leases.owner = excluded.owner OR flowlib_leases.expires_at <= ?"
 )
 _UPDATE_RUN = (
     "UPDATE flowlib_runs SET status = ?, turns = ?, stop_reason = ?, last_checkpoint = ?, "
-    "updated_at = ? WHERE run_id = ?"
+    "updated_at = ?, state_checksum = ? WHERE run_id = ?"
 )
 
 
@@ -251,7 +256,7 @@ class SQLiteCheckpointStore(SQLListing):
             with _transaction(conn):
                 if _last(conn, run.run_id) is not None:
                     raise run_exists(run.run_id)
-                conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(14)})", row)
+                conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(15)})", row)
                 if first is not None:
                     _insert_record(conn, first)
 
@@ -299,6 +304,14 @@ class SQLiteCheckpointStore(SQLListing):
                         new.stop_reason,
                         new.last_checkpoint,
                         new.updated_at,
+                        state_checksum(
+                            new.run_id,
+                            new.status,
+                            new.updated_at,
+                            new.last_checkpoint,
+                            new.turns,
+                            new.stop_reason,
+                        ),
                         new.run_id,
                     ),
                 )
@@ -309,9 +322,13 @@ class SQLiteCheckpointStore(SQLListing):
 
     def _snapshot(self, conn: sqlite3.Connection, run_id: str, checkpoint_id: int) -> None:
         """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
-        committed: a snapshot that fails only makes the next ``load`` read more)."""
+        committed: a snapshot that fails only makes the next ``load`` read more), unless
+        the records since the last snapshot are too few bytes yet (``SNAPSHOT_SHARE``)."""
         try:
             with _transaction(conn):
+                due = conn.execute(SNAPSHOT_DUE.format(p="?"), (run_id,)).fetchone()
+                if not snapshot_due(due):
+                    return
                 folded = _load(conn, run_id, checkpoint_id)
                 conn.execute(
                     "INSERT OR REPLACE INTO flowlib_snapshots (run_id, checkpoint_id, body) "
@@ -342,7 +359,8 @@ class SQLiteCheckpointStore(SQLListing):
         def work(conn: sqlite3.Connection) -> Lease:
             with _transaction(conn):
                 now = time.time()
-                granted = conn.execute(_ACQUIRE, (run_id, owner, expires_at, now)).rowcount
+                sealed = lease_checksum(run_id, owner, expires_at)
+                granted = conn.execute(_ACQUIRE, (run_id, owner, expires_at, sealed, now)).rowcount
                 if granted != 1:  # the conflict was on the row of a live lease
                     check_acquire(run_id, owner, _lease(conn, run_id), now=now)
             return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
@@ -356,8 +374,9 @@ class SQLiteCheckpointStore(SQLListing):
         def work(conn: sqlite3.Connection) -> Lease:
             with _transaction(conn):
                 renewed = conn.execute(
-                    "UPDATE flowlib_leases SET expires_at = ? WHERE run_id = ? AND owner = ?",
-                    (expires_at, run_id, owner),
+                    "UPDATE flowlib_leases SET expires_at = ?, checksum = ? "
+                    "WHERE run_id = ? AND owner = ?",
+                    (expires_at, lease_checksum(run_id, owner, expires_at), run_id, owner),
                 ).rowcount
                 if renewed != 1:
                     raise lease_lost(run_id, owner, _lease(conn, run_id), now=time.time())
@@ -551,7 +570,7 @@ def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
 
 def _lease(conn: sqlite3.Connection, run_id: str) -> Lease | None:
     row = conn.execute(
-        "SELECT owner, expires_at FROM flowlib_leases WHERE run_id = ?", (run_id,)
+        "SELECT owner, expires_at, checksum FROM flowlib_leases WHERE run_id = ?", (run_id,)
     ).fetchone()
     return lease_from_row(run_id, row)
 

@@ -25,12 +25,14 @@ __all__ = [
     "StepKind",
 ]
 
-StepKind = Literal["base", "start", "turn", "stop"]
+StepKind = Literal["base", "start", "turn", "stop", "wait"]
 """``base``: a full snapshot (the first record of a fork, or pruned records folded into
 one); ``start``: a run began (the task messages; a new run's first record is a ``start``
 holding the whole state too, so every stored run has its task); ``turn``: a node's turn
 was recorded; ``stop``: the run stopped (termination, max_turns, external stop, error,
-cancellation)."""
+cancellation); ``wait``: a participant asked a person inside its turn (a
+``UserProxyAgent``): the run's state at the last consistent point, with the pending
+request in its run state."""
 
 RunStatus = Literal["running", "stopped", "complete", "failed"]
 """``running``: started and not stopped (or its process died); ``stopped``: stopped with
@@ -155,7 +157,8 @@ class PendingRequestInfo(BaseModel):
         request_id: The request's id (the answer names it).
         asked: Who is asked (e.g. ``"user"``).
         by: The participant that asked (None: not recorded).
-        kind: ``handoff`` or ``reply`` (how the answer is delivered).
+        kind: ``handoff`` or ``reply`` (how the answer is delivered), or ``input``: a
+            participant asked inside its turn, and the answer is that turn's input.
         question: What was asked.
         created_at: Unix time the run stopped to wait.
     """
@@ -164,7 +167,7 @@ class PendingRequestInfo(BaseModel):
     request_id: str
     asked: str
     by: str | None = None
-    kind: Literal["handoff", "reply"] = "reply"
+    kind: Literal["handoff", "reply", "input"] = "reply"
     question: str = ""
     created_at: float
 

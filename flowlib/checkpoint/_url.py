@@ -10,10 +10,11 @@ same store), is the store's optional ``url`` attribute.
 
 from __future__ import annotations
 
+import importlib
 import re
 import threading
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from ..errors import CheckpointArgumentError
 from ._types import CheckpointStore
@@ -34,19 +35,36 @@ class StoreOpener(Protocol):
     def __call__(self, url: str, *, create: bool) -> CheckpointStore: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Scheme:
-    opener: StoreOpener
+    opener: StoreOpener | str  # as registered: the function, or its "module:function"
     example: str
+    found: StoreOpener | None = None
+
+    def resolve(self) -> StoreOpener:
+        if self.found is None:
+            if isinstance(self.opener, str):
+                module, _, name = self.opener.partition(":")
+                found = getattr(importlib.import_module(module), name, None)
+                if not callable(found):
+                    raise CheckpointArgumentError(
+                        f"The store opener `{self.opener}` names no function (module "
+                        f"`{module}` has no callable `{name}`)."
+                    )
+                self.found = cast(StoreOpener, found)
+            else:
+                self.found = self.opener
+        return self.found
 
 
 _SCHEMES: dict[str, _Scheme] = {}
 _LOCK = threading.Lock()
 _SCHEME_NAME = re.compile(r"[a-z][a-z0-9+.-]*")
+_OPENER_NAME = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
 def register_store_scheme(
-    scheme: str, opener: StoreOpener, *, example: str, replace: bool = False
+    scheme: str, opener: StoreOpener | str, *, example: str, replace: bool = False
 ) -> None:
     """Make ``open_store`` (and so ``flowlib runs --store``, ``FLOWLIB_STORE``, batch
     workers and Ray workers) open URLs of ``scheme`` with ``opener``.
@@ -54,7 +72,10 @@ def register_store_scheme(
     Args:
         scheme: The URL scheme, without ``://`` (``"redis"``); case does not matter.
         opener: Called as ``opener(url, create=...)`` (see
-            [`StoreOpener`][flowlib.checkpoint.StoreOpener]).
+            [`StoreOpener`][flowlib.checkpoint.StoreOpener]); or its name,
+            ``"package.module:function"``, imported when a URL of the scheme is first
+            opened (so registering costs no import, and the store's module may import
+            ``flowlib.checkpoint`` itself).
         example: A URL of the scheme, shown in error messages that list the accepted
             forms (``"redis://127.0.0.1:6379/0"``).
         replace: Whether an already registered scheme may be replaced (default: a
@@ -80,10 +101,10 @@ def register_store_scheme(
             f"A store URL scheme is a letter then letters, digits, `+`, `-` or `.` (as in "
             f"`redis`), without `://`; got {scheme!r}."
         )
-    if not callable(opener):
+    if not (callable(opener) or (isinstance(opener, str) and _OPENER_NAME.fullmatch(opener))):
         raise CheckpointArgumentError(
             f"The opener of scheme `{scheme}` must be callable as opener(url, create=...), "
-            f"got {type(opener).__name__}."
+            f"or its name as 'package.module:function'; got {opener!r}."
         )
     if not isinstance(example, str) or not example.lower().startswith(scheme.lower() + "://"):
         raise CheckpointArgumentError(
@@ -91,7 +112,7 @@ def register_store_scheme(
         )
     key = scheme.lower()
     with _LOCK:
-        if key in _SCHEMES and not replace and _SCHEMES[key].opener is not opener:
+        if key in _SCHEMES and not replace and _SCHEMES[key].opener != opener:
             raise CheckpointArgumentError(
                 f"The store URL scheme `{key}` is registered already (opened by "
                 f"{_name(_SCHEMES[key].opener)}); pass `replace=True` to replace it."
@@ -107,6 +128,8 @@ def store_schemes() -> dict[str, str]:
 
 
 def _name(opener: object) -> str:
+    if isinstance(opener, str):
+        return f"`{opener}`"
     module = getattr(opener, "__module__", None)
     name = getattr(opener, "__qualname__", type(opener).__qualname__)
     return f"`{module}.{name}`" if module else f"`{name}`"
@@ -130,7 +153,7 @@ def open_store(url: str, *, create: bool = True) -> CheckpointStore:
     - `postgresql://user:pw@host:5432/db` (or `postgres://`): a
       [`PostgresCheckpointStore`][flowlib.checkpoint.PostgresCheckpointStore] with that DSN.
     - `redis://host:6379/0` (or `rediss://` for TLS), `?prefix=flowlib:` for the keys'
-      prefix: a [`RedisCheckpointStore`][flowlib.checkpoint.RedisCheckpointStore].
+      prefix: a [`RedisCheckpointStore`][flowlib.checkpoint.redis_store.RedisCheckpointStore].
     - `memory://`: a new
       [`InMemoryCheckpointStore`][flowlib.checkpoint.InMemoryCheckpointStore].
 
@@ -175,4 +198,4 @@ def open_store(url: str, *, create: bool = True) -> CheckpointStore:
             "register the scheme of your own store with "
             "`flowlib.checkpoint.register_store_scheme`)."
         )
-    return entry.opener(url, create=create)
+    return entry.resolve()(url, create=create)

@@ -390,9 +390,10 @@ def _unreadable_requests(run: RunRecord, reason: object) -> CheckpointError:
 async def pending_of(store: CheckpointStore) -> list[PendingRequestInfo]:
     """``list_pending`` for any store, through its ``list_runs`` and ``load``: the
     requests in the run state (``bookkeeping["run"]``) of each stopped run whose run is
-    not open (an open run was interrupted and is resumed, not answered)."""
+    not open, and the ``input`` requests of open runs (a participant was asking a person
+    inside its turn when the run was interrupted, or its process is still waiting)."""
     found: list[PendingRequestInfo] = []
-    for run in await store.list_runs(status="stopped"):
+    for run in await store.list_runs(status=("stopped", "running")):
         if run.last_checkpoint == 0:
             continue
         state = (await store.load(run.run_id)).bookkeeping.get("run")
@@ -401,11 +402,11 @@ async def pending_of(store: CheckpointStore) -> list[PendingRequestInfo]:
 
         if not isinstance(state, dict):
             raise _unreadable_requests(run, "the run state is not a mapping")
-        if state.get("open", False):
-            continue
         requests = state.get("requests", [])
         if not isinstance(requests, list):
             raise _unreadable_requests(run, "its `requests` is not a list")
+        if state.get("open", False) or run.status == "running":
+            requests = [r for r in requests if isinstance(r, dict) and r.get("kind") == "input"]
         try:
             found.extend(
                 PendingRequestInfo.model_validate({**request, "run_id": run.run_id})

@@ -150,8 +150,7 @@ def _cmd_crash(args: argparse.Namespace, out: TextIO) -> int:
         write_run_page,
     )
     from ..testing import check_crashes
-    from ..testing._crash import DEFAULT_TASK
-    from ..testing._crash_worker import load_factory
+    from ..testing.internal import DEFAULT_TASK, load_factory
     from ._common import CliError
 
     if args.time_budget is not None and args.time_budget <= 0:

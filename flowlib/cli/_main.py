@@ -77,7 +77,7 @@ async def _run(args: argparse.Namespace, out: TextIO) -> int:
     from .. import render
     from ..base import TaskResult
     from ..ui import Console
-    from ..ui._escape import escapes
+    from ..ui.internal import escapes
 
     task = task_of(args)  # TASK or --task
     if args.store is not None:  # checkpointed to a store (_runs.py)
@@ -167,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
 
     register_runs(commands)  # run --store, runs ..., render --store --run
     register_check(commands)
-    from ..studio._serve import register as register_studio  # flowlib studio (issue 26)
+    from ..studio.internal import register as register_studio
 
     register_studio(commands)
 
@@ -197,7 +197,7 @@ def _add_raw_option(parser: argparse.ArgumentParser, commands: object) -> None:
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
     """Run the command line; return the exit code (an `ExitCode`)."""
-    from ..ui._escape import TerminalWriter
+    from ..ui.internal import TerminalWriter
     from ._errors import report_error
 
     args = _parser().parse_args(argv)

@@ -218,7 +218,7 @@ def _message_line(dumped: dict[str, Any], node: str | None) -> str:
 async def _stream(team: Any, out: TextIO, **kwargs: Any) -> Any:
     from ..base import TaskResult
     from ..ui import Console
-    from ..ui._escape import escapes
+    from ..ui.internal import escapes
 
     result = await Console(
         team.run_stream(**kwargs), output=out, output_stats=True, raw=not escapes(out)

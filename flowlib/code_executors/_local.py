@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ._base import CodeExecutor, CommandLineCodeResult
 from ._output import CappedOutput

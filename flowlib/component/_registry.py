@@ -17,6 +17,7 @@ above it.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -96,8 +97,32 @@ _by_provider: dict[str, ComponentSpec] = {}
 _builtins_loaded = False
 
 
+def _source_of(cls: type) -> str | None:
+    module = sys.modules.get(cls.__module__)
+    return getattr(module, "__file__", None)
+
+
+def _redefinition(old: type, new: type) -> bool:
+    """Whether ``new`` is ``old`` defined again: the same class name, from the same module
+    or file (a module imported twice, a notebook cell or a script run again)."""
+    if old is new or old.__qualname__ != new.__qualname__:
+        return False
+    if old.__module__ == new.__module__:
+        return True
+    source = _source_of(old)
+    return source is not None and source == _source_of(new)
+
+
 def _register(spec: ComponentSpec) -> None:
     with _lock:
+        names = (spec.provider, *spec.aliases)
+        for name in names:
+            earlier = _by_provider.get(name)
+            if earlier is not None and _redefinition(earlier.cls, spec.cls):
+                # The class defined again replaces its earlier registration.
+                for key in [k for k, v in _by_provider.items() if v is earlier]:
+                    del _by_provider[key]
+                _by_class.pop(earlier.cls, None)
         if spec.cls in _by_class:
             raise ComponentRegistrationError(
                 f"`{spec.cls.__qualname__}` is already a registered component "
@@ -237,6 +262,9 @@ def register_component(
         to_config: See above.
         from_config: See above.
         like: See above.
+
+    A class defined again (same name, from the same module or file: a module imported
+    twice, a script or notebook cell run again) replaces its earlier registration.
 
     Raises:
         ComponentRegistrationError: The class or a provider string is already registered,

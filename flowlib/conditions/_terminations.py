@@ -16,10 +16,9 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import TerminatedException, TerminationCondition
-from ..base._arguments import check_count, check_number
-from ..base._termination import TERMINATION_STATE_VERSION, state_header
+from ..base.internal import TERMINATION_STATE_VERSION, check_count, check_number, state_header
 from ..component import json_field, load_error, refuse_field, skip_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidArgumentError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import (
     BaseAgentEvent,

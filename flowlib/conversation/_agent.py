@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..base import ChatAgent, Team
-from ..base._task import task_messages
+from ..base.internal import task_messages
 from ..errors import InvalidTypeError
 from ..memory import Memory
 from ..messages import BaseChatMessage

@@ -98,6 +98,10 @@ def connect(
             "of its own (30 s for a node to start, or to connect through Ray Client), which "
             "an overloaded machine can miss: try again."
         ) from exc
+    if address is None:  # a local cluster of this process: gone with it, even if killed
+        from ._reaper import start_reaper
+
+        start_reaper()
     return True
 
 

@@ -11,7 +11,7 @@ import ray
 
 from ..base import TaskResult
 from ..batch import BatchTask, Factory, RunEvent, RunItem, store_url, stored_result
-from ..batch._local import check_batch, check_concurrency
+from ..batch.internal import check_batch, check_concurrency
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
 from ._cluster import connect, placeable, wait_ready

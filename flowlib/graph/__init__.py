@@ -26,11 +26,13 @@ from ._node import (
     TurnOutput,
     as_node,
 )
+from ._patterns import GraphPattern, pattern_of, register_pattern
 from ._plan import ExecutionPlan
 from ._policies import CachePolicy, RetryPolicy, check_timeout, is_transient
 from ._router import Router, Routing, Selected
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
+from ._thread import Thread
 from ._trace import RunTrace, TraceObserver
 from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
@@ -53,6 +55,7 @@ __all__ = [
     "GraphAnalysis",
     "GraphExecutor",
     "GraphManagerState",
+    "GraphPattern",
     "GraphWarning",
     "HandoffTo",
     "InstanceFactory",
@@ -71,6 +74,7 @@ __all__ = [
     "RunTrace",
     "Selected",
     "TeamNode",
+    "Thread",
     "TraceObserver",
     "TurnOutput",
     "as_node",
@@ -84,5 +88,7 @@ __all__ = [
     "graph_signature",
     "graph_warnings",
     "is_transient",
+    "pattern_of",
+    "register_pattern",
     "validate_graph",
 ]

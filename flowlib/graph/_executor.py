@@ -46,7 +46,7 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     SelectSpeakerEvent,
 )
-from ..tools._keys import call_scope, keyed_turn, turn_scope
+from ..tools.internal import call_scope, keyed_turn, turn_scope
 from ._guard import Attempts, NodeGuard
 from ._map import MapInstances, instance_name, run_map
 from ._node import Node, NodeContext, TurnOutput, as_node
@@ -55,6 +55,7 @@ from ._policies import check_timeout
 from ._scheduler import LoadedState, Scheduler
 from ._shapes import Participant
 from ._state import GraphManagerState
+from ._thread import Thread
 from ._trace import RunTrace
 
 __all__ = [
@@ -284,7 +285,7 @@ class GraphExecutor:
         return self._is_running
 
     @property
-    def thread(self) -> list[BaseChatMessage]:
+    def thread(self) -> Thread:
         """The chat messages published so far (read-only view by convention)."""
         return self._sched.thread
 
@@ -913,13 +914,19 @@ class GraphExecutor:
         """
         self._sched.apply_state(self._sched.check_state(state))
 
-    def check_state(self, state: GraphManagerState) -> LoadedState:
+    def check_state(
+        self, state: GraphManagerState, *, thread: Sequence[Any] | None = None
+    ) -> LoadedState:
         """Validate ``state`` against this graph without changing anything.
+
+        Args:
+            state: The state to check.
+            thread: The message thread's dumps, used instead of ``state.message_thread``.
 
         Raises:
             StateError: If the state's version, node names, edges or cursors do not fit.
         """
-        return self._sched.check_state(state)
+        return self._sched.check_state(state, thread=thread)
 
     def apply_state(self, loaded: LoadedState) -> None:
         """Install a state checked by [`check_state`][flowlib.graph.GraphExecutor.check_state]."""

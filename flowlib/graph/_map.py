@@ -28,7 +28,7 @@ from ..base import CancellationToken
 from ..component import dump_component, load_component
 from ..errors import ContractError
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory
-from ..tools._keys import current_scope, keyed_turn
+from ..tools.internal import current_scope, keyed_turn
 from ._guard import Attempts, NodeGuard, consume
 from ._model import InstanceFactory
 from ._node import Node, NodeContext, TurnOutput, as_node, node_class

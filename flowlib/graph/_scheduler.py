@@ -21,6 +21,7 @@ from ._activation import ActivationTracker
 from ._fire import fire_edges
 from ._plan import ExecutionPlan, PlanEdge
 from ._state import GRAPH_STATE_VERSION, GraphManagerState
+from ._thread import Thread
 from ._trace import RunTrace
 
 __all__ = ["Finished", "Scheduler"]
@@ -61,7 +62,7 @@ class Scheduler:
         self.tracker = ActivationTracker(plan)
         self._is_absorbed = self.tracker.is_absorbed
         self._check = self.check
-        self.thread: list[BaseChatMessage] = []
+        self.thread = Thread(message_factory)
         self.thread_node: list[int] = []  # publisher of each thread entry (-1: the task)
         self.ready: deque[int] = deque()
         self.fresh = True
@@ -522,13 +523,19 @@ class Scheduler:
         """
         names = self.plan.names
         return GraphManagerState(
-            message_thread=[dict(message.dump()) for message in self.thread],
+            message_thread=self.thread.dumps(),
             thread_nodes=[names[n] if n >= 0 else None for n in self.thread_node],
             **self.bookkeeping(),
         )
 
-    def check_state(self, state: GraphManagerState) -> LoadedState:
+    def check_state(
+        self, state: GraphManagerState, *, thread: Sequence[Any] | None = None
+    ) -> LoadedState:
         """Validate ``state`` against this graph without changing anything.
+
+        ``thread``, when given, is the message thread's dumps (used instead of the
+        state's ``message_thread``, which then need not be validated as a model field).
+        Stored messages are checked by class here and rebuilt when first read.
 
         Raises:
             StateError: If the state's version, node names, edges or cursors do not fit.
@@ -564,32 +571,33 @@ class Scheduler:
                 )
             return found
 
-        if len(state.message_thread) != len(state.thread_nodes):
+        dumps = state.message_thread if thread is None else thread
+        if len(dumps) != len(state.thread_nodes):
             raise StateError(
                 "Saved state is inconsistent: message_thread and thread_nodes differ in length."
             )
+        self.thread.check(dumps)
+        origin_of: dict[str | None, int] = {None: -1}
+        origin_of.update(index)
         try:
-            thread = [self.factory.create(data) for data in state.message_thread]
-        except Exception as exc:
-            raise StateError(
-                f"Saved state holds a message this team cannot rebuild ({exc}); pass its class "
-                "in `custom_message_types`."
-            ) from exc
-        origins = [node_of(name, "thread") for name in state.thread_nodes]
+            origins = [origin_of[name] for name in state.thread_nodes]
+        except KeyError as exc:
+            node_of(exc.args[0], "thread")  # raises, naming the node
+            raise
         cursors = [0] * len(self.plan.names)
         for name, cursor in state.cursors.items():
-            if type(cursor) is not int or not 0 <= cursor <= len(thread):
+            if type(cursor) is not int or not 0 <= cursor <= len(dumps):
                 raise StateError(
                     f"Saved state gives node `{name}` cursor {cursor!r}, outside the thread "
-                    f"(0..{len(thread)}); the state is corrupt."
+                    f"(0..{len(dumps)}); the state is corrupt."
                 )
             cursors[node_of(name, "cursors")] = cursor
         limits = [-1] * len(self.plan.names)
         for name, limit in state.limits.items():
-            if type(limit) is not int or not 0 <= limit <= len(thread):
+            if type(limit) is not int or not 0 <= limit <= len(dumps):
                 raise StateError(
                     f"Saved state gives node `{name}` limit {limit!r}, outside the thread "
-                    f"(0..{len(thread)}); the state is corrupt."
+                    f"(0..{len(dumps)}); the state is corrupt."
                 )
             limits[node_of(name, "limits")] = limit
         if state.current_turn < 0:
@@ -643,7 +651,7 @@ class Scheduler:
                 )
             node_turns[node_of(name, "node_turns")] = count
         return LoadedState(
-            thread,
+            dumps,
             origins,
             cursors,
             limits,
@@ -664,7 +672,7 @@ class Scheduler:
     def apply_state(self, loaded: LoadedState) -> None:
         """Install a state checked by ``check_state``."""
         self.reset()
-        self.thread.extend(loaded.thread)
+        self.thread.load(loaded.thread)
         self.thread_node.extend(loaded.origins)
         for position, origin in enumerate(loaded.origins):
             if origin >= 0:
@@ -700,7 +708,7 @@ class Scheduler:
 class LoadedState:
     """A saved state checked against the graph, ready to install."""
 
-    thread: list[Any]
+    thread: Sequence[Any]  # the thread's dumps, checked
     origins: list[int]
     cursors: list[int]
     limits: list[int]

@@ -45,6 +45,7 @@ from ..errors import (
 )
 from ._conditions import Contains, EdgeCondition, Not, as_condition, check_condition
 from ._ir import EdgeIR, GraphIR, NodeIR
+from ._patterns import pattern_of
 
 __all__ = [
     "EdgeIR",
@@ -345,8 +346,9 @@ def validate_graph(
 ) -> GraphAnalysis:
     """Validate ``graph`` and return its analysis.
 
-    Both ``allow_*`` arguments default to what the graph's ``pattern`` needs: a round-robin
-    ring may loop without a conditional edge, and a swarm may start at any participant.
+    Both ``allow_*`` arguments default to what the graph's pattern allows (its
+    [`GraphPattern`][flowlib.graph.GraphPattern] traits): a round-robin ring may loop
+    without a conditional edge, and a swarm may start at any participant.
 
     Args:
         graph: The graph to check.
@@ -356,18 +358,22 @@ def validate_graph(
             start a run at any node, such as a swarm resumed by a handoff task).
         has_termination: For a team's graph: whether the team has a termination
             condition. When given, a looping graph must be bounded by it or by
-            ``max_turns`` (`check_loop_bounded()`), except a round-robin ring, which
-            may be built without a bound and is checked when it runs.
+            ``max_turns`` (`check_loop_bounded()`), except a pattern whose loops have no
+            exit (a round-robin ring), which may be built without a bound and is checked
+            when it runs.
         max_turns: The team's turn limit (with ``has_termination``).
         team: The team's name, for the unbounded-loop message.
 
     Raises:
         GraphError: A subclass naming the offending nodes/edges and the fix.
     """
+    traits = pattern_of(graph.pattern)
     if allow_unconditional_cycles is None:
-        allow_unconditional_cycles = graph.pattern == "round_robin"
+        allow_unconditional_cycles = traits is not None and traits.loops_without_exit
     if allow_unreachable is None:
-        allow_unreachable = graph.pattern == "swarm"
+        allow_unreachable = traits is not None and traits.start_anywhere
+    # A ring that may loop without an exit is checked when it runs, not for a bound.
+    bounded = has_termination is not None and not (traits is not None and traits.loops_without_exit)
     # A graph validated before, unchanged since, under the same rules: its analysis is
     # kept on it (`DiGraph` has a slot for it), so building a team from a graph the
     # builder has just validated does not run networkx again.
@@ -377,18 +383,18 @@ def validate_graph(
         key = (allow_unconditional_cycles, allow_unreachable, _fingerprint(graph))
         analysis = cache.get(key)
         if analysis is not None:
-            if has_termination is not None and graph.pattern != "round_robin":
+            if bounded:
                 check_loop_bounded(
-                    analysis, has_termination=has_termination, max_turns=max_turns, team=team
+                    analysis, has_termination=bool(has_termination), max_turns=max_turns, team=team
                 )
             return analysis
     analysis = _validated(graph, allow_unconditional_cycles, allow_unreachable)
     if cache is not None and key is not None:
         cache.clear()  # only the latest: a graph changed since is validated again
         cache[key] = analysis
-    if has_termination is not None and graph.pattern != "round_robin":
+    if bounded:
         check_loop_bounded(
-            analysis, has_termination=has_termination, max_turns=max_turns, team=team
+            analysis, has_termination=bool(has_termination), max_turns=max_turns, team=team
         )
     return analysis
 
@@ -642,7 +648,8 @@ def graph_warnings(graph: GraphIR, analysis: GraphAnalysis | None = None) -> lis
                 )
             )
     kinds = [node.kind for node in graph.nodes.values()]
-    if graph.pattern != "swarm":
+    traits = pattern_of(graph.pattern)
+    if not (traits is not None and traits.ends_on_no_match):
         out: list[list[int]] = [[] for _ in names]
         for position, source in enumerate(analysis.sources):
             out[source].append(position)

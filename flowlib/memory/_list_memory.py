@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..model_context import ChatCompletionContext
 from ..models import SystemMessage
 from ._base import Memory, MemoryQueryResult, UpdateContextResult

@@ -31,7 +31,7 @@ class MemoryContent(BaseModel):
     """One item stored in (or retrieved from) a memory.
 
     Attributes:
-        content: The item: text, bytes, a JSON-like dict or an [`Image`][flowlib.messages.Image].
+        content: The item: text, bytes, a JSON-like dict or an [`Image`][flowlib.models.Image].
         mime_type: What the content is; a [`MemoryMimeType`][flowlib.memory.MemoryMimeType] or any
             MIME string.
         metadata: Free-form data about the item (source, score, ...).

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..checkpoint import Journal, StateChange, appended, diff_state, json_state, patch_of
-from ..component._base import ComponentBase
+from ..component.internal import ComponentBase
 from ..errors import InvalidTypeError, StateError
 from ..models import (
     AssistantMessage,
@@ -179,7 +179,7 @@ class ChatCompletionContext(ComponentBase, ABC):
 
     # -- rollback points (used by agents to make a turn all-or-nothing) ----------------
 
-    def _rollback_point(self) -> _RollbackPoint:
+    def _rollback_point(self) -> RollbackPoint:
         """Mark the history as it stands, in O(1): the list and its length.
 
         The history only grows by appending (`add_message()`) and is only replaced
@@ -187,9 +187,9 @@ class ChatCompletionContext(ComponentBase, ABC):
         enough to restore it, without copying or serialising it.
         """
         messages = self._messages
-        return _RollbackPoint(messages, len(messages), messages[-1] if messages else None)
+        return RollbackPoint(messages, len(messages), messages[-1] if messages else None)
 
-    def _roll_back(self, point: _RollbackPoint) -> None:
+    def _roll_back(self, point: RollbackPoint) -> None:
         """Restore the history to ``point``: drop what was appended since, or bring back
         the list that `clear()`/`load_state()` replaced."""
         messages = point.messages
@@ -206,7 +206,7 @@ class ChatCompletionContext(ComponentBase, ABC):
         del messages[point.length :]
         self._messages = messages
 
-    def _messages_at(self, point: _RollbackPoint) -> list[LLMMessage]:
+    def _messages_at(self, point: RollbackPoint) -> list[LLMMessage]:
         """The history as it was at ``point`` (a new list)."""
         return point.messages[: point.length]
 
@@ -214,7 +214,7 @@ class ChatCompletionContext(ComponentBase, ABC):
 _MESSAGES: TypeAdapter[list[LLMMessage]] = TypeAdapter(list[LLMMessage])
 
 
-class _RollbackPoint:
+class RollbackPoint:
     """The history list of a context and its length at one moment."""
 
     __slots__ = ("last", "length", "messages")

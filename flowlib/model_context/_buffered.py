@@ -8,7 +8,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidValueError
 from ..models import FunctionExecutionResultMessage, LLMMessage
 from ._base import ChatCompletionContext, ContextConfig

@@ -9,7 +9,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidValueError
 from ..models import FunctionExecutionResultMessage, LLMMessage, UserMessage
 from ._base import ChatCompletionContext, ContextConfig, is_tool_call_message

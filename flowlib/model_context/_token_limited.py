@@ -10,10 +10,10 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from ..component import ComponentModel, dump_field, json_field, load_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidValueError
 from ..models import ChatCompletionClient, LLMMessage
-from ..tools._schema import ToolSchema
+from ..tools.internal import ToolSchema
 from ._base import ChatCompletionContext, ContextConfig, drop_orphan_results
 
 __all__ = ["TokenLimitedChatCompletionContext"]

@@ -7,7 +7,7 @@ from typing import ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..models import LLMMessage
 from ._base import ChatCompletionContext, ContextConfig
 

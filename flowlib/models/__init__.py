@@ -17,7 +17,6 @@ from ._client import (
     ModelInfo,
     validate_model_info,
 )
-from ._image import Image, ImageDetail
 from ._ollama import OLLAMA_DEFAULT_TIMEOUT, OllamaChatCompletionClient
 from ._openai import (
     DEFAULT_DEADLINE,
@@ -42,6 +41,7 @@ from ._types import (
     TopLogprob,
     UserMessage,
 )
+from .image import Image, ImageDetail
 
 __all__ = [  # noqa: RUF022  (plain sorted order, checked by tests)
     "AssistantMessage",

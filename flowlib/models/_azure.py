@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from typing_extensions import Self
 
 from ..component import load_error, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidValueError
 from ._client import (
     ModelInfo,

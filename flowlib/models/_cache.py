@@ -22,12 +22,12 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from .._telemetry import untraced
 from ..component import ComponentModel, dump_field, load_field, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidValueError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike
 from ._openai_mapping import tool_schema
+from ._tracing import untraced
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from ..component import ComponentSerializationError
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import FlowlibError, MissingExtraError
 from ._cache import CHAT_CACHE_VALUE_TYPE, CacheStore
 

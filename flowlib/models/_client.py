@@ -9,10 +9,10 @@ from pydantic import BaseModel
 from typing_extensions import NotRequired, Required, TypedDict
 
 from .._cancellation import CancellationToken
-from .._telemetry import trace_client_class
-from ..component._base import ComponentBase
+from ..component.internal import ComponentBase
 from ..errors import InvalidTypeError, InvalidValueError
-from ..tools._schema import Tool, ToolSchema
+from ..tools.internal import Tool, ToolSchema
+from ._tracing import trace_client_class
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = [

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..component import json_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import ModelInfo, validate_model_info
 from ._known_models import lookup_ollama_context_window, lookup_ollama_model_info

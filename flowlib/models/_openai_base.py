@@ -12,12 +12,6 @@ from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .._cancellation import CancellationToken
-from .._telemetry import (
-    describe_request,
-    describe_response,
-    traced_create,
-    traced_create_stream,
-)
 from ..component import json_field, refuse_field, skip_field
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import (
@@ -57,6 +51,7 @@ from ._openai_request import (
     usage_of,
     within,
 )
+from ._tracing import describe_request, describe_response
 from ._types import CreateResult, FunctionCall, LLMMessage, RequestUsage
 
 if TYPE_CHECKING:
@@ -287,7 +282,6 @@ class BaseOpenAIClient(ChatCompletionClient):
 
     # -- calls --------------------------------------------------------------------------
 
-    @traced_create
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -365,7 +359,6 @@ class BaseOpenAIClient(ChatCompletionClient):
         self._record_usage(usage)
         return result
 
-    @traced_create_stream
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],

@@ -22,9 +22,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import InvalidTypeError, InvalidValueError
-from ..tools._schema import Tool, ToolSchema
+from ..tools.internal import Tool, ToolSchema
 from ._client import ToolChoice, ToolLike
-from ._image import Image
 from ._types import (
     AssistantMessage,
     ChatCompletionTokenLogprob,
@@ -35,6 +34,7 @@ from ._types import (
     TopLogprob,
     UserMessage,
 )
+from .image import Image
 
 __all__ = [
     "count_tokens",

@@ -12,8 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from .._cancellation import CancellationToken
-from .._telemetry import traced_create, traced_create_stream
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import FlowlibError
 from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
 from ._types import CreateResult, LLMMessage, RequestUsage
@@ -358,7 +357,6 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 cancellation_token.link_future(sleeper)
             await sleeper
 
-    @traced_create
     async def create(
         self,
         messages: Sequence[LLMMessage],
@@ -383,7 +381,6 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         }
         return self._next(messages, args, cancellation_token)
 
-    @traced_create_stream
     async def create_stream(
         self,
         messages: Sequence[LLMMessage],

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InvalidTypeError
-from ._image import Image
+from .image import Image
 
 __all__ = [
     "AssistantMessage",

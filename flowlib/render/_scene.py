@@ -14,8 +14,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._english import a
 from ..errors import InvalidTypeError
-from ..graph import DiGraph, DiGraphEdge, NodeKind, describe_condition
-from ..graph._validate import GraphAnalysis, analyse
+from ..graph import DiGraph, DiGraphEdge, NodeKind, describe_condition, pattern_of
+from ..graph.internal import GraphAnalysis, analyse
 from ._path import RunPath, TraceArg, participants_by_name, resolve_path
 from ._style import EdgeStatus, NodeStatus, format_steps
 
@@ -153,29 +153,14 @@ def _bound(obj: Any) -> str:
 
 
 def _pattern_lines(obj: Any, graph: DiGraph, analysis: GraphAnalysis) -> list[str]:
-    bound = _bound(obj)
     pattern = graph.pattern
-    if pattern == "round_robin":
-        return [
-            f"round-robin ring, bounded by {bound}",
-            "(a loop without a conditional edge: allowed, the bound ends it)",
-        ]
-    if pattern == "selector":
-        return [f"selector hub, bounded by {bound}", "the router picks each next speaker"]
-    if pattern == "swarm":
-        return [
-            f"swarm handoffs, bounded by {bound}",
-            "an edge is taken on a HandoffMessage to its target; no handoff keeps the turn",
-        ]
-    if pattern == "magentic_one":
-        return [
-            f"Magentic-One orchestrator, bounded by {bound}",
-            "the orchestrator plans, tracks progress and picks each next speaker",
-        ]
     if pattern is not None:
-        return [f"{pattern} pattern"]
+        traits = pattern_of(pattern)
+        if traits is None:
+            return [f"{pattern} pattern"]
+        return traits.title_lines(_bound(obj))
     if analysis.has_cycles and not isinstance(obj, DiGraph):
-        return [f"loops exit on conditional edges, bounded by {bound}"]
+        return [f"loops exit on conditional edges, bounded by {_bound(obj)}"]
     return []
 
 

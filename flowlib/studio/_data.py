@@ -17,7 +17,7 @@ from typing import Any
 from ..checkpoint import CheckpointRecord, CheckpointStore, RunRecord, base_record
 from ..errors import CheckpointArgumentError, FlowlibError, InvalidArgumentError
 from ..graph import DiGraph
-from ..render._stored import graph_from_description, lineage_records, pending_of_state
+from ..render.internal import graph_from_description, lineage_records, pending_of_state
 
 __all__ = ["Flow", "Studio", "StudioError"]
 

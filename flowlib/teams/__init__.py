@@ -2,9 +2,11 @@
 
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
 from ._builder import DiGraphBuilder
+from ._config import TeamConfig
 from ._graph_flow import GraphFlow
 from ._group_chat import BaseGroupChat
 from ._magentic_one import MagenticOneGroupChat
+from ._options import TeamOptions
 from ._policy import TaskContext, TeamPolicy
 from ._round_robin import RoundRobinGroupChat
 from ._run import HumanRequest, RunPhase
@@ -27,6 +29,8 @@ __all__ = [
     "SelectorGroupChat",
     "Swarm",
     "TaskContext",
+    "TeamConfig",
+    "TeamOptions",
     "TeamPolicy",
     "pending_requests",
     "runs_to_recover",

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..base import ChatAgent, Team, TerminationCondition
-from ..base._arguments import _kind, check_count
+from ..base.internal import check_count, kind_of
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..graph import DiGraph
 from ..models import ChatCompletionClient
@@ -43,7 +43,7 @@ def check_team_arguments(
     """
     if isinstance(participants, (str, bytes, Mapping)) or not isinstance(participants, Sequence):
         raise ArgumentTypeError(
-            f"{team}: `participants` must be a list of agents, not {_kind(participants)}.",
+            f"{team}: `participants` must be a list of agents, not {kind_of(participants)}.",
             argument="participants",
         )
     if len(participants) < minimum:
@@ -63,7 +63,7 @@ def check_team_arguments(
         hint = " (a name: pass the agent itself)" if isinstance(participant, str) else ""
         accepted = "an agent, a team or a function" if functions else "an agent or a team"
         raise ArgumentTypeError(
-            f"{team}: `participants[{position}]` is {_kind(participant)}{hint}; each "
+            f"{team}: `participants[{position}]` is {kind_of(participant)}{hint}; each "
             f"participant must be {accepted}.",
             argument=f"participants[{position}]",
         )
@@ -72,19 +72,19 @@ def check_team_arguments(
     ):
         raise ArgumentTypeError(
             f"{team}: `termination_condition` must be a TerminationCondition (e.g. "
-            f"MaxMessageTermination(10)) or None, not {_kind(termination_condition)}.",
+            f"MaxMessageTermination(10)) or None, not {kind_of(termination_condition)}.",
             argument="termination_condition",
         )
     check_count(max_turns, "max_turns", optional=True)
     if graph is not _UNSET and not isinstance(graph, DiGraph):
         raise ArgumentTypeError(
             f"{team}: `graph` must be a DiGraph (e.g. `DiGraphBuilder(...).build()`), not "
-            f"{_kind(graph)}.",
+            f"{kind_of(graph)}.",
             argument="graph",
         )
     if model_client is not _UNSET and not isinstance(model_client, ChatCompletionClient):
         raise ArgumentTypeError(
             f"{team}: `model_client` must be a ChatCompletionClient (e.g. "
-            f"OpenAIChatCompletionClient(...)), not {_kind(model_client)}.",
+            f"OpenAIChatCompletionClient(...)), not {kind_of(model_client)}.",
             argument="model_client",
         )

@@ -19,7 +19,7 @@ from ..graph import (
     RetryPolicy,
     check_timeout,
 )
-from ..graph._conditions import check_condition
+from ..graph.internal import check_condition
 from ..messages import BaseChatMessage
 
 __all__ = ["DiGraphBuilder", "GraphParticipant"]

@@ -9,8 +9,10 @@ markers and are restored from ``load_component(..., conditions={name: func})``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -24,36 +26,54 @@ from ..component import (
     load_field,
     load_fields,
     refuse_field,
+    register_component,
     skip_field,
 )
-from ..errors import ConditionSerializationError
+from ..component.internal import register_builtin
+from ..errors import ConditionSerializationError, ContractError
 from ..graph import CachePolicy, DiGraph, MapFunction, Router
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ..models import CacheStore
-from ._group_chat import BaseGroupChat
+
+
+class _ConfiguredTeam(Protocol):
+    """What `team_fields` reads of a team (a [`BaseGroupChat`][flowlib.teams.BaseGroupChat])."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def participants(self) -> Sequence[Any]: ...
+    @property
+    def termination_condition(self) -> TerminationCondition | None: ...
+    @property
+    def max_turns(self) -> int | None: ...
+    @property
+    def turn_timeout(self) -> float | None: ...
+
 
 __all__ = [
-    "GraphFlowConfig",
+    "AUTOGEN_TEAMS",
     "GroupChatConfig",
-    "MagenticOneGroupChatConfig",
-    "SelectorGroupChatConfig",
     "TeamConfig",
     "dump_graph",
-    "group_chat_config",
-    "group_chat_from_config",
     "load_graph",
     "load_members",
     "load_termination",
+    "register_team",
+    "team_arguments",
     "team_fields",
 ]
 
 AUTOGEN_TEAMS = "autogen_agentchat.teams."
-
-T = TypeVar("T")
+"""The prefix of AutoGen's provider paths of the teams (their configs load too)."""
 
 
 class TeamConfig(BaseModel):
-    """What every team's config holds."""
+    """What every team's config holds; a team's ``component_config_schema`` subclasses it
+    with the team's own fields (see
+    [`BaseGroupChat.config_fields`][flowlib.teams.BaseGroupChat.config_fields])."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
@@ -66,42 +86,13 @@ class TeamConfig(BaseModel):
 
 
 class GroupChatConfig(TeamConfig):
-    """The config of [`RoundRobinGroupChat`][flowlib.teams.RoundRobinGroupChat] and
-    [`Swarm`][flowlib.teams.Swarm]."""
+    """A team config with ``emit_team_events`` (every built-in team but GraphFlow)."""
 
     emit_team_events: bool = False
 
 
-class GraphFlowConfig(TeamConfig):
-    """The config of [`GraphFlow`][flowlib.teams.GraphFlow]: the graph as
-    [`DiGraph.dump`][flowlib.graph.DiGraph.dump] writes it."""
-
-    graph: dict[str, Any]
-
-
-class SelectorGroupChatConfig(GroupChatConfig):
-    """The config of [`SelectorGroupChat`][flowlib.teams.SelectorGroupChat]; the prompt's
-    default is the team's."""
-
-    model_client: ComponentModel
-    selector_prompt: str | None = None
-    allow_repeated_speaker: bool = False
-    max_selector_attempts: int = 3
-    model_client_streaming: bool = False
-    model_context: ComponentModel | None = None
-
-
-class MagenticOneGroupChatConfig(GroupChatConfig):
-    """The config of [`MagenticOneGroupChat`][flowlib.teams.MagenticOneGroupChat]; the final
-    answer prompt's default is the team's."""
-
-    model_client: ComponentModel
-    max_stalls: int = 3
-    final_answer_prompt: str | None = None
-
-
 def team_fields(
-    team: BaseGroupChat, custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]]
+    team: _ConfiguredTeam, custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]]
 ) -> dict[str, Any]:
     """The fields of [`TeamConfig`][] for ``team`` (call from its ``_to_config``, with its
     message factory's custom types).
@@ -130,28 +121,76 @@ def team_fields(
     }
 
 
-def group_chat_config(
-    team: BaseGroupChat,
-    custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]],
-    emit_team_events: bool,
-) -> GroupChatConfig:
-    """The config of a round-robin or swarm team."""
-    return GroupChatConfig(**team_fields(team, custom_types), emit_team_events=emit_team_events)
+def register_team(cls: type, provider: str, aliases: Sequence[str] = ()) -> None:
+    """Register the team class ``cls`` under ``provider`` (its class keyword
+    ``provider=``), so configs naming it load."""
+    if cls.__module__.partition(".")[0] == "flowlib":
+        # flowlib's own teams register while flowlib.teams is imported, without loading
+        # every other built-in component first.
+        register_builtin(cls, provider, aliases=aliases)
+    else:
+        register_component(cls, provider=provider, aliases=aliases)
 
 
-def group_chat_from_config(
-    cls: Callable[..., T], config: GroupChatConfig, kinds: type | tuple[type, ...]
-) -> T:
-    """Build a round-robin or swarm team of ``cls`` from its config."""
-    return cls(
-        load_members(config, kinds),
-        name=config.name,
-        description=config.description,
-        termination_condition=load_termination(config),
-        max_turns=config.max_turns,
-        emit_team_events=config.emit_team_events,
-        turn_timeout=config.turn_timeout,
-    )
+def team_arguments(cls: type, config: BaseModel) -> tuple[list[Any], dict[str, Any]]:
+    """The participants and keyword arguments that build a team of ``cls`` from
+    ``config`` (a [`TeamConfig`][] of its ``component_config_schema``).
+
+    The common fields are passed as they are; each field the schema adds is passed as
+    the keyword of the same name unless it is None (the constructor's default then
+    applies), a nested component built first. The kinds the constructor's annotations
+    name (``participants: Sequence[ChatAgent]``, ``model_client: ChatCompletionClient``)
+    are checked while loading, so a wrong component is a load error at its field.
+    """
+    if not isinstance(config, TeamConfig):
+        raise ContractError(
+            f"{cls.__name__}'s component_config_schema must subclass TeamConfig, not "
+            f"{type(config).__name__}."
+        )
+    hints = _constructor_hints(cls)
+    kinds = _kinds(hints.get("participants")) or (ChatAgent, Team)
+    members = load_fields(config.participants, "participants", kinds)
+    options: dict[str, Any] = {
+        "name": config.name,
+        "description": config.description,
+        "termination_condition": load_termination(config),
+        "max_turns": config.max_turns,
+        "turn_timeout": config.turn_timeout,
+    }
+    for field in type(config).model_fields:
+        if field in TeamConfig.model_fields:
+            continue
+        value = getattr(config, field)
+        if value is None:
+            continue
+        if isinstance(value, ComponentModel):
+            value = load_field(value, field, _kinds(hints.get(field)) or object)
+        options[field] = value
+    return members, options
+
+
+def _constructor_hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls.__init__)  # type: ignore[misc]
+    except Exception:  # an annotation that does not resolve: no kinds to check
+        return {}
+
+
+def _kinds(hint: Any) -> tuple[type, ...]:
+    """The classes an annotation names, through unions and sequences (None left out)."""
+    if hint is None or hint is type(None):
+        return ()
+    if isinstance(hint, type) and typing.get_origin(hint) is None:
+        return (hint,)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType) or (
+        isinstance(origin, type) and issubclass(origin, Sequence)
+    ):
+        found: list[type] = []
+        for arg in typing.get_args(hint):
+            found.extend(kind for kind in _kinds(arg) if kind not in found)
+        return tuple(found)
+    return ()
 
 
 def load_members(

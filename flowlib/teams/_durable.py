@@ -22,10 +22,10 @@ from ..checkpoint import (
     StepKind,
     diff_state,
 )
-from ..checkpoint._patch import Patch
+from ..checkpoint.internal import Patch
 from ..errors import CheckpointConflictError, CheckpointError
 from ..graph import GraphExecutor, Node
-from ..graph._executor import RunOutcome
+from ..graph.internal import RunOutcome
 from ._run import Run
 
 __all__ = ["Checkpointer", "Durability", "StoredRun"]
@@ -137,6 +137,7 @@ class Checkpointer:
         self._unsnapped.add(name)
         if self._counts_turn[node]:
             self._stored.turns += 1
+        self._run.recorded(name)
         await self._snapshot(node)
         if self._sync:
             await self._write("turn", node=name, status="running")
@@ -159,12 +160,22 @@ class Checkpointer:
                 await self._snapshot(node)
         status: RunStatus = "stopped" if outcome == "interrupted" else outcome
         run = self._run
-        run.requests = []
+        run.stopping(outcome in ("interrupted", "failed"))
         if outcome == "stopped":
             request = run.waiting_for(self._executor.thread, self._names, self._max_turns)
             if request is not None:
                 run.requests.append(request)
         await self._write("stop", stop_reason=reason, status=status)
+
+    async def waiting(self, request_id: str, by: str) -> None:
+        """Participant ``by`` asks a person inside its turn: record the request as
+        pending in a ``wait`` checkpoint (the run's state at the last consistent point,
+        with the turn to run again), whatever the durability, so another process can
+        answer it by id if this one dies while it waits."""
+        thread = self._executor.thread
+        question = thread[-1].to_text() if len(thread) else ""
+        if self._run.asking(request_id, by, question) is not None:
+            await self._write("wait", node=by, status="running")
 
     async def _write(
         self,
@@ -208,7 +219,7 @@ class Checkpointer:
             node=node,
             stop_reason=stop_reason,
             created_at=time.time(),
-            messages=[message.dump() for message in thread[self._stored.saved_upto : upto]],
+            messages=thread.dumps(self._stored.saved_upto, upto),
             message_nodes=[
                 names[origin] if origin >= 0 else None
                 for origin in origins[self._stored.saved_upto : upto]

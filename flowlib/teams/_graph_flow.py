@@ -3,34 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel
-from typing_extensions import Self
+from typing_extensions import Self, Unpack
 
 from ..agents import FunctionAgent, NodeFunction
-from ..base import ChatAgent, Team, TerminationCondition
-from ..checkpoint import CheckpointStore
-from ..component._registry import register_builtin
+from ..base import ChatAgent, Team
 from ..graph import DiGraph
-from ..messages import BaseAgentEvent, BaseChatMessage
 from ._arguments import check_team_arguments
-from ._config import (
-    AUTOGEN_TEAMS,
-    GraphFlowConfig,
-    dump_graph,
-    load_graph,
-    load_members,
-    load_termination,
-    team_fields,
-)
-from ._durable import Durability
-from ._group_chat import BaseGroupChat, reject_runtime
+from ._config import AUTOGEN_TEAMS, TeamConfig, dump_graph, load_graph, team_arguments
+from ._group_chat import BaseGroupChat
+from ._options import TeamOptions
 
-__all__ = ["GraphFlow"]
+__all__ = ["GraphFlow", "GraphFlowConfig"]
 
 
-class GraphFlow(BaseGroupChat):
+class GraphFlowConfig(TeamConfig):
+    """The config of [`GraphFlow`][flowlib.teams.GraphFlow]: the graph as
+    [`DiGraph.dump`][flowlib.graph.DiGraph.dump] writes it."""
+
+    graph: dict[str, Any]
+
+
+class GraphFlow(
+    BaseGroupChat,
+    provider="flowlib.teams.GraphFlow",
+    aliases=(AUTOGEN_TEAMS + "GraphFlow", "GraphFlow"),
+):
     """A team that follows a [`DiGraph`][flowlib.graph.DiGraph]: sequences, fan-out, joins,
     conditional branches and loops with exits.
 
@@ -42,16 +41,8 @@ class GraphFlow(BaseGroupChat):
             (``DiGraphBuilder.get_participants()``). Plain functions are wrapped in
             [`FunctionAgent`][flowlib.agents.FunctionAgent].
         graph: The graph (``DiGraphBuilder.build()``).
-        name: Defaults to ``"GraphFlow"``.
-        description: Defaults to ``"A team of agents"``.
-        termination_condition: Stops the run when it fires.
-        max_turns: At most this many turns per run.
-        runtime: Accepted for AutoGen compatibility; flowlib has no separate runtime, so
-            only ``None`` is allowed.
-        custom_message_types: Extra message classes the participants produce.
-        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
-            the run fails resumably (``run()`` re-runs the turn). A node's own
-            ``timeout`` wins. See docs/graph-semantics.md.
+        **options: The [`TeamOptions`][flowlib.teams.TeamOptions]; ``name`` defaults to
+            ``"GraphFlow"``, ``description`` to ``"A team of agents"``.
 
     Raises:
         ValueError: For duplicate participant names, an invalid graph (e.g. a cycle
@@ -73,72 +64,26 @@ class GraphFlow(BaseGroupChat):
 
     DEFAULT_NAME = "GraphFlow"
     DEFAULT_DESCRIPTION = "A team of agents"
-    component_provider_override = "flowlib.teams.GraphFlow"
-
-    # --- the component protocol (configs in teams/_config.py) ----------------------------
-
-    component_config_schema: ClassVar[type[BaseModel]] = GraphFlowConfig
-
-    def _to_config(self) -> GraphFlowConfig:
-        fields = team_fields(self, self._message_factory.custom_types)
-        return GraphFlowConfig(**fields, graph=dump_graph(self.graph))
-
-    @classmethod
-    def _from_config(cls, config: GraphFlowConfig) -> Self:
-        graph = load_graph(config.graph)
-        return cls(
-            load_members(config),
-            graph,
-            name=config.name,
-            description=config.description,
-            termination_condition=load_termination(config),
-            max_turns=config.max_turns,
-            turn_timeout=config.turn_timeout,
-        )
+    component_config_schema = GraphFlowConfig
 
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team | NodeFunction],
         graph: DiGraph,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        termination_condition: TerminationCondition | None = None,
-        max_turns: int | None = None,
-        runtime: Any = None,
-        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
-        checkpoint_store: CheckpointStore | None = None,
-        durability: Durability = "sync",
-        turn_timeout: float | None = None,
+        **options: Unpack[TeamOptions],
     ) -> None:
-        reject_runtime(runtime)
-        check_team_arguments(
-            "GraphFlow",
-            participants,
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-            functions=True,
-            graph=graph,
-        )
+        check_team_arguments("GraphFlow", participants, functions=True, graph=graph)
         members: list[ChatAgent | Team] = [
             p if isinstance(p, (ChatAgent, Team)) else FunctionAgent(p) for p in participants
         ]
-        super().__init__(
-            name=name or self.DEFAULT_NAME,
-            description=description or self.DEFAULT_DESCRIPTION,
-            participants=members,
-            graph=graph,
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-            custom_message_types=custom_message_types,
-            checkpoint_store=checkpoint_store,
-            durability=durability,
-            turn_timeout=turn_timeout,
-        )
+        super().__init__(members, graph, **options)
 
+    def config_fields(self) -> dict[str, Any]:
+        """The graph, as ``DiGraph.dump`` writes it (callables by name)."""
+        return {"graph": dump_graph(self.graph)}
 
-register_builtin(
-    GraphFlow,
-    "flowlib.teams.GraphFlow",
-    aliases=(AUTOGEN_TEAMS + "GraphFlow", "GraphFlow"),
-)
+    @classmethod
+    def _from_config(cls, config: Any) -> Self:
+        members, options = team_arguments(cls, config)
+        graph = load_graph(options.pop("graph"))
+        return cls(members, graph, **options)

@@ -13,9 +13,13 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+from typing_extensions import Self
+
 from .._telemetry import trace_team_run
-from ..base import CancellationToken, TaskResult, Team, TerminationCondition
-from ..base._task import task_messages
+from ..agents import UserProxyAgent
+from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
+from ..base.internal import task_messages
 from ..checkpoint import (
     CheckpointStore,
     FoldedRun,
@@ -34,19 +38,24 @@ from ..graph import (
     DiGraph,
     ExecutionPlan,
     GraphExecutor,
+    GraphPattern,
+    Router,
     RunTrace,
     graph_description,
     graph_signature,
+    register_pattern,
 )
-from ..graph._shapes import Participant
-from ..graph._validate import check_loop_bounded, validate_graph
+from ..graph.internal import Participant, check_loop_bounded, validate_graph
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
     HandoffMessage,
     MessageFactory,
     TextMessage,
+    UserInputRequestedEvent,
 )
+from ._arguments import check_team_arguments
+from ._config import TeamConfig, register_team, team_arguments, team_fields
 from ._durable import Checkpointer, Durability
 from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
@@ -72,32 +81,48 @@ def reject_runtime(runtime: object) -> None:
 
 
 class BaseGroupChat(Team, ABC):
-    """Base class of flowlib's teams: participants, a graph, and the shared executor.
+    """Base class of every team, flowlib's and yours: participants, a graph, and the
+    shared executor.
+
+    A team of your own subclasses it, says how its participants become a graph
+    ([`build_graph`][flowlib.teams.BaseGroupChat.build_graph]) and, if it routes tasks or
+    explains stops its own way, passes a [`TeamPolicy`][flowlib.teams.TeamPolicy]. Running,
+    streaming, checkpoints, state, configs and drawing come from here. Class keywords:
+    ``pattern=`` a [`GraphPattern`][flowlib.graph.GraphPattern] (registered; written into
+    the team's graph, read by the validator and the drawing) and ``provider=`` (with
+    ``aliases=``) registers the class for ``load_component``. See docs/extending.md.
 
     Args:
-        name: The team's name.
-        description: What the team does.
         participants: The agents and nested teams, one per graph node.
-        graph: The compiled graph; its nodes must be exactly the participants.
+        graph: The compiled graph (its nodes must be exactly the participants and
+            ``routers``); None: [`build_graph`][flowlib.teams.BaseGroupChat.build_graph]
+            builds it from the checked participants.
+        policy: How the team checks and routes a task and explains a dead end (see
+            [`TeamPolicy`][flowlib.teams.TeamPolicy]); None: the default policy.
+        routers: Router nodes the team adds to its participants (a selector, an
+            orchestrator); they are built by the team, so its config leaves them out.
+        allow_unconditional_cycles: Accept loops with no conditional edge; None: as the
+            graph's pattern says.
+        allow_unreachable: Accept nodes no edge leads to from the entry; None: as the
+            graph's pattern says.
+        name: The team's name; None: the class's ``DEFAULT_NAME``, else its name.
+        description: What the team does; None: the class's ``DEFAULT_DESCRIPTION``.
         termination_condition: Checked after every turn; stops the run when it fires.
-        max_turns: At most this many turns per run.
+        max_turns: At most this many turns per run (router turns do not count).
+        runtime: Only None (AutoGen compatibility).
         custom_message_types: Message classes (beyond the built-ins) the participants
             produce, so saved states can be loaded back.
-        allow_unconditional_cycles: Accept loops with no conditional edge (teams bounded
-            by their termination condition, such as round-robin).
         emit_team_events: Stream a ``SelectSpeakerEvent`` before each speaker's turn.
-        allow_unreachable: Accept nodes no edge leads to from the entry (teams whose new
-            tasks can start at any node, such as Swarm).
         checkpoint_store: Where runs are checkpointed (see docs/state.md); None: in
             memory only.
         durability: ``"sync"``: a checkpoint after every recorded turn, written before the
             turn's messages reach the consumer; ``"exit"``: only at the run's stops.
-
-        policy: How the team checks and routes a task and explains a dead end (see
-            [`TeamPolicy`][flowlib.teams.TeamPolicy]); None: the default policy.
         turn_timeout: Seconds each turn may take (the default of every node's
             ``timeout``): past it the turn is cancelled, counts as a failed attempt and,
             with no retry left, fails the run resumably.
+
+    These options are [`TeamOptions`][flowlib.teams.TeamOptions]: a team of your own takes
+    them as ``**options: Unpack[TeamOptions]`` and passes them on.
 
     Raises:
         ValueError: If there are no participants or ``max_turns`` is below 1.
@@ -105,25 +130,58 @@ class BaseGroupChat(Team, ABC):
     """
 
     component_type: ClassVar[str] = "team"
+    component_config_schema: ClassVar[type[BaseModel]] = TeamConfig
+    DEFAULT_NAME: ClassVar[str | None] = None
+    """The ``name`` when none is given; None: the class's name."""
+    DEFAULT_DESCRIPTION: ClassVar[str] = "A team of agents."
+    """The ``description`` when none is given."""
+    pattern: ClassVar[GraphPattern | None] = None
+    component_provider_override: ClassVar[str | None] = None
+    """The class's pattern (class keyword ``pattern=``), written into its graph."""
+
+    def __init_subclass__(
+        cls,
+        *,
+        pattern: GraphPattern | None = None,
+        provider: str | None = None,
+        aliases: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if pattern is not None:
+            cls.pattern = register_pattern(pattern)
+        if provider is not None:
+            cls.component_provider_override = provider
+            register_team(cls, provider, tuple(aliases))
 
     def __init__(
         self,
+        participants: Sequence[ChatAgent | Team],
+        graph: DiGraph | None = None,
         *,
-        name: str,
-        description: str,
-        participants: Sequence[Participant],
-        graph: DiGraph,
+        policy: TeamPolicy | None = None,
+        routers: Sequence[Router] = (),
+        allow_unconditional_cycles: bool | None = None,
+        allow_unreachable: bool | None = None,
+        name: str | None = None,
+        description: str | None = None,
         termination_condition: TerminationCondition | None = None,
         max_turns: int | None = None,
+        runtime: Any = None,
         custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
-        allow_unconditional_cycles: bool = False,
         emit_team_events: bool = False,
-        allow_unreachable: bool = False,
         checkpoint_store: CheckpointStore | None = None,
         durability: Durability = "sync",
-        policy: TeamPolicy | None = None,
         turn_timeout: float | None = None,
     ) -> None:
+        cls = type(self)
+        reject_runtime(runtime)
+        check_team_arguments(
+            cls.__name__,
+            participants,
+            termination_condition=termination_condition,
+            max_turns=max_turns,
+        )
         if policy is not None and not isinstance(policy, TeamPolicy):
             raise ArgumentTypeError(
                 f"policy must be a TeamPolicy, not {type(policy).__name__}.", argument="policy"
@@ -139,18 +197,11 @@ class BaseGroupChat(Team, ABC):
                 f"durability must be 'sync' or 'exit', not {durability!r}.",
                 argument="durability",
             )
-        if not participants:
-            raise InvalidArgumentError(
-                f"{type(self).__name__} needs at least one participant; pass a list of agents.",
-                argument="participants",
-            )
-        if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-            raise InvalidArgumentError(
-                f"max_turns must be a positive integer or None, not {max_turns!r}.",
-                argument="max_turns",
-            )
+        name = name or cls.DEFAULT_NAME or cls.__name__
+        description = description or cls.DEFAULT_DESCRIPTION
+        members: list[Participant] = [*routers, *participants]
         by_name: dict[str, Participant] = {}
-        for participant in participants:
+        for participant in members:
             if participant.name in by_name:
                 raise DuplicateNodeError(
                     f"Two participants are named `{participant.name}`; participant names must "
@@ -158,6 +209,14 @@ class BaseGroupChat(Team, ABC):
                     nodes=[participant.name],
                 )
             by_name[participant.name] = participant
+        if graph is None:
+            graph = self.build_graph(list(participants))
+            if not isinstance(graph, DiGraph):
+                raise ContractError(
+                    f"{cls.__name__}.build_graph() returned {type(graph).__name__}, not a DiGraph."
+                )
+        if cls.pattern is not None and graph.pattern is None:
+            graph = graph.model_copy(update={"pattern": cls.pattern.name})
         analysis = validate_graph(
             graph,
             allow_unconditional_cycles=allow_unconditional_cycles,
@@ -244,6 +303,50 @@ class BaseGroupChat(Team, ABC):
             require_stopped=self._require_stopped,
             save=self.save_state,
         )
+
+    def build_graph(self, participants: Sequence[ChatAgent | Team]) -> DiGraph:
+        """The graph ``participants`` compile to, when the constructor got no ``graph``.
+
+        Override it in a team of your own (the participants are checked: a list of
+        agents and teams with unique names). It runs inside ``BaseGroupChat.__init__``,
+        so set what it reads before calling ``super().__init__``. The graph's ``pattern``
+        is set from the class's ``pattern=`` keyword when the graph names none.
+
+        Raises:
+            ContractError: The class neither passes a ``graph`` nor overrides this.
+        """
+        raise ContractError(
+            f"{type(self).__name__} passed no `graph` to BaseGroupChat.__init__ and does not "
+            "override build_graph(participants); do one of the two."
+        )
+
+    # --- the component protocol (configs: teams/_config.py) ------------------------------
+
+    def config_fields(self) -> dict[str, Any]:
+        """The values of the fields the class's config adds to
+        [`TeamConfig`][flowlib.teams.TeamConfig] (its ``component_config_schema``).
+
+        The default dump writes the team's common fields (name, description,
+        participants, termination condition, max_turns, turn_timeout, and
+        emit_team_events when the schema has it) and these; loading passes each of them
+        back to the constructor as the keyword of the same name (a nested component,
+        dumped here with ``dump_field``, is built again first; None leaves the
+        constructor's default). Override it when your config has fields of its own.
+        """
+        return {}
+
+    def _to_config(self) -> BaseModel:
+        schema = type(self).component_config_schema
+        fields = team_fields(self, self._message_factory.custom_types)
+        if "emit_team_events" in schema.model_fields:
+            fields["emit_team_events"] = self._emit_team_events
+        fields.update(self.config_fields())
+        return schema(**fields)
+
+    @classmethod
+    def _from_config(cls, config: BaseModel) -> Self:
+        members, options = team_arguments(cls, config)
+        return cls(members, **options)
 
     @property
     def policy(self) -> TeamPolicy:
@@ -553,7 +656,7 @@ class BaseGroupChat(Team, ABC):
                 argument="reply",
             )
         return await self._result(
-            "continue",
+            "answer",
             None,
             _stored_id(run_id, self._checkpoint_store, "answer"),
             None,
@@ -679,6 +782,7 @@ class BaseGroupChat(Team, ABC):
                     owner = await held.enter_async_context(
                         lifecycle.lease(stored_runs.store, run_id)
                     )
+                    await held.enter_async_context(stored_runs.unstarted(run_id))
                     prepared = await stored_runs.prepare(mode, run_id, messages, fork)
                     if prepared.result is not None:
                         yield prepared.result
@@ -687,7 +791,11 @@ class BaseGroupChat(Team, ABC):
                     assert checkpointer is not None
                     checkpointer.lease_owner = owner
                     if answer is not None:  # refused here, before anything runs
-                        messages = [self._reply(self._run.take_answer(answer[0]), answer[1])]
+                        request = self._run.take_answer(answer[0])
+                        if request.kind == "input":  # for the turn that asks it again
+                            self._run.give(request, answer[1])
+                        else:
+                            messages = [self._reply(request, answer[1])]
                 policy = self._policy
                 policy.check_task(
                     messages,
@@ -701,6 +809,8 @@ class BaseGroupChat(Team, ABC):
                     policy.start_task(messages)
                 self._run.begin()
                 self._checkpointer = checkpointer
+                participants = {node.name for node in self._executor.nodes}
+                held.enter_context(UserProxyAgent.given_answers(self._run.given))
                 # Closed at once when the caller stops reading, so the team is free again.
                 async with aclosing(
                     trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
@@ -715,6 +825,12 @@ class BaseGroupChat(Team, ABC):
                     )
                 ) as stream:
                     async for item in stream:
+                        if (
+                            checkpointer is not None
+                            and isinstance(item, UserInputRequestedEvent)
+                            and item.source in participants
+                        ):  # recorded as a pending request before anyone sees it
+                            await checkpointer.waiting(item.request_id, item.source)
                         try:
                             yield item
                         except GeneratorExit:

@@ -3,30 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
-from pydantic import BaseModel
-from typing_extensions import Self
+from typing_extensions import Unpack
 
-from ..base import ChatAgent, Team, TerminationCondition
-from ..checkpoint import CheckpointStore
-from ..component._registry import register_builtin
-from ..graph._shapes import ring_graph
-from ..messages import BaseAgentEvent, BaseChatMessage
-from ._arguments import check_team_arguments
-from ._config import (
-    AUTOGEN_TEAMS,
-    GroupChatConfig,
-    group_chat_config,
-    group_chat_from_config,
-)
-from ._durable import Durability
-from ._group_chat import BaseGroupChat, reject_runtime
+from ..base import ChatAgent, Team
+from ..graph import DiGraph, GraphPattern
+from ..graph.internal import ring_graph
+from ._config import AUTOGEN_TEAMS, GroupChatConfig
+from ._group_chat import BaseGroupChat
+from ._options import TeamOptions
 
 __all__ = ["RoundRobinGroupChat"]
 
 
-class RoundRobinGroupChat(BaseGroupChat):
+ROUND_ROBIN = GraphPattern(
+    "round_robin",
+    title="round-robin ring",
+    note="(a loop without a conditional edge: allowed, the bound ends it)",
+    loops_without_exit=True,
+)
+"""The round-robin pattern: a ring whose loop the team's bound ends."""
+
+
+class RoundRobinGroupChat(
+    BaseGroupChat,
+    pattern=ROUND_ROBIN,
+    provider="flowlib.teams.RoundRobinGroupChat",
+    aliases=(AUTOGEN_TEAMS + "RoundRobinGroupChat", "RoundRobinGroupChat"),
+):
     """A team whose participants take turns in list order, each seeing every message.
 
     It compiles to a ring ``p0 -> p1 -> ... -> p0`` (a self-loop for one participant):
@@ -37,16 +41,8 @@ class RoundRobinGroupChat(BaseGroupChat):
 
     Args:
         participants: Agents or nested teams, in speaking order.
-        name: Defaults to ``"RoundRobinGroupChat"``.
-        description: Defaults to ``"A team of agents."``.
-        termination_condition: Stops the run when it fires.
-        max_turns: At most this many turns per run.
-        runtime: Only ``None`` (flowlib has no separate runtime).
-        custom_message_types: Extra message classes the participants produce.
-        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
-            the run fails resumably (``run()`` re-runs the turn). A node's own
-            ``timeout`` wins. See docs/graph-semantics.md.
-        emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
+        **options: The [`TeamOptions`][flowlib.teams.TeamOptions]; ``name`` defaults to
+            ``"RoundRobinGroupChat"``, ``description`` to ``"A team of agents."``.
 
     Raises:
         ValueError: No participants or duplicate names.
@@ -63,61 +59,13 @@ class RoundRobinGroupChat(BaseGroupChat):
     """
 
     DEFAULT_NAME = "RoundRobinGroupChat"
-    DEFAULT_DESCRIPTION = "A team of agents."
-    component_provider_override = "flowlib.teams.RoundRobinGroupChat"
-
-    # --- the component protocol (configs in teams/_config.py) ----------------------------
-
-    component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
-
-    def _to_config(self) -> GroupChatConfig:
-        custom = self._message_factory.custom_types
-        return group_chat_config(self, custom, self._emit_team_events)
-
-    @classmethod
-    def _from_config(cls, config: GroupChatConfig) -> Self:
-        return group_chat_from_config(cls, config, (ChatAgent, Team))
+    component_config_schema = GroupChatConfig
 
     def __init__(
-        self,
-        participants: Sequence[ChatAgent | Team],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        termination_condition: TerminationCondition | None = None,
-        max_turns: int | None = None,
-        runtime: Any = None,
-        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
-        emit_team_events: bool = False,
-        checkpoint_store: CheckpointStore | None = None,
-        durability: Durability = "sync",
-        turn_timeout: float | None = None,
+        self, participants: Sequence[ChatAgent | Team], **options: Unpack[TeamOptions]
     ) -> None:
-        reject_runtime(runtime)
-        check_team_arguments(
-            "RoundRobinGroupChat",
-            participants,
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-        )
-        super().__init__(
-            name=name or self.DEFAULT_NAME,
-            description=description or self.DEFAULT_DESCRIPTION,
-            participants=participants,
-            graph=ring_graph(participants),
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-            custom_message_types=custom_message_types,
-            allow_unconditional_cycles=True,
-            emit_team_events=emit_team_events,
-            checkpoint_store=checkpoint_store,
-            durability=durability,
-            turn_timeout=turn_timeout,
-        )
+        super().__init__(participants, **options)
 
-
-register_builtin(
-    RoundRobinGroupChat,
-    "flowlib.teams.RoundRobinGroupChat",
-    aliases=(AUTOGEN_TEAMS + "RoundRobinGroupChat", "RoundRobinGroupChat"),
-)
+    def build_graph(self, participants: Sequence[ChatAgent | Team]) -> DiGraph:
+        """The ring ``p0 -> p1 -> ... -> p0``."""
+        return ring_graph(participants)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..base import TerminationCondition, saves_state
 from ..errors import HumanRequestError, RequestAlreadyAnsweredError, StateError
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode, GraphExecutor
-from ..graph._executor import Budget
+from ..graph.internal import Budget
 from ..messages import BaseChatMessage, HandoffMessage
 
 __all__ = [
@@ -51,6 +51,7 @@ TRANSITIONS: tuple[tuple[RunPhase, RunPhase, str], ...] = (
     ("running", "interrupted", "cancelled / process died"),
     ("running", "failed", "a node raised"),
     ("interrupted", "running", "resume_run (same budget)"),
+    ("interrupted", "running", "answer(request_id, reply): asked inside a turn"),
     ("failed", "running", "resume_run (retries the turn)"),
     ("waiting", "running", "answer(request_id, reply)"),
     ("stopped", "running", "continue_run(task) (new budget)"),
@@ -94,8 +95,9 @@ class HumanRequest(BaseModel):
         request_id: Names the request; the answer must give it.
         asked: Who is asked (a handoff target such as ``"user"``, or a participant).
         by: The participant that asked.
-        kind: ``handoff`` (the answer goes back to ``by`` as a ``HandoffMessage``) or
-            ``reply`` (a ``TextMessage`` from ``asked``).
+        kind: ``handoff`` (the answer goes back to ``by`` as a ``HandoffMessage``),
+            ``reply`` (a ``TextMessage`` from ``asked``) or ``input`` (``by``, a
+            ``UserProxyAgent``, asked inside its turn: the answer is that turn's input).
         question: What was asked (the asking message's text).
         created_at: Unix time the run stopped to wait.
     """
@@ -103,7 +105,7 @@ class HumanRequest(BaseModel):
     request_id: str
     asked: str
     by: str | None = None
-    kind: Literal["handoff", "reply"] = "reply"
+    kind: Literal["handoff", "reply", "input"] = "reply"
     question: str = ""
     created_at: float
 
@@ -124,6 +126,9 @@ class RunState(BaseModel):
             replays the chat messages from there).
         requests: Pending human requests.
         answered: Ids of requests already answered (a second answer is refused).
+        given: Answers to ``input`` requests whose turn has not been recorded yet, by
+            request id: the turn's re-run takes its answer from here.
+        given_by: The participant each ``given`` answer is for.
     """
 
     version: int = RUN_STATE_VERSION
@@ -135,6 +140,8 @@ class RunState(BaseModel):
     thread_from: int = Field(default=0, ge=0)
     requests: list[HumanRequest] = Field(default_factory=list)
     answered: list[str] = Field(default_factory=list)
+    given: dict[str, str] = Field(default_factory=dict)
+    given_by: dict[str, str] = Field(default_factory=dict)
 
 
 class Run:
@@ -164,6 +171,8 @@ class Run:
         self.thread_from = 0
         self.requests: list[HumanRequest] = []
         self.answered: list[str] = []
+        self.given: dict[str, str] = {}
+        self.given_by: dict[str, str] = {}
 
     @property
     def budget(self) -> Budget:
@@ -223,6 +232,44 @@ class Run:
             request_id=request_id,
         )
 
+    def asking(self, request_id: str, by: str, question: str) -> HumanRequest | None:
+        """Participant ``by`` asks a person inside its turn (a ``UserProxyAgent``): the
+        new pending request, or None when the request was answered already (its answer is
+        given to the turn) or is pending already (a re-run asking again)."""
+        if request_id in self.given or any(r.request_id == request_id for r in self.requests):
+            return None
+        request = HumanRequest(
+            request_id=request_id,
+            asked=by,
+            by=by,
+            kind="input",
+            question=question,
+            created_at=time.time(),
+        )
+        self.requests.append(request)
+        return request
+
+    def give(self, request: HumanRequest, reply: str) -> None:
+        """Keep the answer to an ``input`` request for the turn that asks it."""
+        self.given[request.request_id] = reply
+        self.given_by[request.request_id] = request.by or request.asked
+
+    def recorded(self, name: str) -> None:
+        """A turn of participant ``name`` was recorded: its questions were answered."""
+        self.requests = [r for r in self.requests if r.kind != "input" or r.by != name]
+        for request_id in [i for i, by in self.given_by.items() if by == name]:
+            del self.given[request_id]
+            del self.given_by[request_id]
+
+    def stopping(self, open_: bool) -> None:
+        """The run stops: an open run keeps the questions asked inside its turns (they
+        are asked again, with the same ids, when it resumes); others drop them."""
+        if not open_:
+            self.requests = []
+            self.given, self.given_by = {}, {}
+        else:
+            self.requests = [r for r in self.requests if r.kind == "input"]
+
     def begin(self) -> None:
         """A ``run()`` call starts: a run that is not open starts a new budget here."""
         if not self._executor.budget().open:
@@ -245,6 +292,8 @@ class Run:
             thread_from=self.thread_from,
             requests=list(self.requests),
             answered=list(self.answered),
+            given=dict(self.given),
+            given_by=dict(self.given_by),
         ).model_dump(mode="json")
 
     async def restore(
@@ -289,3 +338,5 @@ class Run:
         self.thread_from = state.thread_from
         self.requests = list(state.requests)
         self.answered = list(state.answered)
+        self.given = dict(state.given)
+        self.given_by = dict(state.given_by)

@@ -15,14 +15,13 @@ import logging
 import re
 import string
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
-from typing_extensions import Self
+from typing_extensions import Unpack
 
-from ..base import CancellationToken, ChatAgent, Team, TerminationCondition
+from ..base import CancellationToken, ChatAgent, Team
 from ..checkpoint import (
-    CheckpointStore,
     Journal,
     StateChange,
     appended,
@@ -31,16 +30,14 @@ from ..checkpoint import (
     patch_of,
     state_change,
 )
-from ..component import dump_field, load_field, skip_field
-from ..component._registry import register_builtin
+from ..component import ComponentModel, dump_field, skip_field
 from ..errors import (
     ContractError,
-    InvalidArgumentError,
     InvalidValueError,
     StateError,
 )
-from ..graph import Router, Routing
-from ..graph._shapes import hub_graph
+from ..graph import GraphPattern, Router, Routing
+from ..graph.internal import hub_graph
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -59,15 +56,9 @@ from ..models import (
     UserMessage,
 )
 from ._arguments import check_team_arguments
-from ._config import (
-    AUTOGEN_TEAMS,
-    SelectorGroupChatConfig,
-    load_members,
-    load_termination,
-    team_fields,
-)
-from ._durable import Durability
-from ._group_chat import BaseGroupChat, reject_runtime
+from ._config import AUTOGEN_TEAMS, GroupChatConfig
+from ._group_chat import BaseGroupChat
+from ._options import TeamOptions
 from ._policy import TeamPolicy
 from ._setup import check_router_name
 
@@ -76,6 +67,7 @@ __all__ = [
     "CandidateFunc",
     "SelectorFunc",
     "SelectorGroupChat",
+    "SelectorGroupChatConfig",
     "SelectorRouter",
 ]
 
@@ -540,6 +532,22 @@ class SelectorRouter(Router):
         self._unfinished = set(loaded.unfinished)
 
 
+class SelectorGroupChatConfig(GroupChatConfig):
+    """The config of [`SelectorGroupChat`][flowlib.teams.SelectorGroupChat]; the prompt's
+    default is the team's."""
+
+    model_client: ComponentModel
+    selector_prompt: str | None = None
+    allow_repeated_speaker: bool = False
+    max_selector_attempts: int = 3
+    model_client_streaming: bool = False
+    model_context: ComponentModel | None = None
+
+
+SELECTOR = GraphPattern("selector", title="selector hub", note="the router picks each next speaker")
+"""The selector pattern: a router hub that picks each next speaker."""
+
+
 class SelectorPolicy(TeamPolicy):
     """SelectorGroupChat's policy: a new task is always answered by a fresh selection."""
 
@@ -551,7 +559,12 @@ class SelectorPolicy(TeamPolicy):
         return [self._router]
 
 
-class SelectorGroupChat(BaseGroupChat):
+class SelectorGroupChat(
+    BaseGroupChat,
+    pattern=SELECTOR,
+    provider="flowlib.teams.SelectorGroupChat",
+    aliases=(AUTOGEN_TEAMS + "SelectorGroupChat", "SelectorGroupChat"),
+):
     """A team where a model (or your function) picks the next speaker after each message.
 
     It compiles to a hub graph: the selector router ``"<team name>_selector"`` is the
@@ -580,21 +593,17 @@ class SelectorGroupChat(BaseGroupChat):
     Args:
         participants: At least two agents or nested teams, with unique names.
         model_client: The selector model (it can be smaller than the agents' models).
-        name: Defaults to ``"SelectorGroupChat"``.
-        description: Defaults to ``"A team of agents."``.
-        termination_condition: Stops the run when it fires.
-        max_turns: At most this many participant turns per run.
-        runtime: Only ``None`` (flowlib has no separate runtime).
         selector_prompt: The prompt template (see ``DEFAULT_SELECTOR_PROMPT``).
         allow_repeated_speaker: Whether the previous speaker may be selected again.
         max_selector_attempts: Model attempts before the fallback.
         selector_func: Chooses the next speaker, or returns None to ask the model.
         candidate_func: Chooses whom the model may select; empty or None is an error.
-        custom_message_types: Extra message classes the participants produce.
-        emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
         model_client_streaming: Stream the selector model's tokens as chunk events.
         model_context: The context the selector's history is read from; it can be
             preloaded and is cleared by ``reset()``.
+        **options: The [`TeamOptions`][flowlib.teams.TeamOptions] (``max_turns`` counts
+            participant turns only); ``name`` defaults to ``"SelectorGroupChat"``,
+            ``description`` to ``"A team of agents."``.
 
     Raises:
         ValueError: Fewer than two participants, duplicate names, a participant named
@@ -616,103 +625,26 @@ class SelectorGroupChat(BaseGroupChat):
     """
 
     DEFAULT_NAME = "SelectorGroupChat"
-    DEFAULT_DESCRIPTION = "A team of agents."
-    component_provider_override = "flowlib.teams.SelectorGroupChat"
-
-    # --- the component protocol (configs in teams/_config.py) ----------------------------
-
-    component_config_schema: ClassVar[type[BaseModel]] = SelectorGroupChatConfig
-
-    def _to_config(self) -> SelectorGroupChatConfig:
-        router = self._router
-        for field_name, value in (
-            ("selector_func", router.selector_func),
-            ("candidate_func", router.candidate_func),
-        ):
-            if value is not None:
-                skip_field(
-                    field_name,
-                    "it is a Python callable (documented as ignored by configs); the loaded "
-                    "team selects speakers with its model.",
-                )
-        fields = team_fields(self, self._message_factory.custom_types)
-        return SelectorGroupChatConfig(
-            **fields,
-            emit_team_events=self._emit_team_events,
-            model_client=dump_field(router.model_client, "model_client"),
-            selector_prompt=router.selector_prompt,
-            allow_repeated_speaker=router.allow_repeated_speaker,
-            max_selector_attempts=router.max_selector_attempts,
-            model_client_streaming=router.model_client_streaming,
-            model_context=dump_field(router.model_context, "model_context"),
-        )
-
-    @classmethod
-    def _from_config(cls, config: SelectorGroupChatConfig) -> Self:
-        members = load_members(config)
-        client = load_field(config.model_client, "model_client", ChatCompletionClient)
-        termination = load_termination(config)
-        context = load_field(config.model_context, "model_context", ChatCompletionContext)
-        return cls(
-            members,
-            client,
-            name=config.name,
-            description=config.description,
-            termination_condition=termination,
-            max_turns=config.max_turns,
-            turn_timeout=config.turn_timeout,
-            selector_prompt=(
-                DEFAULT_SELECTOR_PROMPT
-                if config.selector_prompt is None
-                else config.selector_prompt
-            ),
-            allow_repeated_speaker=config.allow_repeated_speaker,
-            max_selector_attempts=config.max_selector_attempts,
-            emit_team_events=config.emit_team_events,
-            model_client_streaming=config.model_client_streaming,
-            model_context=context,
-        )
+    component_config_schema = SelectorGroupChatConfig
 
     def __init__(
         self,
         participants: Sequence[ChatAgent | Team],
         model_client: ChatCompletionClient,
         *,
-        name: str | None = None,
-        description: str | None = None,
-        termination_condition: TerminationCondition | None = None,
-        max_turns: int | None = None,
-        runtime: Any = None,
         selector_prompt: str = DEFAULT_SELECTOR_PROMPT,
         allow_repeated_speaker: bool = False,
         max_selector_attempts: int = 3,
         selector_func: SelectorFunc | None = None,
         candidate_func: CandidateFunc | None = None,
-        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
-        emit_team_events: bool = False,
         model_client_streaming: bool = False,
         model_context: ChatCompletionContext | None = None,
-        checkpoint_store: CheckpointStore | None = None,
-        durability: Durability = "sync",
-        turn_timeout: float | None = None,
+        **options: Unpack[TeamOptions],
     ) -> None:
-        reject_runtime(runtime)
         check_team_arguments(
-            "SelectorGroupChat",
-            participants,
-            minimum=2,
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-            model_client=model_client,
+            "SelectorGroupChat", participants, minimum=2, model_client=model_client
         )
-        team_name = name or self.DEFAULT_NAME
-        if len(participants) < 2:
-            raise InvalidArgumentError(
-                f"SelectorGroupChat needs at least two participants, got {len(participants)}; "
-                "for a single agent use RoundRobinGroupChat.",
-                argument="participants",
-            )
-        router_name = f"{team_name}_selector"
+        router_name = f"{options.get('name') or self.DEFAULT_NAME}_selector"
         check_router_name(
             participants,
             router_name,
@@ -730,31 +662,39 @@ class SelectorGroupChat(BaseGroupChat):
             candidate_func=candidate_func,
             model_client_streaming=model_client_streaming,
             model_context=model_context,
-            custom_message_types=custom_message_types,
+            custom_message_types=options.get("custom_message_types"),
         )
         super().__init__(
-            name=team_name,
-            description=description or self.DEFAULT_DESCRIPTION,
-            participants=[self._router, *participants],
-            graph=hub_graph(router_name, participants, pattern="selector"),
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-            custom_message_types=custom_message_types,
-            emit_team_events=emit_team_events,
-            checkpoint_store=checkpoint_store,
-            durability=durability,
-            turn_timeout=turn_timeout,
+            participants,
+            hub_graph(router_name, participants, pattern=SELECTOR.name),
+            routers=[self._router],
             policy=SelectorPolicy(router_name),
+            **options,
         )
+
+    def config_fields(self) -> dict[str, Any]:
+        """The selector's model, prompt and options (its functions are code: left out)."""
+        router = self._router
+        for field_name, value in (
+            ("selector_func", router.selector_func),
+            ("candidate_func", router.candidate_func),
+        ):
+            if value is not None:
+                skip_field(
+                    field_name,
+                    "it is a Python callable (documented as ignored by configs); the loaded "
+                    "team selects speakers with its model.",
+                )
+        return {
+            "model_client": dump_field(router.model_client, "model_client"),
+            "selector_prompt": router.selector_prompt,
+            "allow_repeated_speaker": router.allow_repeated_speaker,
+            "max_selector_attempts": router.max_selector_attempts,
+            "model_client_streaming": router.model_client_streaming,
+            "model_context": dump_field(router.model_context, "model_context"),
+        }
 
     @property
     def selector(self) -> SelectorRouter:
         """The selector router (its thread, previous speaker and model context)."""
         return self._router
-
-
-register_builtin(
-    SelectorGroupChat,
-    "flowlib.teams.SelectorGroupChat",
-    aliases=(AUTOGEN_TEAMS + "SelectorGroupChat", "SelectorGroupChat"),
-)

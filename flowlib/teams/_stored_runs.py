@@ -10,15 +10,16 @@ for the execution or, for a finished run, its stored result.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..base import TaskResult
 from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
-from ..checkpoint._fold import base_record
-from ..checkpoint._fork import fork_run
+from ..checkpoint.internal import base_record, fork_run
 from ..errors import (
     InvalidArgumentError,
     RunExistsError,
@@ -27,8 +28,7 @@ from ..errors import (
     StateError,
 )
 from ..graph import GraphExecutor, graph_difference
-from ..graph._executor import Budget
-from ..graph._state import GRAPH_STATE_VERSION
+from ..graph.internal import GRAPH_STATE_VERSION, Budget
 from ..messages import BaseChatMessage
 from ._durable import Checkpointer, Durability, StoredRun
 from ._lifecycle import new_owner
@@ -43,7 +43,7 @@ __all__ = [
     "stored_phase",
 ]
 
-EntryMode = Literal["auto", "start", "resume", "continue", "fork"]
+EntryMode = Literal["auto", "start", "resume", "continue", "fork", "answer"]
 
 
 def stored_phase(run: RunRecord, state: RunState | None, *, now: float | None = None) -> RunPhase:
@@ -128,6 +128,7 @@ class StoredRuns:
         self._install_state = install
         self._durability = durability
         self.current: StoredRun | None = None  # the stored run the team's state is at
+        self._created: str | None = None  # a run this call is creating (see unstarted)
 
     # --- checks ---------------------------------------------------------------------
 
@@ -174,7 +175,7 @@ class StoredRuns:
             return
         run = await self.store.get_run(run_id)
         if run is None:
-            if mode in ("resume", "continue") or (mode == "auto" and not has_task):
+            if mode in ("resume", "continue", "answer") or (mode == "auto" and not has_task):
                 raise RunNotFoundError(
                     f"This store has no run `{run_id}`; nothing was created. Check the id "
                     "(`flowlib runs list`), or start it with `team.start(task, run_id=...)`.",
@@ -190,6 +191,27 @@ class StoredRuns:
             )
 
     # --- resolution ---------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def unstarted(self, run_id: str) -> AsyncIterator[None]:
+        """Around a run (inside its lease): if it is cancelled (or its stream closed)
+        before its first record, a run record this call created is removed, rather than
+        left ``running`` with nothing to resume from (the run had not started: starting
+        it again is the way on, as before). An error keeps the record, as a killed
+        process does."""
+        self._created = None
+        try:
+            yield
+        except (asyncio.CancelledError, GeneratorExit):
+            if self._created == run_id:
+                # The lease is still held: no other executor can have written meanwhile.
+                with suppress(Exception):
+                    run = await self.store.get_run(run_id)
+                    if run is not None and run.last_checkpoint == 0:
+                        await self.store.delete(run_id)
+            raise
+        finally:
+            self._created = None
 
     async def prepare(
         self,
@@ -230,7 +252,7 @@ class StoredRuns:
         run = await store.get_run(run_id)
         if run is None or run.last_checkpoint == 0:
             await self.check_entry(mode, run_id, bool(task))
-            if run is not None and (mode in ("resume", "continue") or not task):
+            if run is not None and (mode in ("resume", "continue", "answer") or not task):
                 raise RunStatusError(
                     f"Run `{run_id}` has no records (its process died before its first "
                     "checkpoint), so it has no task to resume; start it again with "
@@ -244,6 +266,7 @@ class StoredRuns:
             if run is not None:
                 self.check_graph(run)
             else:
+                self._created = run_id  # set first: the create may be cut mid-write
                 await store.create_run(self.record(run_id, None))
             self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
             self._run.requests = []

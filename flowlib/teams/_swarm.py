@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel
-from typing_extensions import Self
+from typing_extensions import Unpack
 
-from ..base import ChatAgent, Handoff, TerminationCondition
-from ..checkpoint import CheckpointStore
-from ..component._registry import register_builtin
+from ..base import ChatAgent, Handoff, Team
 from ..errors import InvalidArgumentError
 from ..graph import (
     AnyOf,
@@ -18,20 +15,16 @@ from ..graph import (
     DiGraphEdge,
     DiGraphNode,
     EdgeCondition,
+    GraphPattern,
     HandoffTo,
     IsHandoff,
     Not,
 )
-from ..messages import BaseAgentEvent, BaseChatMessage, HandoffMessage
+from ..messages import BaseChatMessage, HandoffMessage
 from ._arguments import check_team_arguments
-from ._config import (
-    AUTOGEN_TEAMS,
-    GroupChatConfig,
-    group_chat_config,
-    group_chat_from_config,
-)
-from ._durable import Durability
-from ._group_chat import BaseGroupChat, reject_runtime
+from ._config import AUTOGEN_TEAMS, GroupChatConfig
+from ._group_chat import BaseGroupChat
+from ._options import TeamOptions
 from ._policy import TaskContext, TeamPolicy
 from ._setup import check_agents_only
 
@@ -130,7 +123,22 @@ class SwarmPolicy(TeamPolicy):
         )
 
 
-class Swarm(BaseGroupChat):
+SWARM = GraphPattern(
+    "swarm",
+    title="swarm handoffs",
+    note="an edge is taken on a HandoffMessage to its target; no handoff keeps the turn",
+    start_anywhere=True,  # a handoff task resumes the run at any participant
+    ends_on_no_match=True,  # a handoff outside the declared ones; the policy says so
+)
+"""The swarm pattern: handoff edges, any participant can take a new task."""
+
+
+class Swarm(
+    BaseGroupChat,
+    pattern=SWARM,
+    provider="flowlib.teams.Swarm",
+    aliases=(AUTOGEN_TEAMS + "Swarm", "Swarm"),
+):
     """A team where the speaker changes only by handoff.
 
     The first participant speaks first. An agent that answers with a ``HandoffMessage``
@@ -152,16 +160,8 @@ class Swarm(BaseGroupChat):
 
     Args:
         participants: Chat agents (not teams), the first one speaks first.
-        name: Defaults to ``"Swarm"``.
-        description: Defaults to ``"A team of agents."``.
-        termination_condition: Stops the run when it fires.
-        max_turns: At most this many turns per run.
-        runtime: Only ``None``.
-        custom_message_types: Extra message classes the participants produce.
-        turn_timeout: Seconds each turn may take; past it the turn is cancelled and
-            the run fails resumably (``run()`` re-runs the turn). A node's own
-            ``timeout`` wins. See docs/graph-semantics.md.
-        emit_team_events: Stream a ``SelectSpeakerEvent`` before each turn.
+        **options: The [`TeamOptions`][flowlib.teams.TeamOptions]; ``name`` defaults to
+            ``"Swarm"``, ``description`` to ``"A team of agents."``.
 
     Raises:
         ValueError: No participants, a nested team, duplicate names, or neither a
@@ -182,47 +182,21 @@ class Swarm(BaseGroupChat):
     """
 
     DEFAULT_NAME = "Swarm"
-    DEFAULT_DESCRIPTION = "A team of agents."
-    component_provider_override = "flowlib.teams.Swarm"
+    component_config_schema = GroupChatConfig
 
-    # --- the component protocol (configs in teams/_config.py) ----------------------------
-
-    component_config_schema: ClassVar[type[BaseModel]] = GroupChatConfig
-
-    def _to_config(self) -> GroupChatConfig:
-        custom = self._message_factory.custom_types
-        return group_chat_config(self, custom, self._emit_team_events)
-
-    @classmethod
-    def _from_config(cls, config: GroupChatConfig) -> Self:
-        return group_chat_from_config(cls, config, ChatAgent)
-
-    def __init__(
-        self,
-        participants: Sequence[ChatAgent],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        termination_condition: TerminationCondition | None = None,
-        max_turns: int | None = None,
-        runtime: Any = None,
-        custom_message_types: Sequence[type[BaseAgentEvent | BaseChatMessage]] | None = None,
-        emit_team_events: bool = False,
-        checkpoint_store: CheckpointStore | None = None,
-        durability: Durability = "sync",
-        turn_timeout: float | None = None,
-    ) -> None:
-        reject_runtime(runtime)
-        check_team_arguments(
-            "Swarm",
-            participants,
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-        )
+    def __init__(self, participants: Sequence[ChatAgent], **options: Unpack[TeamOptions]) -> None:
+        check_team_arguments("Swarm", participants)  # before reading their names
         check_agents_only("Swarm", participants)
+        super().__init__(
+            participants, policy=SwarmPolicy([p.name for p in participants]), **options
+        )
+
+    def build_graph(self, participants: Sequence[ChatAgent | Team]) -> DiGraph:
+        """An edge to each handoff target, and the turn kept when there is no handoff."""
         names = [p.name for p in participants]
         nodes: dict[str, DiGraphNode] = {}
         for agent in participants:
+            assert isinstance(agent, ChatAgent)  # checked by the constructor
             targets = [t for t in _handoff_targets(agent, names) if t in names]
             edges = [
                 DiGraphEdge(target=target, condition=HandoffTo(target=target))
@@ -235,30 +209,4 @@ class Swarm(BaseGroupChat):
                 keep = AnyOf(conditions=[keep, HandoffTo(target=agent.name)])
             edges.append(DiGraphEdge(target=agent.name, condition=keep))
             nodes[agent.name] = DiGraphNode(name=agent.name, edges=edges, activation="any")
-        graph = DiGraph(
-            nodes=nodes,
-            default_start_node=names[0] if names else None,
-            pattern="swarm",
-        )
-        super().__init__(
-            name=name or self.DEFAULT_NAME,
-            description=description or self.DEFAULT_DESCRIPTION,
-            participants=participants,
-            graph=graph,
-            termination_condition=termination_condition,
-            max_turns=max_turns,
-            custom_message_types=custom_message_types,
-            emit_team_events=emit_team_events,
-            allow_unreachable=True,  # any participant can be resumed with a handoff task
-            checkpoint_store=checkpoint_store,
-            durability=durability,
-            turn_timeout=turn_timeout,
-            policy=SwarmPolicy([p.name for p in participants]),
-        )
-
-
-register_builtin(
-    Swarm,
-    "flowlib.teams.Swarm",
-    aliases=(AUTOGEN_TEAMS + "Swarm", "Swarm"),
-)
+        return DiGraph(nodes=nodes, default_start_node=names[0], pattern=SWARM.name)

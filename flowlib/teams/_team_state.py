@@ -4,12 +4,12 @@ and loaded back all or nothing (participants, executor bookkeeping, a stored run
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..base._arguments import check_state_argument, load_atomically
+from ..base.internal import check_state_argument, load_atomically
 from ..checkpoint import (
     FoldedRun,
     Journal,
@@ -21,8 +21,7 @@ from ..checkpoint import (
 )
 from ..errors import StateError
 from ..graph import ExecutionPlan, GraphExecutor, GraphManagerState, Node
-from ..graph._executor import Budget
-from ..graph._shapes import Participant
+from ..graph.internal import Budget, Participant
 from ._durable import Checkpointer
 from ._run import Run
 
@@ -108,7 +107,7 @@ class TeamStateCodec:
         turn's change, not its whole history.
         """
         executor = self._executor
-        lists: list[list[Any]] = [executor.thread, executor.thread_nodes]
+        lists: list[Sequence[Any]] = [executor.thread, executor.thread_nodes]
         journal = self._journal
         idle = not (self._busy() or executor.is_running)
         if not idle or not plain or not journal.fits(base, lists):
@@ -127,7 +126,7 @@ class TeamStateCodec:
         manager_base = base_states[key]
         start = journal.start(0)
         names = self._plan.names
-        added = [dict(message.dump()) for message in executor.thread[start:]]
+        added = executor.thread.dumps(start)
         origins = [names[n] if n >= 0 else None for n in executor.thread_nodes[start:]]
         manager = {
             **GraphManagerState(**executor.bookkeeping()).model_dump(mode="json"),
@@ -197,14 +196,17 @@ class TeamStateCodec:
         self._forget_stored()
 
     async def _load_checked(
-        self, manager: GraphManagerState, participant_states: Mapping[str, Any]
+        self,
+        manager: GraphManagerState,
+        participant_states: Mapping[str, Any],
+        thread: Sequence[Any] | None = None,
     ) -> None:
         """Install ``manager`` and the participants' states, or change nothing.
 
         The executor state is checked first; participants are loaded one by one and, if
         one refuses its state, every participant gets its previous state back.
         """
-        loaded = self._executor.check_state(manager)
+        loaded = self._executor.check_state(manager, thread=thread)
         nodes = self._executor.nodes
         previous = {node.name: await node.save_state() for node in nodes}
         touched: list[Node] = []
@@ -227,18 +229,16 @@ class TeamStateCodec:
 
     async def install(self, folded: FoldedRun) -> None:
         """Load a folded stored run into the team (all checked before anything changes)."""
+        # The thread's messages are checked by class and rebuilt when first read (a long
+        # run's resume must not validate every message it ever published).
         try:
             manager = GraphManagerState.model_validate(
-                {
-                    **folded.bookkeeping,
-                    "message_thread": folded.messages,
-                    "thread_nodes": folded.message_nodes,
-                }
+                {**folded.bookkeeping, "message_thread": [], "thread_nodes": folded.message_nodes}
             )
         except ValidationError as exc:
             raise StateError(
                 f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
             ) from exc
-        await self._load_checked(manager, folded.participants)
+        await self._load_checked(manager, folded.participants, folded.messages)
         self._run.run_id = folded.run_id
         await self._run.restore(folded.bookkeeping.get("run"), self._executor.thread)

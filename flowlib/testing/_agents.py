@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ..agents import BaseChatAgent
 from ..base import CancellationToken, Response
-from ..base._arguments import check_state_argument
+from ..base.internal import check_state_argument
 from ..errors import FlowlibError, InvalidTypeError, InvalidValueError, StateError
 from ..messages import BaseChatMessage, TextMessage
 

@@ -329,7 +329,7 @@ class _Flow:
         return [f"item {index}" for index in range(count)]
 
     def stand_ins(self, draw: Draw[Any], record: Any) -> list[Any]:
-        from ..teams._selector import SelectorRouter
+        from ..teams.internal import SelectorRouter
 
         stand_ins: list[Any] = []
         for name, participant in zip(self.names, self.participants, strict=True):

@@ -750,11 +750,15 @@ async def _pending_requests(stores: _Stores) -> None:
         "question": "Which train?",
         "created_at": 5.0,
     }
+    # Asked inside a turn (a UserProxyAgent): pending while the run is open.
+    in_turn = {**asked, "request_id": "q2", "asked": "Bob", "by": "Bob", "kind": "input"}
     cases: list[tuple[str, Any, bool, list[dict[str, Any]]]] = [
         ("waits", "stopped", False, [asked]),
         ("interrupted", "stopped", True, [asked]),  # open: resumed, not answered
         ("running", "running", False, [asked]),
         ("answered", "stopped", False, []),
+        ("asks", "running", True, [in_turn]),
+        ("asked", "stopped", True, [in_turn]),  # interrupted while asking
     ]
     for index, (run_id, status, open_, requests) in enumerate(cases):
         await store.create_run(_run(run_id, created_at=float(index)))
@@ -762,9 +766,17 @@ async def _pending_requests(stores: _Stores) -> None:
         await store.append(_asking(run_id, open_=open_, requests=requests), status=status)
     listed = await stores.another(store).list_pending()  # another handle (process) reads it
     _same(
-        [(p.run_id, p.request_id, p.asked, p.by, p.kind, p.question, p.created_at) for p in listed],
-        [("waits", "q1", "user", "Alice", "handoff", "Which train?", 5.0)],
-        "list_pending() of a waiting, an interrupted, a running and an answered run",
+        sorted(
+            (p.run_id, p.request_id, p.asked, p.by, p.kind, p.question, p.created_at)
+            for p in listed
+        ),
+        [
+            ("asked", "q2", "Bob", "Bob", "input", "Which train?", 5.0),
+            ("asks", "q2", "Bob", "Bob", "input", "Which train?", 5.0),
+            ("waits", "q1", "user", "Alice", "handoff", "Which train?", 5.0),
+        ],
+        "list_pending() of a waiting, an interrupted, a running and an answered run, and "
+        "of a run asking inside a turn (running, and interrupted)",
     )
     await store.create_run(_run("bad", created_at=9.0))
     await _write(store, "bad", 1)

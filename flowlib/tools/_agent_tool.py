@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from .._cancellation import CancellationToken
 from .._english import a
 from ..component import ComponentModel, dump_component, load_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import FlowlibError
 from ._base import BaseTool
 

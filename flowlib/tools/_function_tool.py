@@ -26,7 +26,7 @@ from typing_extensions import Self
 
 from .._cancellation import CancellationToken
 from ..component import load_error, refuse_field
-from ..component._registry import register_builtin
+from ..component.internal import register_builtin
 from ..errors import InvalidTypeError, InvalidValueError
 from ._base import BaseTool
 from ._schema import Tool
@@ -143,7 +143,7 @@ class FunctionTool(BaseTool[BaseModel, Any]):
                 "`FunctionTool(func, description=..., name='my_tool')`."
             )
         self._func = func
-        self._is_async = _is_async_callable(func)
+        self._is_async = is_async_callable(func)
         args_model, arguments, return_type = _describe(func, tool_name)
         self._arguments = arguments
         super().__init__(args_model, return_type, tool_name, description, strict=strict)
@@ -313,7 +313,7 @@ def _doc(func: Callable[..., Any]) -> str | None:
     return inspect.getdoc(target)
 
 
-def _is_async_callable(func: Callable[..., Any]) -> bool:
+def is_async_callable(func: Callable[..., Any]) -> bool:
     target: Any = func
     while isinstance(target, functools.partial):
         target = target.func

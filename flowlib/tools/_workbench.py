@@ -28,7 +28,7 @@ from ..errors import (
     InvalidTypeError,
     InvalidValueError,
 )
-from ..models._image import Image
+from ..models.image import Image
 from ._schema import Tool, ToolSchema
 
 __all__ = [

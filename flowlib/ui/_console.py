@@ -17,12 +17,12 @@ from collections.abc import AsyncIterable
 from typing import Any, TextIO, TypeVar, cast
 
 from ..agents import UserProxyAgent
-from ..agents._user_proxy_agent import (
+from ..agents.internal import (
     AsyncInputFunc,
     InputFuncType,
     SyncInputFunc,
-    _is_async_callable,
-    _run_in_thread,
+    is_async_callable,
+    run_in_thread,
 )
 from ..base import CancellationToken, Response, TaskResult
 from ..errors import InvalidValueError
@@ -69,7 +69,7 @@ class UserInputManager:
 
     def __init__(self, callback: InputFuncType) -> None:
         self._callback = callback
-        self._is_async = _is_async_callable(callback)
+        self._is_async = is_async_callable(callback)
         self._seen: dict[str, asyncio.Event] = {}
 
     def get_wrapped_callback(self) -> AsyncInputFunc:
@@ -90,7 +90,7 @@ class UserInputManager:
                 self._seen.pop(request_id, None)
             if self._is_async:
                 return await cast(AsyncInputFunc, self._callback)(prompt, cancellation_token)
-            return await _run_in_thread(cast(SyncInputFunc, self._callback), prompt)
+            return await run_in_thread(cast(SyncInputFunc, self._callback), prompt)
 
         return wrapped
 

@@ -74,7 +74,12 @@ class Backend:
             f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({', '.join([params] * 11)})"
         )
         insert_message = f"INSERT INTO flowlib_messages VALUES ({', '.join([params] * 5)})"
-        advance = f"UPDATE flowlib_runs SET last_checkpoint = {params} WHERE run_id = {params}"
+        # The bulk rows bypass the append, so the run row's changing columns get no
+        # checksum (as a row of schema version 2): the next append writes one.
+        advance = (
+            f"UPDATE flowlib_runs SET last_checkpoint = {params}, state_checksum = NULL "
+            f"WHERE run_id = {params}"
+        )
         if self.kind == "sqlite":
             with sqlite3.connect(self.where) as conn:
                 conn.executemany(insert_record, rows)

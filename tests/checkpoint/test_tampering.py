@@ -58,6 +58,14 @@ EDITS: list[tuple[str, str, str, str]] = [
     ("flowlib_snapshots", "checkpoint_id", "checkpoint_id - 1", "flowlib_snapshots"),
     ("flowlib_snapshots", "body", "replace(body, 'm1', 'mX')", "checksum"),
     ("flowlib_leases", "expires_at", "'never'", "flowlib_leases"),
+    # Edits to another valid value, caught by the run row's and the lease's state checksums
+    ("flowlib_runs", "status", "'complete'", "`status` holds 'complete'"),
+    ("flowlib_runs", "status", "'failed'", "`status` holds 'failed'"),
+    ("flowlib_runs", "updated_at", "updated_at + 60", "`updated_at` holds 63.0"),
+    ("flowlib_runs", "state_checksum", "'0000'", "checksum"),
+    ("flowlib_leases", "owner", "'someone-else'", "`owner` holds 'someone-else'"),
+    ("flowlib_leases", "expires_at", "expires_at + 3600", "flowlib_leases"),
+    ("flowlib_leases", "checksum", "'0000'", "flowlib_leases"),
 ]
 # Undecodable values where the checksum is not checked: what the decoding says.
 UNCHECKED: list[tuple[str, str, str, str]] = [

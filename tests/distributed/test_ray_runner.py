@@ -38,7 +38,9 @@ from flowlib.errors import (  # noqa: E402
     RunFailedError,
 )
 
-pytestmark = pytest.mark.slow
+# The module's Ray cluster starts in its first test's setup (25-45 s on a busy machine):
+# 600 s keeps that test within a quarter of its timeout at a 4x slowdown (issue 21.9).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
@@ -345,9 +347,8 @@ async def test_a_cancelled_batch_stops_on_the_workers_then_resumes(
         assert len(lines(tmp_path, "starts.txt")) == starts
         assert len(lines(tmp_path, "ends.txt")) == after_cancel
         statuses = await _statuses(store, tasks)
-        # Each run recorded its stop, but for one cut off while a checkpoint write was in
-        # flight (whether it landed is unknown, so nothing more is written): it resumes.
-        assert statuses["running"] <= workers * concurrency // 4, statuses
+        # Each run recorded its stop (one cut before its first record is not stored).
+        assert statuses["running"] == 0, statuses
         assert statuses["stopped"] + statuses["complete"] > 0, statuses
         assert after_cancel < len(tasks) * len(NODES)  # the batch was really cut short
         # The same runner goes on: the batch again resumes every run to its end.

@@ -1,7 +1,8 @@
 """Every team kind resumes from its checkpoints (issue 10: "every team constructor takes
 `checkpoint_store=`"): `RoundRobinGroupChat`, `SelectorGroupChat` (its router's thread and
-model context), `Swarm`, `MagenticOneGroupChat` (its orchestrator's ledgers) and a
-`GraphFlow` with a nested team.
+model context), `Swarm`, `MagenticOneGroupChat` (its orchestrator's ledgers), a
+`GraphFlow` with a nested team, and the `DebateTeam` of examples/debate_team.py (a team
+written outside flowlib on its public extension points).
 
 Every model answers as a function of what it is sent (not of how often it was called), so
 a fresh team that resumes a run must reproduce the uninterrupted run exactly: the run is
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -189,6 +191,23 @@ def nested(
     )
 
 
+def debate(
+    store: CheckpointStore | None, fail: list[int] | None, stop: str | None
+) -> BaseGroupChat:
+    # examples/debate_team.py, a team written outside flowlib: it ends by itself when the
+    # judge's reply holds the verdict (after the second round).
+    from debate_team import DebateTeam
+
+    def judge(messages: Sequence[LLMMessage]) -> str:
+        return "VERDICT: a wins" if len(messages) >= 8 else f"judge heard {len(messages)}"
+
+    agents = [assistant("a", fail), assistant("b", fail)]
+    agents.append(AssistantAgent("judge", Scripted(judge, fail)))
+    return DebateTeam(agents, checkpoint_store=store, max_turns=12)
+
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+
 Build = Callable[[CheckpointStore | None, list[int] | None, str | None], BaseGroupChat]
 TEAMS: dict[str, Build] = {
     "round_robin": round_robin,
@@ -196,6 +215,7 @@ TEAMS: dict[str, Build] = {
     "swarm": swarm,
     "magentic_one": magentic,
     "nested": nested,
+    "debate": debate,
 }
 
 
@@ -243,7 +263,8 @@ async def test_a_run_failed_at_any_model_call_resumes_to_the_uninterrupted_run(
     ended = await probe.run(task="start")
     texts = [m.to_text() for m in ended.messages if isinstance(m, TextMessage)]
     last = max(i for i, text in enumerate(texts) if texts.count(text) == 1)
-    stop = None if team == "magentic_one" else texts[last]  # its first mention ends the run
+    # Teams that end by themselves; for the others, the text's first mention ends the run.
+    stop = None if team in ("magentic_one", "debate") else texts[last]
     calls = [10_000]
     reference_store = InMemoryCheckpointStore()
     reference = build(reference_store, calls, stop)

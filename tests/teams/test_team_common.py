@@ -1,14 +1,18 @@
 """What every team shares (run, stream, reset, pause, state, stopping), for each team kind.
 
-Each test runs on a RoundRobinGroupChat, a Swarm and a GraphFlow (``a -> b -> a``) built
-from the same two agents. Concurrency is driven by ``asyncio.Event``s, never by sleeps.
+Each test runs on a RoundRobinGroupChat, a Swarm, a GraphFlow (``a -> b -> a``) and the
+team of examples/debate_team.py (``a -> b -> judge -> a``, a team written outside flowlib
+on its public extension points) built from the same two agents. Concurrency is driven by
+``asyncio.Event``s, never by sleeps.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,15 +32,21 @@ from flowlib.messages import (
 from flowlib.models import ReplayChatCompletionClient
 from flowlib.teams import BaseGroupChat, DiGraphBuilder, GraphFlow, RoundRobinGroupChat, Swarm
 
-KINDS = ["round_robin", "swarm", "graph_flow"]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from debate_team import DebateTeam  # examples/ is not a package: on sys.path above
+
+KINDS = ["round_robin", "swarm", "graph_flow", "debate"]
 
 
 def make(kind: str, agents: Sequence[ChatAgent], **kwargs: Any) -> BaseGroupChat:
-    """A team of ``kind`` over ``agents`` (two of them for graph_flow: ``a -> b -> a``)."""
+    """A team of ``kind`` over ``agents`` (two of them for graph_flow: ``a -> b -> a``;
+    for debate a judge ``judge`` who never gives the verdict joins them)."""
     if kind == "round_robin":
         return RoundRobinGroupChat(agents, **kwargs)
     if kind == "swarm":
         return Swarm(agents, **kwargs)
+    if kind == "debate":
+        return DebateTeam([*agents, Fake("judge")], **kwargs)
     first, second = agents
     builder = DiGraphBuilder().add_node(first).add_node(second)
     builder.add_edge(first, second).add_edge(second, first, condition=Not(condition=IsHandoff()))
@@ -47,10 +57,13 @@ def make(kind: str, agents: Sequence[ChatAgent], **kwargs: Any) -> BaseGroupChat
 def speakers(kind: str, turns: int, *, start: int = 0) -> list[str]:
     """Who speaks on turns ``start .. start+turns-1`` with agents ``a`` and ``b``.
 
-    Swarm agents that never hand off keep the turn: ``a`` speaks throughout.
+    Swarm agents that never hand off keep the turn: ``a`` speaks throughout; a debate's
+    judge speaks after ``b``.
     """
     if kind == "swarm":
         return ["a"] * turns
+    if kind == "debate":
+        return [("a", "b", "judge")[(start + i) % 3] for i in range(turns)]
     return ["ab"[(start + i) % 2] for i in range(turns)]
 
 
@@ -230,8 +243,10 @@ async def test_save_state_is_json_serialisable_and_versioned(kind: str) -> None:
     assert state["type"] == "TeamState"
     assert state["version"] == 1
     manager = f"{type(team).__name__}Manager"
-    assert list(state["agent_states"]) == ["a", "b", manager]
-    assert state["agent_states"]["a"] == {"type": "FakeState", "turns": 3 if kind == "swarm" else 2}
+    judge = ["judge"] if kind == "debate" else []
+    assert list(state["agent_states"]) == ["a", "b", *judge, manager]
+    turns = {"swarm": 3, "debate": 1}.get(kind, 2)
+    assert state["agent_states"]["a"] == {"type": "FakeState", "turns": turns}
     thread = state["agent_states"][manager]["message_thread"]
     assert [m["source"] for m in thread] == ["user", *speakers(kind, 3)]
 
@@ -252,6 +267,9 @@ async def test_load_state_into_a_new_team_resumes_exactly(kind: str) -> None:
     # The restored agents got exactly what they had missed.
     if kind == "swarm":
         assert a.seen == [[], [], []]
+    elif kind == "debate":
+        assert a.seen[0] == ["b:b1", "judge:judge1"]
+        assert b.seen[0] == ["judge:judge1", "a:a2"]
     else:
         assert b.seen[0] == ["a:a2"]
         assert a.seen[0] == ["b:b2"]

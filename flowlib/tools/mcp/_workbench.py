@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 from pydantic import BaseModel, TypeAdapter
 
 from ..._cancellation import CancellationToken
-from ...component._registry import register_builtin
+from ...component.internal import register_builtin
 from ...errors import InvalidTypeError, InvalidValueError, McpServerError, MissingExtraError
-from ...models._image import Image
+from ...models.image import Image
 from .._keys import mcp_meta
 from .._schema import ParametersSchema, ToolSchema
 from .._workbench import ImageResultContent, TextResultContent, ToolResult, Workbench

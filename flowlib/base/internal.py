@@ -1,0 +1,20 @@
+"""Names flowlib's other packages share from ``flowlib.base``'s private modules.
+
+Not public API: users import from ``flowlib.base``. flowlib's own packages import these
+names from here, never from a private module of the package (``tests/test_layers.py``).
+"""
+
+from ._arguments import check_count, check_number, check_state_argument, kind_of, load_atomically
+from ._task import task_messages
+from ._termination import TERMINATION_STATE_VERSION, state_header
+
+__all__ = [
+    "TERMINATION_STATE_VERSION",
+    "check_count",
+    "check_number",
+    "check_state_argument",
+    "kind_of",
+    "load_atomically",
+    "state_header",
+    "task_messages",
+]

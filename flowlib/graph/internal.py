@@ -1,0 +1,25 @@
+"""Names flowlib's other packages share from ``flowlib.graph``'s private modules.
+
+Not public API: users import from ``flowlib.graph``. flowlib's own packages import these
+names from here, never from a private module of the package (``tests/test_layers.py``).
+"""
+
+from ._conditions import check_condition
+from ._executor import Budget, RunOutcome
+from ._shapes import Participant, hub_graph, ring_graph
+from ._state import GRAPH_STATE_VERSION
+from ._validate import GraphAnalysis, analyse, check_loop_bounded, validate_graph
+
+__all__ = [
+    "GRAPH_STATE_VERSION",
+    "Budget",
+    "GraphAnalysis",
+    "Participant",
+    "RunOutcome",
+    "analyse",
+    "check_condition",
+    "check_loop_bounded",
+    "hub_graph",
+    "ring_graph",
+    "validate_graph",
+]
