@@ -57,9 +57,10 @@ class GraphExecutor(Protocol):
     @property
     def trace(self) -> Any: ...
 
-    def node_kind(self, node: int) -> str: ...
+    @property
+    def scheduler(self) -> Any: ...
 
-    def turn_step(self, node: int) -> int: ...
+    def node_kind(self, node: int) -> str: ...
 
 
 __all__ = [
@@ -284,7 +285,7 @@ def trace_node_turn(
         return stream
     name = executor.plan.names[node]
     kind = executor.node_kind(node)
-    step = executor.turn_step(node) + 1  # as the drawings number steps, from 1
+    step = executor.scheduler.nodes[node].turn_step + 1  # as the drawings number steps, from 1
     group = _activation_group(executor, node) or "entry"
     if debug:
         trace_logger.debug("Turn %d: %s `%s` starts (group %s).", step, kind, name, group)

@@ -30,6 +30,7 @@ from ._patterns import GraphPattern, pattern_of, register_pattern
 from ._plan import ExecutionPlan
 from ._policies import CachePolicy, RetryPolicy, check_timeout, is_transient
 from ._router import Router, Routing, Selected
+from ._scheduler import LoadedState, NodeRun, Scheduler
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
 from ._thread import Thread
@@ -60,10 +61,12 @@ __all__ = [
     "HandoffTo",
     "InstanceFactory",
     "IsHandoff",
+    "LoadedState",
     "MapFunction",
     "Node",
     "NodeContext",
     "NodeKind",
+    "NodeRun",
     "Not",
     "Regex",
     "RetryPolicy",
@@ -72,6 +75,7 @@ __all__ = [
     "Routing",
     "RunRecorder",
     "RunTrace",
+    "Scheduler",
     "Selected",
     "TeamNode",
     "Thread",

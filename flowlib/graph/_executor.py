@@ -52,10 +52,8 @@ from ._map import MapInstances, instance_name, run_map
 from ._node import Node, NodeContext, TurnOutput, as_node
 from ._plan import ExecutionPlan
 from ._policies import check_timeout
-from ._scheduler import LoadedState, Scheduler
+from ._scheduler import Scheduler
 from ._shapes import Participant
-from ._state import GraphManagerState
-from ._thread import Thread
 from ._trace import RunTrace
 
 __all__ = [
@@ -207,13 +205,15 @@ class GraphExecutor:
             names=list(plan.names),
             edge_ends=[(plan.names[e.source], plan.names[e.target]) for e in plan.edges],
         )
-        self._sched = Scheduler(plan, message_factory, self.trace)
         # The only look at the participants' classes: each becomes its Node adapter once.
         self._nodes = [
             as_node(participant, self._context(node, participant, message_factory))
             for node, participant in enumerate(self._participants)
         ]
         self._counts = [node.counts_turn for node in self._nodes]
+        # The run state (per node: one NodeRun each) and its transitions.
+        self._sched = Scheduler(plan, message_factory, self.trace, self._counts)
+        self._inline = -1  # the node whose turn runs inline now (-1: none)
         self._turn_timeout = turn_timeout
         self._guards = self._make_guards(turn_timeout)
         graph_nodes = plan.graph.nodes
@@ -267,7 +267,7 @@ class GraphExecutor:
         plan = self._plan
 
         def handed_over() -> None:
-            self._sched.handed_over[node] = True
+            self._sched.nodes[node].handed_over = True
 
         return NodeContext(
             names=plan.names,
@@ -285,19 +285,12 @@ class GraphExecutor:
         return self._is_running
 
     @property
-    def thread(self) -> Thread:
-        """The chat messages published so far (read-only view by convention)."""
-        return self._sched.thread
-
-    @property
-    def thread_nodes(self) -> list[int]:
-        """For each thread entry, the plan node that published it (-1: the task)."""
-        return self._sched.thread_node
-
-    @property
-    def running(self) -> list[str]:
-        """The nodes whose turn is running now."""
-        return [name for node, name in enumerate(self._plan.names) if self._sched.running[node]]
+    def scheduler(self) -> Scheduler:
+        """The run state (thread, ready queue, joins, one
+        [`NodeRun`][flowlib.graph.NodeRun] per node) and its transitions: what a
+        checkpoint saves and a resume loads (`save_state`, `bookkeeping`,
+        `check_state`, `apply_state`)."""
+        return self._sched
 
     @property
     def plan(self) -> ExecutionPlan:
@@ -313,25 +306,10 @@ class GraphExecutor:
         """The kind of ``node`` (``agent``, ``function``, ``team`` or ``router``)."""
         return self._nodes[node].kind
 
-    def waiting_joins(self) -> list[tuple[int, list[int]]]:
-        """The activation groups some of whose edges fired while others have not yet:
-        ``(group index, edges still missing)`` for each (a join left waiting when a run
-        ends is a join that did not complete)."""
-        return self._sched.tracker.waiting()
-
-    def turn_step(self, node: int) -> int:
-        """The trace step of ``node``'s current (or latest) turn, from 0."""
-        return self._sched.turn_step[node]
-
     @property
     def counts_turn(self) -> list[bool]:
         """Per node, whether its turns count toward ``max_turns`` (routers' do not)."""
         return list(self._counts)
-
-    @property
-    def ready(self) -> list[str]:
-        """The nodes that will run next, in order."""
-        return [self._plan.names[node] for node in self._sched.ready]
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
@@ -344,7 +322,7 @@ class GraphExecutor:
         """The run's budget at the last consistent point (what a checkpoint stores):
         running turns are not counted, they run again on resume."""
         sched = self._sched
-        running = [node for node in range(len(self._counts)) if sched.running[node]]
+        running = [node for node, run in enumerate(sched.nodes) if run.running]
         return Budget(
             open=self._open,
             turns=sched.current_turn - sum(self._counts[node] for node in running),
@@ -369,7 +347,7 @@ class GraphExecutor:
         # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
         # The turn runs in its idempotency-key scope (flowlib/tools/_keys.py).
         runner = self._nodes[node]
-        scope = turn_scope(self._run_id, self._plan.names[node], self._sched.node_turns[node])
+        scope = turn_scope(self._run_id, self._plan.names[node], self._sched.nodes[node].turns)
         stream = keyed_turn(runner.turn(messages, token), scope)
         return trace_node_turn(self, node, stream, runner.participant)
 
@@ -418,10 +396,10 @@ class GraphExecutor:
 
         def retry_messages(given: list[BaseChatMessage]) -> list[BaseChatMessage]:
             # A nested team that took its messages resumes its own run on a retry.
-            return [] if sched.handed_over[node] else given
+            return [] if sched.nodes[node].handed_over else given
 
         report = Attempts()
-        step = sched.turn_step[node]
+        step = sched.nodes[node].turn_step
         try:
             return await guard.run(
                 turn, messages, queue.put_nowait, report, retry_messages=retry_messages
@@ -439,7 +417,7 @@ class GraphExecutor:
         sched = self._sched
         items, todo = sched.take_map(node)
         name = self._plan.names[node]
-        step = sched.turn_step[node]
+        step = sched.nodes[node].turn_step
 
         def finished(index: int, published: list[BaseChatMessage]) -> None:
             label = instance_name(name, index)
@@ -448,7 +426,7 @@ class GraphExecutor:
             queue.put_nowait(_Progress(node, label))
 
         # The instances' idempotency keys derive from the map turn's (flowlib/tools/_keys.py).
-        scope = turn_scope(self._run_id, name, sched.node_turns[node])
+        scope = turn_scope(self._run_id, name, sched.nodes[node].turns)
         with call_scope(scope):
             return await run_map(
                 name,
@@ -501,7 +479,7 @@ class GraphExecutor:
         consumer = asyncio.current_task()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         tasks: dict[int, asyncio.Task[None]] = {}
-        inline = -1
+        self._inline = -1  # the node whose turn runs inline now
         # While a turn runs inline, cancelling means cancelling this (the consumer's) task;
         # otherwise the main loop is woken through the queue and cancels the turn tasks.
         inline_active = False
@@ -557,50 +535,42 @@ class GraphExecutor:
                     yield message
             for _ in range(min(drain, len(sched.ready)) if stop_reason is not None else 0):
                 # The turns that were running when the stop was decided run again.
-                node = sched.pop_ready()
-                if self._counts[node]:
-                    sched.current_turn += 1
-                tasks[node] = asyncio.ensure_future(
-                    self._drive(node, sched.take_new(node), token, queue)
-                )
+                node, messages, _ = self._start(announce=False)
+                tasks[node] = asyncio.ensure_future(self._drive(node, messages, token, queue))
             self._drain = 0  # running now: counted as running until they finish
             while True:
-                while stop_reason is None and sched.ready:
+                # ready -> run -> record. One node ready and nothing running: its turn is
+                # driven inline (no task, no queue); otherwise each turn is a task whose
+                # end comes back through the queue.
+                while self.pending_stop is None and sched.ready:
                     if max_turns is not None and sched.current_turn >= max_turns:
                         break
                     if token.is_cancelled():
                         raise asyncio.CancelledError()
-                    if tasks or len(sched.ready) > 1 or self._tasked[sched.ready[0]]:
-                        node = sched.pop_ready()
-                        if self._counts[node]:
-                            sched.current_turn += 1
-                            if self._event_source is not None:
-                                event = self._speaker_event(node)
-                                kept.append(event)
-                                yield event
-                        messages = sched.take_new(node)
-                        tasks[node] = asyncio.ensure_future(
-                            self._drive(node, messages, token, queue)
-                        )
-                        continue
-                    if since_yield >= YIELD_EVERY:
+                    alone = not tasks and len(sched.ready) == 1
+                    inline_next = alone and not self._tasked[sched.ready[0]]
+                    if inline_next and since_yield >= YIELD_EVERY:
                         # Inline turns of nodes that never await would otherwise keep the
                         # loop to themselves: no cancellation, external stop or other run
                         # could get in. (Concurrent turns run as tasks and yield anyway.)
                         since_yield = 0
                         await asyncio.sleep(0)
                         continue
-                    since_yield += 1
-                    node = sched.pop_ready()
-                    if self._counts[node]:
-                        sched.current_turn += 1
-                        if self._event_source is not None:
-                            event = self._speaker_event(node)
-                            kept.append(event)
-                            yield event
-                    messages = sched.take_new(node)
-                    inline, inline_active = node, True
+                    node, messages, event = self._start()
+                    if inline_next:
+                        self._inline = node
+                        since_yield += 1
+                    else:
+                        tasks[node] = asyncio.ensure_future(
+                            self._drive(node, messages, token, queue)
+                        )
+                    if event is not None:
+                        kept.append(event)
+                        yield event
+                    if not inline_next:
+                        continue
                     output: TurnOutput | None = None
+                    inline_active = True
                     try:
                         async for item in self._turn(node, messages, token):
                             if isinstance(item, TurnOutput):
@@ -619,19 +589,8 @@ class GraphExecutor:
                         raise NodeExecutionError(self._plan.names[node], exc) from exc
                     finally:
                         inline_active = False
-                    # The turn finished: record it before anything else can happen, so
-                    # neither a late cancellation nor a consumer that stops reading can
-                    # take it back or make it run again.
-                    self._record_or_raise(node, output, dead_ends)
-                    inline = -1
-                    # Kept at once: if the run stops during the checkpoint write below, the
-                    # recorded reply is still in the error's partial_result.
-                    if output is not None:
-                        kept.extend(output.tail)
-                    stop_reason = await self._after_record(node, output, stop_reason, recorder)
-                    if output is not None:
-                        for item in output.tail:
-                            yield item
+                    async for item in self._record(node, output, tasks, dead_ends, kept, recorder):
+                        yield item
                     if token.is_cancelled():
                         _forget_cancel_request(consumer)
                         raise asyncio.CancelledError()
@@ -649,30 +608,17 @@ class GraphExecutor:
                         raise NodeExecutionError(
                             self._plan.names[entry.node], entry.error
                         ) from entry.error
-                    if self._maps[entry.node] is not None:
-                        # Instances finished before an interruption are recorded now.
-                        recorded = self._record_instances(entry.node)
-                        stop_reason = await self._after_instances(recorded, stop_reason)
-                        kept.extend(recorded)
-                        for item in recorded:
-                            yield item
-                    self._record_or_raise(entry.node, entry.output, dead_ends)
-                    del tasks[entry.node]
-                    if entry.output is not None:
-                        kept.extend(entry.output.tail)
-                    stop_reason = await self._after_record(
-                        entry.node, entry.output, stop_reason, recorder
-                    )
-                    if entry.output is not None:
-                        for item in entry.output.tail:
-                            yield item
+                    async for item in self._record(
+                        entry.node, entry.output, tasks, dead_ends, kept, recorder
+                    ):
+                        yield item
                 elif type(entry) is _Wake:
                     raise asyncio.CancelledError()
                 elif type(entry) is _Progress:
                     # Instances are recorded in item order as they finish: their outputs
                     # leave along the target's out-edges one by one.
                     recorded = self._record_instances(entry.node)
-                    stop_reason = await self._after_instances(recorded, stop_reason)
+                    await self._after_instances(recorded)
                     progressed = getattr(recorder, "progressed", None)
                     if progressed is not None:
                         await progressed(entry.node, entry.instance)
@@ -684,6 +630,7 @@ class GraphExecutor:
                         kept.append(entry)
                     yield entry
 
+            stop_reason = self.pending_stop
             natural = False
             if stop_reason is None:
                 if sched.ready:
@@ -713,7 +660,7 @@ class GraphExecutor:
                 await self._cleanup(
                     token,
                     on_cancel,
-                    inline,
+                    self._inline,
                     tasks,
                     queue,
                     dead_ends,
@@ -729,63 +676,97 @@ class GraphExecutor:
                     )
                 self._is_running = False
 
-    def _record_instances(self, node: int) -> list[BaseChatMessage]:
-        """Record the instances of map target ``node`` next in item order; their messages."""
-        try:
-            recorded = self._sched.record_instances(node)
-        except NodeExecutionError:
-            raise
-        except Exception as exc:  # pragma: no cover - only condition and map errors
-            raise NodeExecutionError(self._plan.names[node], exc) from exc
-        return [message for _, published in recorded for message in published]
+    def _start(
+        self, *, announce: bool = True
+    ) -> tuple[int, list[BaseChatMessage], SelectSpeakerEvent | None]:
+        """Start the next ready node's turn (the scheduler marks it running and counts
+        it): the node, the messages new to it, and the team's speaker event to stream
+        first (with ``announce``, for a counted turn of a team that emits them)."""
+        node, messages = self._sched.start()
+        event = None
+        if announce and self._event_source is not None and self._counts[node]:
+            event = SelectSpeakerEvent(content=[self._plan.names[node]], source=self._event_source)
+        return node, messages, event
 
-    async def _after_instances(
-        self, published: list[BaseChatMessage], stop_reason: str | None
-    ) -> str | None:
-        """Termination sees recorded instances' messages, as it sees a turn's."""
-        if published and stop_reason is None and self._termination is not None:
-            stop = await self._termination(published)
-            if stop is not None:
-                stop_reason = self.pending_stop = stop.content
-        return stop_reason
-
-    def _record_or_raise(
+    def _record_turn(
         self,
         node: int,
         output: TurnOutput | None,
         dead_ends: list[tuple[int, BaseChatMessage | None]],
-    ) -> None:
-        try:
-            self._sched.record(node, output, dead_ends)
-        except NodeExecutionError:
-            raise
-        except Exception as exc:  # pragma: no cover - _record raises only condition errors
-            raise NodeExecutionError(self._plan.names[node], exc) from exc
+        kept: list[Item],
+    ) -> tuple[list[BaseChatMessage], Sequence[Item]]:
+        """Record a finished turn in the scheduler (for a map target, its instances not
+        yet recorded first) and keep what it streams; return the instances' messages and
+        the turn's tail. Raises what recording raises (a condition's error); then nothing
+        is recorded."""
+        instances = self._sched_instances(node) if self._maps[node] is not None else []
+        self._sched.record(node, output, dead_ends)
+        tail = output.tail if output is not None else ()
+        kept.extend(instances)
+        kept.extend(tail)
+        return instances, tail
 
-    async def _after_record(
+    async def _record(
         self,
         node: int,
         output: TurnOutput | None,
-        stop_reason: str | None,
+        tasks: dict[int, asyncio.Task[None]],
+        dead_ends: list[tuple[int, BaseChatMessage | None]],
+        kept: list[Item],
         recorder: RunRecorder | None,
-    ) -> str | None:
-        """Check termination and checkpoint a recorded turn; return the stop reason.
+    ) -> AsyncGenerator[Item, None]:
+        """Record a finished turn, then check termination and checkpoint it; yield what
+        it streams once recorded.
 
-        Termination first: the checkpoint then holds the condition's progress with this
-        turn counted, and a stop it decided (``pending_stop``), so a resumed run stops
-        where the uninterrupted one did.
+        The turn is recorded before anything else can happen, so neither a late
+        cancellation nor a consumer that stops reading can take it back or make it run
+        again; it is kept at once, so if the run stops during the checkpoint write the
+        reply is still in the error's partial_result. Termination comes before the
+        checkpoint: the checkpoint then holds the condition's progress with this turn
+        counted, and a stop it decided (``pending_stop``), so a resumed run stops where
+        the uninterrupted one did.
         """
-        if output is not None and stop_reason is None:
+        try:
+            instances, tail = self._record_turn(node, output, dead_ends, kept)
+        except NodeExecutionError:
+            raise
+        except Exception as exc:  # pragma: no cover - recording raises only condition errors
+            raise NodeExecutionError(self._plan.names[node], exc) from exc
+        tasks.pop(node, None)
+        if self._inline == node:
+            self._inline = -1
+        await self._after_instances(instances)
+        if output is not None and self.pending_stop is None:
             if self._termination is not None and output.delta:
                 stop = await self._termination(output.delta)
                 if stop is not None:
-                    stop_reason = stop.content
-            if stop_reason is None and output.stop_reason is not None:
-                stop_reason = output.stop_reason
-            self.pending_stop = stop_reason
+                    self.pending_stop = stop.content
+            if self.pending_stop is None and output.stop_reason is not None:
+                self.pending_stop = output.stop_reason
         if recorder is not None:
             await recorder.recorded(node)
-        return stop_reason
+        for item in (*instances, *tail):
+            yield item
+
+    def _sched_instances(self, node: int) -> list[BaseChatMessage]:
+        """Record the instances of map target ``node`` next in item order; their messages."""
+        return [m for _, published in self._sched.record_instances(node) for m in published]
+
+    def _record_instances(self, node: int) -> list[BaseChatMessage]:
+        """`_sched_instances`, its errors as the node's `NodeExecutionError`."""
+        try:
+            return self._sched_instances(node)
+        except NodeExecutionError:
+            raise
+        except Exception as exc:  # pragma: no cover - only condition and map errors
+            raise NodeExecutionError(self._plan.names[node], exc) from exc
+
+    async def _after_instances(self, published: list[BaseChatMessage]) -> None:
+        """Termination sees recorded instances' messages, as it sees a turn's."""
+        if published and self.pending_stop is None and self._termination is not None:
+            stop = await self._termination(published)
+            if stop is not None:
+                self.pending_stop = stop.content
 
     async def _cleanup(
         self,
@@ -819,20 +800,16 @@ class GraphExecutor:
                 continue
             # A turn that finished before the stop is recorded, never thrown away.
             try:
-                kept.extend(self._record_instances(entry.node))
-                self._sched.record(entry.node, entry.output, dead_ends)
+                self._record_turn(entry.node, entry.output, dead_ends, kept)
             except Exception:
                 interrupted.append(entry.node)
                 continue
             late.append(entry.node)
-            if entry.output is not None:
-                kept.extend(entry.output.tail)
         interrupted.extend(tasks)  # cancelled before they ever started
         tasks.clear()
         if interrupted:
-            self._sched.requeue_front(interrupted)
             # Their turns run again, and count again, when the run resumes.
-            self._sched.current_turn -= sum(self._counts[node] for node in interrupted)
+            self._sched.requeue_front(interrupted)
             self._drain = len(interrupted) if self.pending_stop is not None else 0
         if recorder is None:
             return
@@ -856,10 +833,6 @@ class GraphExecutor:
             if failure is None:
                 raise
             # The run's own error is the one to report; the store's is secondary.
-
-    def _speaker_event(self, node: int) -> SelectSpeakerEvent:
-        assert self._event_source is not None
-        return SelectSpeakerEvent(content=[self._plan.names[node]], source=self._event_source)
 
     def _completion_reason(self, dead_ends: list[tuple[int, BaseChatMessage | None]]) -> str:
         names = self._plan.names
@@ -886,51 +859,6 @@ class GraphExecutor:
                 f"(activation group `{group.name}`)"
             )
         return COMPLETE_REASON + (": " + "; ".join(notes) if notes else "")
-
-    # --- persistence --------------------------------------------------------------------
-
-    # --- persistence --------------------------------------------------------------------
-
-    def bookkeeping(self, *, settled: bool = False) -> dict[str, Any]:
-        """The run state except the thread, at the last consistent point (see
-        `Scheduler.bookkeeping`)."""
-        return self._sched.bookkeeping(settled=settled)
-
-    def save_state(self) -> GraphManagerState:
-        """Everything needed to resume: thread, cursors, ready set, joins, turn count.
-
-        During a run this is the last consistent point: finished turns are in, running
-        ones are marked to run again.
-        """
-        return self._sched.save_state()
-
-    def load_state(self, state: GraphManagerState) -> None:
-        """Restore [`save_state`][flowlib.graph.GraphExecutor.save_state] output into this (stopped)
-        executor. Everything is checked before anything changes.
-
-        Raises:
-            StateError: If the state's version, node names, edges or cursors do not fit this
-                graph.
-        """
-        self._sched.apply_state(self._sched.check_state(state))
-
-    def check_state(
-        self, state: GraphManagerState, *, thread: Sequence[Any] | None = None
-    ) -> LoadedState:
-        """Validate ``state`` against this graph without changing anything.
-
-        Args:
-            state: The state to check.
-            thread: The message thread's dumps, used instead of ``state.message_thread``.
-
-        Raises:
-            StateError: If the state's version, node names, edges or cursors do not fit.
-        """
-        return self._sched.check_state(state, thread=thread)
-
-    def apply_state(self, loaded: LoadedState) -> None:
-        """Install a state checked by [`check_state`][flowlib.graph.GraphExecutor.check_state]."""
-        self._sched.apply_state(loaded)
 
 
 def _forget_cancel_request(task: asyncio.Task[Any] | None) -> None:

@@ -24,7 +24,122 @@ from ._state import GRAPH_STATE_VERSION, GraphManagerState
 from ._thread import Thread
 from ._trace import RunTrace
 
-__all__ = ["Finished", "Scheduler"]
+__all__ = ["Finished", "LoadedState", "NodeRun", "Scheduler"]
+
+
+@dataclass(slots=True)
+class NodeRun:
+    """One node's run state; the [`Scheduler`][flowlib.graph.Scheduler] owns one per
+    node and changes it only through these transitions.
+
+    Attributes:
+        cursor: How many thread entries the node has been shown.
+        last_own: Thread index of the node's latest message (-1: none).
+        turn_start: The cursor before the current (or latest) turn.
+        turn_end: The thread length the current turn was shown.
+        turn_step: The trace step of the current (or latest) turn.
+        limit: For the re-run of an interrupted turn, the thread length that turn had
+            seen: the re-run sees no more (-1: none).
+        turns: Recorded turns in the run (numbers each turn's idempotency key; an
+            interrupted turn is not counted, so its re-run has the same number).
+        queued: In the ready queue.
+        running: Its turn is running.
+        pending: Activated again while its turn ran: it runs once more after it.
+        deferred: Activated while its interrupted turn ran: applies after the re-run of
+            that turn, never merged into it.
+        handed_over: A nested team took its current turn's messages (keeps its cursor
+            when interrupted).
+        handed_back: A nested team whose interrupted turn had taken its messages: in
+            memory it keeps them, but a checkpoint's state of it predates the turn, so a
+            settled bookkeeping rewinds its cursor as for a running node.
+    """
+
+    cursor: int = 0
+    last_own: int = -1
+    turn_start: int = 0
+    turn_end: int = 0
+    turn_step: int = 0
+    limit: int = -1
+    turns: int = 0
+    queued: bool = False
+    running: bool = False
+    pending: bool = False
+    deferred: bool = False
+    handed_over: bool = False
+    handed_back: bool = False
+
+    def activate(self) -> bool:
+        """An activation arrived; return whether to queue the node (once: not if it is
+        queued; if it runs, it runs again after)."""
+        if self.queued:
+            return False
+        if self.running:
+            self.pending = True
+            return False
+        return True
+
+    def begin(self, step: int) -> None:
+        """Taken from the ready queue: running, as trace step ``step``."""
+        self.queued = False
+        self.running = True
+        if self.pending:  # queued with an activation from its interrupted turn
+            self.pending = False
+            self.deferred = True
+        self.turn_step = step
+
+    def take(self, length: int) -> tuple[int, int]:
+        """The turn is shown the thread entries ``[start, end)`` of a thread of
+        ``length``; move the cursor past them and return them."""
+        start, end = self.cursor, length
+        if self.limit >= 0:  # the re-run of an interrupted turn
+            end = min(end, self.limit)
+            self.limit = -1
+        self.turn_start, self.turn_end = start, end
+        self.handed_over = self.handed_back = False
+        self.cursor = end
+        return start, end
+
+    def interrupt(self) -> bool:
+        """The running turn was interrupted: it will run again, seeing the same messages.
+        Returns whether to put the node back in front of the ready queue."""
+        self.running = False
+        if self.deferred:
+            self.deferred = False
+            self.pending = True
+        if not self.handed_over:
+            self.cursor = self.turn_start
+            self.limit = self.turn_end
+        else:
+            self.handed_back = True
+        if self.queued:
+            return False
+        self.queued = True
+        return True
+
+    def finish(self) -> None:
+        """The turn is recorded."""
+        self.running = False
+        self.turns += 1
+
+    def ended(self) -> bool:
+        """After a recorded turn: return whether an activation that came while it ran
+        queues the node now."""
+        if self.pending:  # activated while it ran: it runs again (once)
+            self.pending = False
+            if not self.queued:
+                return True
+        if self.deferred:  # activated while its interrupted turn ran: after this one
+            self.deferred = False
+            if self.queued:
+                self.pending = True
+            else:
+                return True
+        return False
+
+    def forget_activations(self) -> None:
+        """A fresh pass from the entry: no activation or re-run limit is left."""
+        self.queued = self.pending = self.deferred = False
+        self.limit = -1
 
 
 @dataclass(slots=True)
@@ -51,12 +166,19 @@ class Scheduler:
         plan: The compiled graph.
         message_factory: Rebuilds messages when a state is loaded.
         trace: Where started steps and fired edges are written.
+        counts: Per node, whether its turns count toward ``max_turns`` (default: all).
     """
 
     def __init__(
-        self, plan: ExecutionPlan, message_factory: MessageFactory, trace: RunTrace
+        self,
+        plan: ExecutionPlan,
+        message_factory: MessageFactory,
+        trace: RunTrace,
+        counts: Sequence[bool] | None = None,
     ) -> None:
         self.plan = plan
+        # Per node, whether its turns count toward `max_turns` (routers' do not).
+        self.counts = list(counts) if counts is not None else [True] * len(plan.names)
         self.factory = message_factory
         self.trace = trace
         self.tracker = ActivationTracker(plan)
@@ -82,28 +204,7 @@ class Scheduler:
         self._clear_nodes()
 
     def _clear_nodes(self) -> None:
-        count = len(self.plan.names)
-        self.cursor = [0] * count
-        self.last_own = [-1] * count  # thread index of each node's latest message
-        self.turn_start = [0] * count  # cursor before the node's current turn
-        self.turn_step = [0] * count  # trace step of the node's current turn
-        self.handed_over = [False] * count  # a team node took its turn's messages
-        # A team node whose interrupted turn had taken its messages: in memory it keeps
-        # them (its cursor stays past them), but a checkpoint's state of it predates the
-        # turn, so a settled bookkeeping rewinds its cursor as for a running node.
-        self.handed_back = [False] * count
-        self.queued = [False] * count
-        self.running = [False] * count
-        self.pending = [False] * count
-        # An activation that arrived while an interrupted turn ran: it applies after the
-        # re-run of that turn, never merged into it.
-        self.deferred = [False] * count
-        # The thread length an interrupted turn had seen: its re-run sees no more.
-        self.limit = [-1] * count
-        self.turn_end = [0] * count
-        # Recorded turns per node in the run: numbers each turn for its idempotency key
-        # (an interrupted turn is not counted, so its re-run has the same number).
-        self.node_turns = [0] * count
+        self.nodes = [NodeRun() for _ in self.plan.names]
 
     def reset(self) -> None:
         """Forget the thread, cursors, ready set and joins: the next run starts fresh."""
@@ -123,60 +224,53 @@ class Scheduler:
 
     def enqueue(self, node: int) -> None:
         """Append ``node`` to the ready queue."""
-        self.queued[node] = True
+        self.nodes[node].queued = True
         self.ready.append(node)
 
     def activate(self, node: int) -> None:
         """An activation of ``node`` was satisfied: queue it (once), or mark it to run
         again after its running turn."""
-        if self.queued[node]:
-            return  # activated twice before it started: it runs once
-        if self.running[node]:
-            self.pending[node] = True  # runs again after its current turn
-            return
-        self.enqueue(node)
+        if self.nodes[node].activate():
+            self.enqueue(node)
 
     def in_flight(self, node: int) -> bool:
         """Whether ``node`` is ready or running."""
-        return self.queued[node] or self.running[node]
+        run = self.nodes[node]
+        return run.queued or run.running
 
-    def pop_ready(self) -> int:
-        """Take the next ready node, mark it running and log its step in the trace."""
+    def start(self) -> tuple[int, list[BaseChatMessage]]:
+        """Start the next ready node's turn: mark it running, log its step in the trace,
+        count the turn; return the node and the thread entries new to it, except its own.
+        """
         node = self.ready.popleft()
-        self.queued[node] = False
-        self.running[node] = True
-        if self.pending[node]:  # queued with an activation from its interrupted turn
-            self.pending[node] = False
-            self.deferred[node] = True
-        self.turn_step[node] = self.trace.start(node)
-        return node
+        run = self.nodes[node]
+        run.begin(self.trace.start(node))
+        if self.counts[node]:
+            self.current_turn += 1
+        start, end = run.take(len(self.thread))
+        if start == end:
+            return node, []
+        if run.last_own < start:  # none of its own messages in range: plain slice
+            return node, self.thread[start:end]
+        thread, origin = self.thread, self.thread_node
+        return node, [thread[i] for i in range(start, end) if origin[i] != node]
 
     def requeue_front(self, nodes: Sequence[int]) -> None:
-        """Put interrupted or failed turns back in front; they will see the same messages."""
+        """Put interrupted or failed turns back in front; they will see the same messages
+        (and count again when they run again)."""
         for node in reversed(nodes):
-            self.running[node] = False
             self._map_runs.pop(node, None)  # its state is in map_items/map_done/map_next
-            if self.deferred[node]:
-                self.deferred[node] = False
-                self.pending[node] = True
-            if not self.handed_over[node]:
-                self.cursor[node] = self.turn_start[node]
-                self.limit[node] = self.turn_end[node]
-            else:
-                self.handed_back[node] = True
-            if not self.queued[node]:
-                self.queued[node] = True
+            if self.nodes[node].interrupt():
                 self.ready.appendleft(node)
+            if self.counts[node]:
+                self.current_turn -= 1
 
     def start_from_entry(self) -> None:
         """A fresh pass: forget joins and the ready set, queue the entry nodes."""
         self.tracker.reset()
         self.ready.clear()
-        count = len(self.plan.names)
-        self.queued = [False] * count
-        self.pending = [False] * count
-        self.deferred = [False] * count
-        self.limit = [-1] * count
+        for run in self.nodes:
+            run.forget_activations()
         for node in self.plan.entry:
             self.enqueue(node)
         self.fresh = False
@@ -184,29 +278,11 @@ class Scheduler:
     def replace_ready(self, nodes: Sequence[int]) -> None:
         """Make ``nodes`` the ready set (a team routing a new task)."""
         for node in self.ready:
-            self.queued[node] = False
+            self.nodes[node].queued = False
         self.ready.clear()
         for node in nodes:
-            if not self.queued[node]:
+            if not self.nodes[node].queued:
                 self.enqueue(node)
-
-    def take_new(self, node: int) -> list[BaseChatMessage]:
-        """Start ``node``'s turn: the thread entries new to it, except its own."""
-        start, end = self.cursor[node], len(self.thread)
-        if self.limit[node] >= 0:  # the re-run of an interrupted turn
-            end = min(end, self.limit[node])
-            self.limit[node] = -1
-        self.turn_start[node] = start
-        self.turn_end[node] = end
-        self.handed_over[node] = False
-        self.handed_back[node] = False
-        self.cursor[node] = end
-        if start == end:
-            return []
-        if self.last_own[node] < start:  # none of its own messages in range: plain slice
-            return self.thread[start:end]
-        thread, origin = self.thread, self.thread_node
-        return [thread[i] for i in range(start, end) if origin[i] != node]
 
     def record(
         self,
@@ -234,17 +310,17 @@ class Scheduler:
                 if ok and edge.mapper is not None:
                     mapped.append((edge.target, self._map_items(edge, final)))
         # Nothing below raises: the turn is recorded whole, exactly once.
-        self.running[node] = False
-        self.node_turns[node] += 1
+        run = self.nodes[node]
+        run.finish()
         for target, items in mapped:
             self._set_map_items(target, items)
         if output is not None and output.published:
             for message in output.published:
                 self.thread.append(message)
                 self.thread_node.append(node)
-            self.last_own[node] = len(self.thread) - 1
+            run.last_own = len(self.thread) - 1
         if out_edges:
-            step = self.turn_step[node]
+            step = run.turn_step
             progressed = False
             for edge, ok in zip(out_edges, passed, strict=True):
                 if self.tracker.take_absorbed(edge):
@@ -262,16 +338,8 @@ class Scheduler:
 
     def _ended(self, node: int) -> None:
         """A recorded turn of ``node`` ended: an activation that came while it ran."""
-        if self.pending[node]:  # activated while it ran: it runs again (once)
-            self.pending[node] = False
-            if not self.queued[node]:
-                self.enqueue(node)
-        if self.deferred[node]:  # activated while its interrupted turn ran: after this one
-            self.deferred[node] = False
-            if self.queued[node]:
-                self.pending[node] = True
-            else:
-                self.enqueue(node)
+        if self.nodes[node].ended():
+            self.enqueue(node)
 
     # --- map targets ----------------------------------------------------------------
 
@@ -339,10 +407,10 @@ class Scheduler:
                 self.thread.append(message)
                 self.thread_node.append(node)
             if published:
-                self.last_own[node] = len(self.thread) - 1
+                self.nodes[node].last_own = len(self.thread) - 1
             for edge, items in mapped:
                 self.map_carry.setdefault(edge.target, []).extend(items)
-            step = self.turn_step[node]
+            step = self.nodes[node].turn_step
             for edge, ok in zip(out_edges, passed, strict=True):
                 if edge.mapper is not None or not groups[edge.group].any:
                     if ok:
@@ -390,8 +458,7 @@ class Scheduler:
                     mapped.append((edge.target, self._map_items(edge, None)))
         # Nothing below raises.
         self._map_runs.pop(node, None)
-        self.running[node] = False
-        self.node_turns[node] += 1
+        self.nodes[node].finish()
         if self.map_items.get(node) is items:
             self.map_items.pop(node, None)
             self.map_done.pop(node, None)
@@ -402,7 +469,7 @@ class Scheduler:
                 self.map_carry.pop(edge.target, None)
         for target, targets_items in mapped:
             self._set_map_items(target, targets_items)
-        step = self.turn_step[node]
+        step = self.nodes[node].turn_step
         for edge, ok in zip(out_edges, passed, strict=True):
             if ok:
                 self.trace.fire(step, edge.index)
@@ -470,26 +537,21 @@ class Scheduler:
                 stored state predates the turn).
         """
         names = self.plan.names
-        cursors = list(self.cursor)
+        runs = self.nodes
+        cursors = [run.cursor for run in runs]
         running = sorted(
-            (n for n in range(len(names)) if self.running[n]), key=self.turn_step.__getitem__
+            (n for n in range(len(names)) if runs[n].running),
+            key=lambda n: runs[n].turn_step,
         )
-        limits = {names[n]: self.limit[n] for n in range(len(names)) if self.limit[n] >= 0}
-        for node in running:
-            if settled or not self.handed_over[node]:
-                cursors[node] = self.turn_start[node]
-                limits[names[node]] = self.turn_end[node]
-        if settled:
-            for node in range(len(names)):
-                if self.handed_back[node]:
-                    cursors[node] = self.turn_start[node]
-                    limits[names[node]] = self.turn_end[node]
-        ready = running + [n for n in self.ready if not self.running[n]]
+        limits = {names[n]: run.limit for n, run in enumerate(runs) if run.limit >= 0}
+        for node, run in enumerate(runs):
+            if (run.running and (settled or not run.handed_over)) or (settled and run.handed_back):
+                cursors[node] = run.turn_start
+                limits[names[node]] = run.turn_end
+        ready = running + [n for n in self.ready if not runs[n].running]
         fired, absorbed = self.tracker.dump()
         pending = [
-            names[n]
-            for n in range(len(names))
-            if self.pending[n] or (self.running[n] and self.deferred[n])
+            names[n] for n, run in enumerate(runs) if run.pending or (run.running and run.deferred)
         ]
         return {
             "cursors": {names[i]: cursor for i, cursor in enumerate(cursors)},
@@ -500,7 +562,7 @@ class Scheduler:
             "absorbed": [self.edge_key(e) for e in absorbed],
             "current_turn": self.current_turn,
             "fresh": self.fresh and not running,
-            "node_turns": {names[i]: n for i, n in enumerate(self.node_turns) if n},
+            "node_turns": {names[i]: run.turns for i, run in enumerate(runs) if run.turns},
             "map_items": {
                 names[n]: [dict(m.dump()) for m in items] for n, items in self.map_items.items()
             },
@@ -674,20 +736,22 @@ class Scheduler:
         self.reset()
         self.thread.load(loaded.thread)
         self.thread_node.extend(loaded.origins)
+        runs = self.nodes
         for position, origin in enumerate(loaded.origins):
             if origin >= 0:
-                self.last_own[origin] = position
-        self.cursor = list(loaded.cursors)
-        self.limit = list(loaded.limits)
+                runs[origin].last_own = position
+        for run, cursor, limit, turns in zip(
+            runs, loaded.cursors, loaded.limits, loaded.node_turns, strict=True
+        ):
+            run.cursor, run.limit, run.turns = cursor, limit, turns
         for node in loaded.ready:
-            if not self.queued[node]:
+            if not runs[node].queued:
                 self.enqueue(node)
         for node in loaded.pending:
-            self.pending[node] = True
+            runs[node].pending = True
         self.tracker.load(loaded.fired, loaded.absorbed)
         self.current_turn = loaded.current_turn
         self.fresh = loaded.fresh
-        self.node_turns = list(loaded.node_turns)
         self.map_items = {n: list(items) for n, items in loaded.map_items.items()}
         self.map_done = {n: dict(done) for n, done in loaded.map_done.items()}
         self.map_next = dict(loaded.map_next)

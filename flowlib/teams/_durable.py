@@ -162,7 +162,7 @@ class Checkpointer:
         run = self._run
         run.stopping(outcome in ("interrupted", "failed"))
         if outcome == "stopped":
-            request = run.waiting_for(self._executor.thread, self._names, self._max_turns)
+            request = run.waiting_for(self._executor.scheduler.thread, self._names, self._max_turns)
             if request is not None:
                 run.requests.append(request)
         await self._write("stop", stop_reason=reason, status=status)
@@ -172,7 +172,7 @@ class Checkpointer:
         pending in a ``wait`` checkpoint (the run's state at the last consistent point,
         with the turn to run again), whatever the durability, so another process can
         answer it by id if this one dies while it waits."""
-        thread = self._executor.thread
+        thread = self._executor.scheduler.thread
         question = thread[-1].to_text() if len(thread) else ""
         if self._run.asking(request_id, by, question) is not None:
             await self._write("wait", node=by, status="running")
@@ -188,9 +188,9 @@ class Checkpointer:
         if self._unsure is not None:
             await self._reconcile()
         executor = self._executor
-        thread = executor.thread
+        thread = executor.scheduler.thread
         upto = len(thread)
-        origins = executor.thread_nodes
+        origins = executor.scheduler.thread_node
         names = self._names
         states = {name: self._latest[name] for name in self._dirty if name in self._latest}
         patches: dict[str, Any] = {}
@@ -203,7 +203,7 @@ class Checkpointer:
                 patch = diff_state(stored, state)
             if patch:
                 patches[name] = patch
-        bookkeeping = executor.bookkeeping(settled=True)
+        bookkeeping = executor.scheduler.bookkeeping(settled=True)
         bookkeeping["result_from"] = self._stored.result_from
         bookkeeping["run"] = await self._run.snapshot()
         # The edges the record's turns fired, so a stored run's path can be drawn exactly.

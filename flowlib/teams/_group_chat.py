@@ -801,7 +801,7 @@ class BaseGroupChat(Team, ABC):
                     messages,
                     TaskContext(
                         [p.name for p in self._participants],
-                        self._executor.thread,
+                        self._executor.scheduler.thread,
                         self._executor.is_running,
                     ),
                 )

@@ -273,7 +273,7 @@ class Run:
     def begin(self) -> None:
         """A ``run()`` call starts: a run that is not open starts a new budget here."""
         if not self._executor.budget().open:
-            self.thread_from = len(self._executor.thread)
+            self.thread_from = len(self._executor.scheduler.thread)
         self.phase = "running"
 
     async def snapshot(self) -> dict[str, Any]:

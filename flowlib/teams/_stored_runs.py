@@ -403,7 +403,7 @@ class StoredRuns:
 
     def _stored_result(self, current: StoredRun, stop_reason: str | None) -> TaskResult:
         return TaskResult(
-            messages=list(self._executor.thread[current.result_from :]),
+            messages=list(self._executor.scheduler.thread[current.result_from :]),
             stop_reason=stop_reason,
             run_id=current.run_id,
         )
@@ -412,7 +412,7 @@ class StoredRuns:
         await self._install_state(folded)
 
     def _checkpointer(self, stored: StoredRun) -> Checkpointer:
-        stored.result_from = len(self._executor.thread)
+        stored.result_from = len(self._executor.scheduler.thread)
         return Checkpointer(
             self.store,
             stored,

@@ -83,7 +83,11 @@ class TeamStateCodec:
         point: finished turns are in, running ones are marked to run again (with a
         checkpoint store, their participants' states are the ones from before the turn).
         """
-        running = set(self._executor.running)
+        running = {
+            name
+            for name, run in zip(self._plan.names, self._executor.scheduler.nodes, strict=True)
+            if run.running
+        }
         checkpointer = self._checkpointer()
         agent_states: dict[str, Any] = {}
         for node in self._executor.nodes:
@@ -94,7 +98,8 @@ class TeamStateCodec:
                 agent_states[node.name] = settled
             else:
                 agent_states[node.name] = dict(await node.save_state())
-        agent_states[self._manager_key] = self._executor.save_state().model_dump(mode="json")
+        manager = self._executor.scheduler.save_state()
+        agent_states[self._manager_key] = manager.model_dump(mode="json")
         return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
 
     async def save_since(self, base: Any, *, plain: bool) -> StateChange:
@@ -107,7 +112,7 @@ class TeamStateCodec:
         turn's change, not its whole history.
         """
         executor = self._executor
-        lists: list[Sequence[Any]] = [executor.thread, executor.thread_nodes]
+        lists: list[Sequence[Any]] = [executor.scheduler.thread, executor.scheduler.thread_node]
         journal = self._journal
         idle = not (self._busy() or executor.is_running)
         if not idle or not plain or not journal.fits(base, lists):
@@ -126,10 +131,10 @@ class TeamStateCodec:
         manager_base = base_states[key]
         start = journal.start(0)
         names = self._plan.names
-        added = executor.thread.dumps(start)
-        origins = [names[n] if n >= 0 else None for n in executor.thread_nodes[start:]]
+        added = executor.scheduler.thread.dumps(start)
+        origins = [names[n] if n >= 0 else None for n in executor.scheduler.thread_node[start:]]
         manager = {
-            **GraphManagerState(**executor.bookkeeping()).model_dump(mode="json"),
+            **GraphManagerState(**executor.scheduler.bookkeeping()).model_dump(mode="json"),
             "message_thread": [*manager_base["message_thread"], *added],
             "thread_nodes": [*manager_base["thread_nodes"], *origins],
         }
@@ -206,7 +211,7 @@ class TeamStateCodec:
         The executor state is checked first; participants are loaded one by one and, if
         one refuses its state, every participant gets its previous state back.
         """
-        loaded = self._executor.check_state(manager, thread=thread)
+        loaded = self._executor.scheduler.check_state(manager, thread=thread)
         nodes = self._executor.nodes
         previous = {node.name: await node.save_state() for node in nodes}
         touched: list[Node] = []
@@ -225,7 +230,7 @@ class TeamStateCodec:
                     f"({type(exc).__name__}: {exc}); nothing was changed. Load a state saved "
                     "by a team with the same participants."
                 ) from exc
-        self._executor.apply_state(loaded)
+        self._executor.scheduler.apply_state(loaded)
 
     async def install(self, folded: FoldedRun) -> None:
         """Load a folded stored run into the team (all checked before anything changes)."""
@@ -241,4 +246,4 @@ class TeamStateCodec:
             ) from exc
         await self._load_checked(manager, folded.participants, folded.messages)
         self._run.run_id = folded.run_id
-        await self._run.restore(folded.bookkeeping.get("run"), self._executor.thread)
+        await self._run.restore(folded.bookkeeping.get("run"), self._executor.scheduler.thread)

@@ -476,7 +476,7 @@ class _Flow:
                     f"the run raised {type(cause).__name__}: {cause}",
                 )
             return found
-        if executor.ready and natural:
+        if executor.scheduler.ready and natural:
             if not self.bounded_by_team:
                 ran: dict[str, int] = {}
                 for name in outcome.steps:
@@ -498,7 +498,7 @@ class _Flow:
                     "exit the agents reliably take.",
                 )
             return found
-        if not natural or executor.ready:
+        if not natural or executor.scheduler.ready:
             return found
         participants = set(self.names)
         last: dict[str, Turn] = {turn.node: turn for turn in outcome.turns}
@@ -533,7 +533,7 @@ class _Flow:
                 "ended there; add a fallback edge (no condition, or the negation of the "
                 "others) or make the conditions cover every reply.",
             )
-        for group_id, missing in executor.waiting_joins():
+        for group_id, missing in executor.scheduler.tracker.waiting():
             group = self.plan.groups[group_id]
             target = self.names[group.target]
             waited = [self.plan.edges[e] for e in missing]

@@ -49,10 +49,9 @@ def test_a_node_activated_while_running_runs_again_after_its_turn() -> None:
     plan = plan_of([("a", "b", {}), ("b", "a", {"condition": "AGAIN"})], ["a", "b"])
     sched = scheduler(plan)
     sched.start_from_entry()
-    a = sched.pop_ready()
-    sched.take_new(a)
+    a, _ = sched.start()
     sched.activate(a)  # an edge into `a` fired while `a` runs
-    assert not sched.ready and sched.pending[a]
+    assert not sched.ready and sched.nodes[a].pending
     sched.record(a, said("a", "x"), [])
     assert list(sched.ready) == [1, 0]  # `b` from the edge, then `a` again
 
@@ -62,13 +61,13 @@ def test_take_new_skips_the_nodes_own_messages_and_requeue_rewinds() -> None:
     sched.start_from_entry()
     sched.thread.append(TextMessage(content="task", source="user"))
     sched.thread_node.append(-1)
-    a = sched.pop_ready()
-    assert [m.content for m in sched.take_new(a)] == ["task"]  # type: ignore[attr-defined]
+    a, seen = sched.start()
+    assert [m.content for m in seen] == ["task"]  # type: ignore[attr-defined]
     sched.record(a, said("a", "A1"), [])
-    b = sched.pop_ready()
-    assert [m.content for m in sched.take_new(b)] == ["task", "A1"]  # type: ignore[attr-defined]
+    b, seen = sched.start()
+    assert [m.content for m in seen] == ["task", "A1"]  # type: ignore[attr-defined]
     sched.requeue_front([b])
-    assert sched.cursor[b] == 0 and list(sched.ready) == [b] and not sched.running[b]
+    assert sched.nodes[b].cursor == 0 and list(sched.ready) == [b] and not sched.nodes[b].running
 
 
 def test_a_condition_that_raises_records_nothing() -> None:
@@ -78,24 +77,21 @@ def test_a_condition_that_raises_records_nothing() -> None:
     plan = plan_of([("a", "b", {}), ("a", "c", {"condition": broken})], ["a", "b", "c"])
     sched = scheduler(plan)
     sched.start_from_entry()
-    a = sched.pop_ready()
-    sched.take_new(a)
+    a, _ = sched.start()
     with pytest.raises(NodeExecutionError, match="a -> c"):
         sched.record(a, said("a", "x"), [])
-    assert sched.thread == [] and sched.running[a] and not sched.ready
+    assert sched.thread == [] and sched.nodes[a].running and not sched.ready
 
 
 def test_bookkeeping_marks_running_nodes_to_run_again() -> None:
     sched = scheduler(plan_of([("a", "b", {}), ("a", "c", {})], ["a", "b", "c"]))
     sched.start_from_entry()
-    a = sched.pop_ready()
-    sched.take_new(a)
+    a, _ = sched.start()
     sched.record(a, said("a", "A1"), [])
-    b = sched.pop_ready()
-    sched.take_new(b)
+    b, _ = sched.start()
     kept = sched.bookkeeping()
     assert kept["ready"] == ["b", "c"] and kept["cursors"]["b"] == 0
-    sched.handed_over[b] = True  # a nested team that took its messages keeps its cursor
+    sched.nodes[b].handed_over = True  # a nested team that took its messages keeps its cursor
     assert sched.bookkeeping()["cursors"]["b"] == 1
     assert sched.bookkeeping(settled=True)["cursors"]["b"] == 0
 
@@ -104,8 +100,7 @@ def test_state_round_trip_and_bad_cursor() -> None:
     plan = plan_of([("a", "b", {})], ["a", "b"])
     sched = scheduler(plan)
     sched.start_from_entry()
-    a = sched.pop_ready()
-    sched.take_new(a)
+    a, _ = sched.start()
     sched.record(a, said("a", "A1"), [])
     state = sched.save_state()
     other = scheduler(plan)
@@ -154,11 +149,10 @@ def test_an_activation_during_an_interrupted_turn_runs_after_its_re_run() -> Non
     plan = plan_of([("a", "b", {}), ("b", "b", {"condition": "LOOP"})], ["a", "b"])
     sched = scheduler(plan)
     sched.start_from_entry()
-    a = sched.pop_ready()
-    sched.take_new(a)
+    a, _ = sched.start()
     sched.record(a, said("a", "A1"), [])
-    b = sched.pop_ready()
-    assert [m.content for m in sched.take_new(b)] == ["A1"]  # type: ignore[attr-defined]
+    b, seen = sched.start()
+    assert [m.content for m in seen] == ["A1"]  # type: ignore[attr-defined]
     sched.thread.append(TextMessage(content="late", source="a"))  # arrives meanwhile
     sched.thread_node.append(a)
     sched.activate(b)
@@ -166,8 +160,8 @@ def test_an_activation_during_an_interrupted_turn_runs_after_its_re_run() -> Non
     assert sched.bookkeeping()["pending"] == ["b"]
     turns = 0
     while sched.ready:
-        node = sched.pop_ready()
-        seen = [m.content for m in sched.take_new(node)]  # type: ignore[attr-defined]
+        node, given = sched.start()
+        seen = [m.content for m in given]  # type: ignore[attr-defined]
         if turns == 0:
             assert seen == ["A1"]  # the re-run sees what the interrupted turn saw
         if turns == 1:
