@@ -58,7 +58,7 @@ async def test_a_resumed_run_builds_only_the_messages_it_reads(
     ]
     assert len(built) <= 2, built
     # Reading the thread rebuilds the messages, once each.
-    executor_thread = resumed._executor.thread
+    executor_thread = resumed._executor.scheduler.thread
     assert [m.to_text() for m in executor_thread][:3] == ["go", "a1", "b1"]
     assert executor_thread[1] is executor_thread[1]
     await store.close()
