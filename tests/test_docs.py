@@ -31,7 +31,7 @@ def _docs_status() -> str:
     ).stdout
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_docs_build_strict_without_warnings(tmp_path: Path) -> None:
     before = _docs_status()
     completed = subprocess.run(
@@ -39,7 +39,7 @@ def test_docs_build_strict_without_warnings(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=880,
         env={
             **os.environ,
             "NO_MKDOCS_2_WARNING": "1",

@@ -192,9 +192,9 @@ class RedisCheckpointStore:
             return await work(await self._client())
         except redis.RedisError as exc:
             raise CheckpointError(
-                f"Redis store `{_redact(self.url)}` failed: {type(exc).__name__}: {exc}. "
-                "Check that the server is running and reachable; nothing of this call "
-                "was written unless it said so."
+                f"Redis store `{_redact(self.url)}` failed with {type(exc).__name__} "
+                f"({exc}); check that the server is running and reachable. Nothing of "
+                "this call was written unless it said so."
             ) from exc
 
     async def _atomically(self, keys: Sequence[str], step: Callable[[Any], Awaitable[T]]) -> T:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, NoReturn, get_args
 
+from .._english import a
 from ..checkpoint import (
     CheckpointRecord,
     CheckpointStore,
@@ -215,7 +216,7 @@ class _Stores:
         self.opened.append(store)  # before the check: a wrong object is still closed
         if not isinstance(store, CheckpointStore):
             _fail(
-                f"make_store() returned a {type(store).__name__}, which lacks methods of "
+                f"make_store() returned {a(type(store).__name__)}, which lacks methods of "
                 "the CheckpointStore protocol"
             )
         return store

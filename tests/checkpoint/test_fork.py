@@ -212,6 +212,7 @@ async def _wait_line(proc: asyncio.subprocess.Process, text: str) -> None:
     assert text in line.decode(), line
 
 
+@pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 async def test_a_sqlite_fork_killed_at_every_write_is_whole_or_absent(tmp_path: Path) -> None:
     """The forking process is SIGKILLed at each write of the fork, and right after its
     commit; the fork is whole or absent, and the same call again gives the same fork."""
@@ -307,6 +308,7 @@ async def test_a_postgres_fork_failing_at_every_write_is_whole_or_absent(
     await store.close()
 
 
+@pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 async def test_a_postgres_fork_killed_at_every_write_is_whole_or_absent(
     postgres_dsn: str,
 ) -> None:

@@ -139,7 +139,7 @@ async def test_make_store_may_be_async_and_must_make_stores() -> None:
 
     await check_checkpoint_store(make, rules=["round_trip", "delete"])
     error = await _rule_error(object, rules=["delete"])  # type: ignore[arg-type]
-    assert "make_store() returned a object" in str(error)
+    assert "make_store() returned an object" in str(error)
     with pytest.raises(CheckpointArgumentError, match="'nope'"):
         await check_checkpoint_store(InMemoryCheckpointStore, rules=["nope"])  # type: ignore[list-item]
 

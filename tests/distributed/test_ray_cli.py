@@ -40,7 +40,7 @@ async def _statuses(url: str, run_ids: list[str]) -> collections.Counter[str]:
         await store.close()
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)
 async def test_ctrl_c_stops_the_runs_on_the_workers_and_a_rerun_completes_them(
     tmp_path: Path,
 ) -> None:
@@ -118,7 +118,7 @@ def _alive(pid: int) -> bool:
     return _stat(pid) is not None
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 async def test_a_killed_command_leaves_no_ray_process_behind(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(f"k{i}") + "\n" for i in range(400)), "utf-8")

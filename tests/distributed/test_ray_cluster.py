@@ -181,7 +181,7 @@ async def reference(tasks: list[str]) -> list[list[str]]:
     return [transcript((await build(think=0).run(task=task)).messages) for task in tasks]
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 async def test_ray_client_streams_every_method(two_nodes: TwoNodes) -> None:
     tasks = [f"c{i}" for i in range(12)]
     runner = RayRunner(
@@ -207,7 +207,7 @@ async def test_ray_client_streams_every_method(two_nodes: TwoNodes) -> None:
     assert [transcript(r.messages) for r in results] == await reference(tasks[:3])  # type: ignore[union-attr]
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)
 async def test_workers_go_where_their_resources_are_and_a_killed_node_leaves_its_runs(
     two_nodes: TwoNodes, tmp_path: Path
 ) -> None:
@@ -267,7 +267,7 @@ async def test_workers_go_where_their_resources_are_and_a_killed_node_leaves_its
     assert sum(s["resumed"] + s["finished_before"] for s in stats) > 0, stats
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 async def test_runtime_env_working_dir_ships_the_factory_to_the_workers(
     two_nodes: TwoNodes, tmp_path: Path
 ) -> None:

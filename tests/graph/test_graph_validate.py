@@ -358,6 +358,7 @@ def chain(n: int, *, back: str | None = None) -> DiGraph:
     return DiGraph(nodes=nodes, default_start_node=names[0] if back is not None else None)
 
 
+@pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 def test_validate_100k_node_chain() -> None:
     g = chain(N)
     g.graph_validate()
@@ -368,6 +369,7 @@ def test_validate_100k_node_chain() -> None:
     assert g.get_leaf_nodes() == {f"n{N - 1}"}
 
 
+@pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 def test_validate_100k_node_loop_with_exit() -> None:
     g = chain(N, back="again")
     g.graph_validate()
@@ -377,6 +379,7 @@ def test_validate_100k_node_loop_with_exit() -> None:
     assert remaining[f"n{N - 1}"] == {f"n{N - 1}:loop": 1}
 
 
+@pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 def test_validate_100k_node_loop_without_exit_names_the_cycle() -> None:
     g = chain(N, back="")  # "" -> condition None: an unconditional back edge
     with pytest.raises(CycleWithoutExitError) as info:
@@ -385,6 +388,7 @@ def test_validate_100k_node_loop_without_exit_names_the_cycle() -> None:
     assert f"n{N - 1} -> n0" in str(info.value)
 
 
+@pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 def test_validate_100k_node_team() -> None:
     # Function nodes make a 100k-node team cheap to build; the team validates the graph.
     builder = DiGraphBuilder()

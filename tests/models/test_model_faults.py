@@ -180,8 +180,10 @@ AGENT_FAULTS = {
 }
 
 
-def _team(server: OpenAIServer, *, stream: bool, tools: bool) -> RoundRobinGroupChat:
-    client = make_client(server, timeout=0.5)
+def _team(
+    server: OpenAIServer, *, stream: bool, tools: bool, timeout: float = 10
+) -> RoundRobinGroupChat:
+    client = make_client(server, timeout=timeout)
     agent = AssistantAgent(
         "writer",
         client,
@@ -201,7 +203,10 @@ async def test_a_fault_fails_the_turn_and_the_team_resumes(
         # Unstreamed, the same faults are a cut body and a hang.
         reply = Reply("partial", cut_after=10) if fault != "stall" else Reply("x", delay=2)
     openai_server.enqueue(reply)
-    team = _team(openai_server, stream=stream, tools=False)
+    # Only the stall needs a short read timeout (half the server's delay); the other
+    # faults end the reply at once, and the resume's reply must not race a tight clock.
+    timeout = 1.0 if fault == "stall" else 10
+    team = _team(openai_server, stream=stream, tools=False, timeout=timeout)
     seen: list[Any] = []
     with pytest.raises(NodeExecutionError) as caught:
         async for item in team.run_stream(task="Say hello."):
