@@ -296,9 +296,12 @@ def test_deeply_nested_inputs_are_flowlib_errors() -> None:
         nested = {"provider": "OrTerminationCondition", "config": {"conditions": [nested]}}
     assert not expect_flowlib_error_or_success(lambda: load_component(nested))
 
+    # saved_state runs its own event loop the first time: call it before this one runs.
+    state: Any = saved_state("round_robin")
+
     async def scenario() -> None:
+        nonlocal state
         team = round_robin()
-        state: Any = saved_state("round_robin")
         for _ in range(3000):
             state = {"type": "TeamState", "version": 1, "agent_states": state}
         with pytest.raises(FlowlibError):
