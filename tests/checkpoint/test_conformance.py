@@ -25,11 +25,9 @@ from typing import Any
 import pytest
 
 from flowlib.checkpoint import (
-    CheckpointRecord,
     CheckpointStore,
     InMemoryCheckpointStore,
     PostgresCheckpointStore,
-    RunRecord,
     SQLiteCheckpointStore,
     diff_state,
     fold,
@@ -37,6 +35,9 @@ from flowlib.checkpoint import (
 from flowlib.checkpoint._sql import RECORD_COLUMNS, message_rows, record_row
 from flowlib.errors import CheckpointArgumentError, CheckpointError
 from flowlib.testing import STORE_RULES, StoreRule, check_checkpoint_store
+
+# The records the conformance suite writes, for the backend tests beside it.
+from flowlib.testing._store_rules import _msg, _record, _run, _write
 
 
 @dataclass
@@ -166,49 +167,6 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     finally:
         for store in backend.opened:
             await store.close()
-
-
-def _run(run_id: str = "r1", created_at: float = 1.0) -> RunRecord:
-    return RunRecord(
-        run_id=run_id,
-        team_type="RoundRobinGroupChat",
-        graph_signature="sig",
-        graph={"nodes": ["a", "b"], "edges": [["a", "b"]]},
-        state_version=1,
-        created_at=created_at,
-        updated_at=created_at,
-        forked_from=("parent", 3),
-        metadata={"task": "hello"},
-    )
-
-
-def _msg(text: str, source: str = "a") -> dict[str, Any]:
-    return {"type": "TextMessage", "source": source, "content": text}
-
-
-def _record(run_id: str, checkpoint_id: int, *, text: str | None = None) -> CheckpointRecord:
-    """A record; with ``text``, its payload does not depend on ``checkpoint_id``."""
-    cursor = len(text) if text else checkpoint_id
-    text = text or f"m{checkpoint_id}"
-    return CheckpointRecord(
-        run_id=run_id,
-        checkpoint_id=checkpoint_id,
-        kind="start" if checkpoint_id == 1 else "turn",
-        turn=checkpoint_id - 1,
-        node=None if checkpoint_id == 1 else "a",
-        created_at=float(checkpoint_id),
-        messages=[_msg(text)],
-        message_nodes=[None if checkpoint_id == 1 else "a"],
-        bookkeeping={"ready": ["a"], "cursor": {"a": cursor}},
-        participants={"a": {"update": {"ctx": {"append": [_msg(text)]}}}}
-        if checkpoint_id > 1
-        else {"a": {"set": {"ctx": [_msg(text)]}}},
-    )
-
-
-async def _write(store: CheckpointStore, run_id: str, count: int, start: int = 1) -> None:
-    for checkpoint_id in range(start, start + count):
-        await store.append(_record(run_id, checkpoint_id), status="running")
 
 
 async def test_a_deleted_run_leaves_no_rows(backend: Backend) -> None:
