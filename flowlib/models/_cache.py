@@ -303,6 +303,18 @@ class ChatCompletionCache(ChatCompletionClient):
         text = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def _lookup(
+        self,
+        messages: Sequence[LLMMessage],
+        options: dict[str, Any],
+        cancellation_token: CancellationToken | None,
+    ) -> tuple[str, CHAT_CACHE_VALUE_TYPE | None]:
+        """The request's cache key and what the store holds for it."""
+        if cancellation_token is not None and cancellation_token.is_cancelled():
+            raise asyncio.CancelledError()
+        key = self.cache_key(messages, **options)
+        return key, self._store.get(key)
+
     def _record(self, usage: RequestUsage, *, hit: bool) -> None:
         self._total += usage
         if not hit:
@@ -327,28 +339,15 @@ class ChatCompletionCache(ChatCompletionClient):
         Raises:
             asyncio.CancelledError: ``cancellation_token`` is already cancelled.
         """
-        if cancellation_token is not None and cancellation_token.is_cancelled():
-            raise asyncio.CancelledError()
-        key = self.cache_key(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-        )
-        stored = self._store.get(key)
+        options = _options(tools, tool_choice, json_output, extra_create_args)
+        key, stored = self._lookup(messages, options, cancellation_token)
         if stored is not None:
             result = stored[-1] if isinstance(stored, list) else stored
             if isinstance(result, CreateResult):
                 self._record(result.usage, hit=True)
                 return result.model_copy(update={"cached": True}, deep=True)
         result = await self._client.create(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-            cancellation_token=cancellation_token,
+            messages, **options, cancellation_token=cancellation_token
         )
         self._store.set(key, result.model_copy(deep=True))
         self._record(result.usage, hit=False)
@@ -367,16 +366,8 @@ class ChatCompletionCache(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Replay a cached stream (or a cached result as one chunk), or stream from the
         wrapped client and store the chunks once the stream completes."""
-        if cancellation_token is not None and cancellation_token.is_cancelled():
-            raise asyncio.CancelledError()
-        key = self.cache_key(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-        )
-        stored = self._store.get(key)
+        options = _options(tools, tool_choice, json_output, extra_create_args)
+        key, stored = self._lookup(messages, options, cancellation_token)
         if stored is not None:
             items = list(stored) if isinstance(stored, list) else [stored]
             result = items[-1]
@@ -393,12 +384,7 @@ class ChatCompletionCache(ChatCompletionClient):
                 return
         collected: list[str | CreateResult] = []
         async for item in self._client.create_stream(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-            cancellation_token=cancellation_token,
+            messages, **options, cancellation_token=cancellation_token
         ):
             if isinstance(item, CreateResult):
                 self._store.set(key, [*collected, item.model_copy(deep=True)])
@@ -435,6 +421,21 @@ class ChatCompletionCache(ChatCompletionClient):
     def model_info(self) -> ModelInfo:
         """The wrapped client's model info."""
         return self._client.model_info
+
+
+def _options(
+    tools: Sequence[ToolLike],
+    tool_choice: ToolChoice,
+    json_output: bool | type[BaseModel] | None,
+    extra_create_args: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """A request's options, as ``cache_key`` and the wrapped client take them."""
+    return {
+        "tools": tools,
+        "tool_choice": tool_choice,
+        "json_output": json_output,
+        "extra_create_args": extra_create_args,
+    }
 
 
 register_builtin(
