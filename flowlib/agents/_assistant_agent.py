@@ -674,8 +674,8 @@ class AssistantAgent(BaseChatAgent):
         except ValidationError as exc:
             raise InvalidValueError(
                 f"Agent `{self.name}`: the model's answer is not a valid "
-                f"`{self._output_content_type.__name__}` ({exc.error_count()} error(s): "
-                f"{exc.errors()[0]['msg']}). Answer: {content[:200]!r}"
+                f"`{self._output_content_type.__name__}` ({_problems(exc)}). "
+                f"Answer: {content[:200]!r}"
             ) from exc
         message_type = StructuredMessage[self._output_content_type]  # type: ignore[name-defined]
         structured: BaseChatMessage = message_type(
@@ -798,8 +798,7 @@ class AssistantAgent(BaseChatAgent):
         except ValidationError as exc:
             raise StateError(
                 f"Agent `{self.name}`: cannot load this state; expected the result of "
-                f"AssistantAgent.save_state() ({exc.error_count()} error(s): "
-                f"{exc.errors()[0]['loc']} {exc.errors()[0]['msg']})."
+                f"AssistantAgent.save_state() ({_problems(exc)})."
             ) from exc
         if parsed.version.split(".")[0] != "1":
             raise StateError(
@@ -813,6 +812,12 @@ class AssistantAgent(BaseChatAgent):
         """Make an unfinished (abandoned) turn stale, so it will not be undone later."""
         self._open_turn = None
         self._turns_started += 1
+
+
+def _problems(exc: ValidationError) -> str:
+    """How many problems a validation found, and where and what the first one is."""
+    first = exc.errors()[0]
+    return f"{exc.error_count()} error(s): {first['loc']} {first['msg']}"
 
 
 # flowlib's own context views, which return a new list on every call: the agent may
