@@ -145,6 +145,20 @@ class AssistantAgentConfig(BaseModel):
     structured_message_factory: ComponentModel | None = None
 
 
+# The fields of an AssistantAgentConfig that `_from_config` builds or converts itself.
+_BUILT_FROM_CONFIG = {
+    "name",
+    "model_client",
+    "tools",
+    "workbench",
+    "handoffs",
+    "model_context",
+    "memory",
+    "max_tool_calls",
+    "structured_message_factory",
+}
+
+
 class AssistantAgent(BaseChatAgent):
     """An agent that answers with a model and can call tools and hand off.
 
@@ -413,24 +427,19 @@ class AssistantAgent(BaseChatAgent):
                 tools += load_fields(workbench.config.get("tools") or [], "tools", BaseTool)
         context = load_field(config.model_context, "model_context", ChatCompletionContext)
         memory = load_fields(config.memory or [], "memory", Memory)
+        # The other fields are the constructor's plain options, under the same names.
+        options = config.model_dump(exclude=_BUILT_FROM_CONFIG)
         return cls(
             config.name,
             client,
             tools=tools or None,
             handoffs=config.handoffs,
             model_context=context,
-            description=config.description,
-            system_message=config.system_message,
-            model_client_stream=config.model_client_stream,
-            reflect_on_tool_use=config.reflect_on_tool_use,
-            max_tool_iterations=config.max_tool_iterations,
             max_tool_calls=(
                 DEFAULT_MAX_TOOL_CALLS if config.max_tool_calls is None else config.max_tool_calls
             ),
-            tool_call_summary_format=config.tool_call_summary_format,
-            output_content_type_format=config.output_content_type_format,
             memory=memory or None,
-            metadata=config.metadata,
+            **options,
         )
 
     # --- the turn -----------------------------------------------------------------------
