@@ -522,9 +522,12 @@ class AssistantAgent(BaseChatAgent):
 
         steps: list[tuple[AssistantMessage, list[FunctionExecutionResult]]] = []
         tools, tools_by_name = await self._current_tools()
-        for _ in range(self._max_tool_iterations):
+        # With reflect_on_tool_use, one more model call, made without tools, answers.
+        reflections = 1 if self._reflect_on_tool_use else 0
+        for iteration in range(self._max_tool_iterations + reflections):
+            reflecting = iteration == self._max_tool_iterations
             inference: _Inference | None = None
-            async with aclosing(self._infer(tools, token)) as stream:
+            async with aclosing(self._infer([] if reflecting else tools, token)) as stream:
                 async for streamed in stream:
                     if isinstance(streamed, _Inference):
                         inference = streamed
@@ -533,6 +536,11 @@ class AssistantAgent(BaseChatAgent):
             assert inference is not None
             result = inference.result
             calls = result.content if isinstance(result.content, list) else []
+            if reflecting and calls:
+                raise InvalidValueError(
+                    f"Agent `{self.name}`: the model answered the reflection call (made "
+                    "without tools) with tool calls; expected a text answer."
+                )
             if result.thought:
                 # Streamed text that came with tool calls is the thought: its chunks name it.
                 thought = (
@@ -568,27 +576,6 @@ class AssistantAgent(BaseChatAgent):
                     chat_message=self._handoff_message(handoff, steps), inner_messages=inner
                 )
                 return
-
-        if self._reflect_on_tool_use:
-            inference = None
-            async with aclosing(self._infer([], token)) as stream:
-                async for streamed in stream:
-                    if isinstance(streamed, _Inference):
-                        inference = streamed
-                    else:
-                        yield streamed
-            assert inference is not None
-            if isinstance(inference.result.content, list) and inference.result.content:
-                raise InvalidValueError(
-                    f"Agent `{self.name}`: the model answered the reflection call (made "
-                    "without tools) with tool calls; expected a text answer."
-                )
-            if inference.result.thought:
-                thought = ThoughtEvent(content=inference.result.thought, source=self.name)
-                inner.append(thought)
-                yield thought
-            yield await self._answer(inference, inner)
-            return
 
         all_calls = [call for request_message, _ in steps for call in _calls_of(request_message)]
         all_results = [result for _, results in steps for result in results]
