@@ -16,6 +16,7 @@ from ..component import json_field, refuse_field, skip_field
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import (
     ChatCompletionClient,
+    CreateRequest,
     ModelFamily,
     ModelInfo,
     ToolChoice,
@@ -200,20 +201,15 @@ class BaseOpenAIClient(ChatCompletionClient):
 
     # -- building a request -------------------------------------------------------------
 
-    def _build_request(
-        self,
-        messages: Sequence[LLMMessage],
-        tools: Sequence[ToolLike],
-        tool_choice: ToolChoice,
-        json_output: bool | type[BaseModel] | None,
-        extra_create_args: Mapping[str, Any] | None,
-    ) -> _Request:
+    def _build_request(self, request: CreateRequest) -> _Request:
         if self._closed:
             raise ClientClosedError(
                 f"The model client for `{self._model}` is closed; build a new one to send "
                 "more requests."
             )
-        extra = dict(extra_create_args or {})
+        messages, tools, tool_choice = request.messages, request.tools, request.tool_choice
+        json_output = request.json_output
+        extra = dict(request.extra_create_args or {})
         check_create_args(extra, "extra_create_args")
         kwargs = {**self._create_args, **extra}
         info = self._model_info
@@ -325,7 +321,9 @@ class BaseOpenAIClient(ChatCompletionClient):
                 ``openai.APITimeoutError``, ``openai.RateLimitError``).
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
-        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        request = self._build_request(
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        )
         self._describe(request.kwargs)
         completion = await within(
             linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
@@ -386,7 +384,9 @@ class BaseOpenAIClient(ChatCompletionClient):
         usage of 0/0. Arguments and errors are those of
         [`create`][flowlib.models.ChatCompletionClient.create].
         """
-        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        request = self._build_request(
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        )
         request.kwargs["stream"] = True
         request.kwargs.setdefault("stream_options", {"include_usage": True})
         self._describe(request.kwargs)

@@ -14,7 +14,14 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from ..component.internal import register_builtin
 from ..errors import FlowlibError
-from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
+from ._client import (
+    ChatCompletionClient,
+    CreateRequest,
+    ModelInfo,
+    ToolChoice,
+    ToolLike,
+    validate_model_info,
+)
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = ["ReplayChatCompletionClient", "ReplayExhaustedError"]
@@ -349,13 +356,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         return result
 
     async def _play(
-        self,
-        messages: Sequence[LLMMessage],
-        tools: Sequence[ToolLike],
-        tool_choice: ToolChoice,
-        json_output: bool | type[BaseModel] | None,
-        extra_create_args: Mapping[str, Any] | None,
-        cancellation_token: CancellationToken | None,
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> CreateResult:
         """Wait out the latency, record the call and return the next scripted response."""
         if cancellation_token is not None and cancellation_token.is_cancelled():
@@ -366,12 +367,11 @@ class ReplayChatCompletionClient(ChatCompletionClient):
                 cancellation_token.link_future(sleeper)
             await sleeper
         args = {
-            "tools": list(tools),
-            "tool_choice": tool_choice,
-            "json_output": json_output,
-            "extra_create_args": dict(extra_create_args or {}),
+            **request.options(),
+            "tools": list(request.tools),
+            "extra_create_args": dict(request.extra_create_args or {}),
         }
-        return self._next(messages, args, cancellation_token)
+        return self._next(request.messages, args, cancellation_token)
 
     async def create(
         self,
@@ -389,7 +389,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             ReplayExhaustedError: When the script has run out (a ``ValueError``).
         """
         return await self._play(
-            messages, tools, tool_choice, json_output, extra_create_args, cancellation_token
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args),
+            cancellation_token,
         )
 
     async def create_stream(
@@ -408,7 +409,8 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         same way; one with tool calls is yielded whole.
         """
         result = await self._play(
-            messages, tools, tool_choice, json_output, extra_create_args, cancellation_token
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args),
+            cancellation_token,
         )
         if isinstance(result.content, str):
             for chunk in _tokens(result.content):
