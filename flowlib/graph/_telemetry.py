@@ -71,16 +71,15 @@ class RunSpans:
         self._parent = None
         if active is None:
             return
+        attributes = {
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.workflow.name": name,
+            "flowlib.team.name": name,
+            "flowlib.team.type": self._type,
+        }
         self._parent = otel_context.get_current()
         self._span = active.start_span(
-            f"invoke_workflow {name}",
-            context=self._parent,
-            attributes={
-                "gen_ai.operation.name": "invoke_workflow",
-                "gen_ai.workflow.name": name,
-                "flowlib.team.name": name,
-                "flowlib.team.type": self._type,
-            },
+            f"invoke_workflow {name}", context=self._parent, attributes=attributes
         )
 
     def on_run_end(

@@ -227,9 +227,7 @@ class ObservedTurn:
     __slots__ = ("_ended", "_scopes", "_stream")
 
     def __init__(self, stream: AsyncGenerator[Any, None], scopes: Sequence[TurnScope]) -> None:
-        self._stream = stream
-        self._scopes = scopes
-        self._ended = False
+        self._stream, self._scopes, self._ended = stream, scopes, False
 
     def __aiter__(self) -> ObservedTurn:
         return self
