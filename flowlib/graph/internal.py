@@ -8,6 +8,7 @@ from ._conditions import check_condition
 from ._executor import Budget, RunOutcome
 from ._shapes import Participant, hub_graph, ring_graph
 from ._state import GRAPH_STATE_VERSION
+from ._telemetry import RunSpans
 from ._validate import GraphAnalysis, analyse, check_loop_bounded, validate_graph
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "GraphAnalysis",
     "Participant",
     "RunOutcome",
+    "RunSpans",
     "analyse",
     "check_condition",
     "check_loop_bounded",
