@@ -72,6 +72,7 @@ from ..models import (
 from ..tools import BaseTool, Tool, Workbench
 from ..tools.internal import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
+from ._streaming import stream_events
 from ._tool_calls import (
     DEFAULT_MAX_TOOL_CALLS,
     SummaryFormatter,
@@ -636,26 +637,18 @@ class AssistantAgent(BaseChatAgent):
             )
             yield _Inference(result, message_id)
             return
-        final: CreateResult | None = None
         chunks = self._model_client.create_stream(
             request, tools=tools, json_output=self._output_content_type, cancellation_token=token
         )
-        async with aclosing(chunks):
-            async for chunk in chunks:
-                if token.is_cancelled():
-                    raise asyncio.CancelledError()
-                if isinstance(chunk, CreateResult):
-                    final = chunk
-                else:
-                    yield ModelClientStreamingChunkEvent(
-                        content=chunk, full_message_id=message_id, source=self.name
-                    )
-        if final is None:
-            raise InvalidValueError(
-                f"Agent `{self.name}`: the model client's stream ended without a "
-                "CreateResult; create_stream must yield the final result last."
-            )
-        yield _Inference(final, message_id)
+        missing = InvalidValueError(
+            f"Agent `{self.name}`: the model client's stream ended without a "
+            "CreateResult; create_stream must yield the final result last."
+        )
+        streamed = stream_events(
+            chunks, message_id=message_id, source=self.name, token=token, missing=missing
+        )
+        async for item in streamed:
+            yield _Inference(item, message_id) if isinstance(item, CreateResult) else item
 
     async def _answer(self, inference: _Inference, inner: list[_Item]) -> Response:
         """Record a text answer in the context and wrap it as the final Response."""

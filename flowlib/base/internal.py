@@ -1,6 +1,13 @@
 """What flowlib's other packages use of ``flowlib.base``'s private modules (not public API)."""
 
-from ._arguments import check_count, check_number, check_state_argument, kind_of, load_atomically
+from ._arguments import (
+    check_count,
+    check_number,
+    check_state_argument,
+    kind_of,
+    load_atomically,
+    state_entry,
+)
 from ._task import task_messages
 from ._termination import TERMINATION_STATE_VERSION, state_header
 
@@ -11,6 +18,7 @@ __all__ = [
     "check_state_argument",
     "kind_of",
     "load_atomically",
+    "state_entry",
     "state_header",
     "task_messages",
 ]
