@@ -180,33 +180,34 @@ class Not(EdgeCondition):
 
 
 class _Combination(EdgeCondition):
-    """``conditions`` joined by ``fires`` (``any`` or ``all``), labelled joined by ``word``."""
+    """``conditions`` combined: how they fire together and the word their labels are
+    joined by come from the subclass's ``kind``."""
 
     conditions: list[ConditionData]
-    fires: ClassVar[Callable[[Iterable[bool]], bool]]
-    word: ClassVar[str]
+    _combine: ClassVar[dict[str, tuple[Callable[[Iterable[bool]], bool], str]]] = {
+        "any_of": (any, "or"),
+        "all_of": (all, "and"),
+    }
 
     def check(self, message: BaseChatMessage) -> bool:
-        return type(self).fires(as_condition(c).check(message) for c in self.conditions)
+        fires, _ = self._combine[self.kind]
+        return fires(as_condition(c).check(message) for c in self.conditions)
 
     def label(self) -> str:
-        return f" {self.word} ".join(as_condition(c).label() for c in self.conditions)
+        _, word = self._combine[self.kind]
+        return f" {word} ".join(as_condition(c).label() for c in self.conditions)
 
 
 class AnyOf(_Combination):
     """Fires when at least one of ``conditions`` fires."""
 
     kind: Literal["any_of"] = "any_of"
-    fires = any
-    word = "or"
 
 
 class AllOf(_Combination):
     """Fires when every one of ``conditions`` fires."""
 
     kind: Literal["all_of"] = "all_of"
-    fires = all
-    word = "and"
 
 
 class CallableCondition(EdgeCondition):
