@@ -278,18 +278,17 @@ class CodeExecutorAgent(BaseChatAgent):
         executor = load_field(config.code_executor, "code_executor", CodeExecutor)
         client = load_field(config.model_client, "model_client", ChatCompletionClient)
         context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        # The other fields are the constructor's plain options, under the same names.
+        options = config.model_dump(
+            exclude={"name", "code_executor", "model_client", "model_context"}
+        )
         return cls(
             config.name,
             executor,
             model_client=client,
             model_context=context,
-            model_client_stream=config.model_client_stream,
-            max_retries_on_error=config.max_retries_on_error,
-            description=config.description,
-            system_message=config.system_message,
-            sources=config.sources,
-            supported_languages=config.supported_languages,
             approval_func=active_policy().approval_func,
+            **options,
         )
 
     # --- calls --------------------------------------------------------------------------

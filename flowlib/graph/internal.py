@@ -4,6 +4,7 @@ from ._conditions import check_condition
 from ._executor import Budget, RunOutcome
 from ._shapes import Participant, hub_graph, ring_graph
 from ._state import GRAPH_STATE_VERSION
+from ._telemetry import RunSpans
 from ._validate import GraphAnalysis, analyse, check_loop_bounded, validate_graph
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "GraphAnalysis",
     "Participant",
     "RunOutcome",
+    "RunSpans",
     "analyse",
     "check_condition",
     "check_loop_bounded",
