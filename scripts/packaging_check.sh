@@ -33,6 +33,10 @@ CACHE=${FLOWLIB_PACKAGING_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flowlib-packagi
 # to the tools' settings does not rebuild the venvs.
 KEY=$( { "$PYTHON" -V; sed -n '/^dependencies = \[/,/^\]/p' pyproject.toml; } | sha256sum | cut -c1-16)
 
+# flowlib is built into a wheel once per run, and that one wheel goes into both venvs.
+WHEELS=$(mktemp -d)
+trap 'rm -rf "$WHEELS"' EXIT
+
 prepare() {  # prepare VENV [pins...]
   local venv=$1; shift
   local stamp=$venv/.deps-installed
@@ -43,7 +47,11 @@ prepare() {  # prepare VENV [pins...]
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" "${RUNNER[@]}" .
     touch "$stamp"
   fi
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
+  if ! compgen -G "$WHEELS/flowlib-*.whl" >/dev/null; then
+    "$venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$WHEELS" .
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall \
+    "$WHEELS"/flowlib-*.whl
 }
 
 run_smoke() {  # run_smoke VENV NAME
