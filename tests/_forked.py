@@ -89,20 +89,34 @@ class _Zygote:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def run(self, request: dict[str, Any], timeout: float) -> tuple[int, float]:
-        with self.lock:
+    def start(self, request: dict[str, Any]) -> int:
+        """Fork a child for ``request``; the zygote is this caller's until :meth:`wait`."""
+        if not self.lock.acquire(timeout=600):
+            raise RuntimeError("the test zygote is still serving another child")
+        try:
             proc = self._start()
             assert proc.stdin is not None
             proc.stdin.write(json.dumps(request) + "\n")
             proc.stdin.flush()
-            pid = int(self._answer(proc, 60.0)["pid"])
-            answer = self._answer(proc, timeout)
+            return int(self._answer(proc, 60.0)["pid"])
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def wait(self, pid: int, timeout: float) -> tuple[int, float]:
+        """The child's exit status and CPU seconds; past ``timeout`` it is killed and
+        ``subprocess.TimeoutExpired`` raised."""
+        try:
+            assert self.proc is not None
+            answer = self._answer(self.proc, timeout)
             if not answer:  # the child ran past the timeout: kill it, then report that
                 os.kill(pid, signal.SIGKILL)
-                answer = self._answer(proc, 60.0)
+                answer = self._answer(self.proc, 60.0)
                 _count_cpu(float(answer.get("cpu", 0.0)))
-                raise subprocess.TimeoutExpired(request["args"], timeout)
+                raise subprocess.TimeoutExpired(str(pid), timeout)
             return int(answer["returncode"]), float(answer["cpu"])
+        finally:
+            self.lock.release()
 
     def close(self) -> None:
         if self.proc is not None:
@@ -129,6 +143,80 @@ def _count_cpu(seconds: float) -> None:
     count_child_cpu(seconds)
 
 
+def _read(path: str) -> str:
+    """A child's output (none if it was killed before it opened the file)."""
+    try:
+        return Path(path).read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+class Forked:
+    """A child started by :func:`start_script`: ``pid``, :meth:`kill` and :meth:`wait`
+    (which must be called: the zygote serves one child at a time)."""
+
+    def __init__(self, request: dict[str, Any], folder: tempfile.TemporaryDirectory[str]):
+        self.request = request
+        self._folder = folder
+        self._done = False
+        self.pid = _ZYGOTE.start(request)
+
+    def __enter__(self) -> Forked:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """A child not waited for yet (the test failed first) is killed and reaped, so
+        the zygote can serve the next test."""
+        if not self._done:
+            self.kill()
+            self.wait(60)
+
+    def kill(self) -> None:
+        """SIGKILL the child (from outside, as a user's ``kill -9`` would)."""
+        os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float = 100.0) -> subprocess.CompletedProcess[str]:
+        """Wait for the child to end (see :func:`run_script`)."""
+        self._done = True
+        try:
+            code, cpu = _ZYGOTE.wait(self.pid, timeout)
+            _count_cpu(cpu)
+            out, err = (_read(self.request[name]) for name in ("stdout", "stderr"))
+            argv = [sys.executable, self.request["script"], *self.request["args"]]
+            return subprocess.CompletedProcess(argv, code, out, err)
+        finally:
+            self._folder.cleanup()
+
+    async def wait_async(self, timeout: float = 100.0) -> subprocess.CompletedProcess[str]:
+        """:meth:`wait` from a coroutine (in a thread)."""
+        import asyncio
+
+        return await asyncio.to_thread(self.wait, timeout)
+
+
+def start_script(
+    script: Path | str,
+    *args: str,
+    paths: Sequence[Path | str] = (),
+    env: Mapping[str, str] | None = None,
+) -> Forked:
+    """Start ``python SCRIPT ARGS`` as a fork of the zygote (see :func:`run_script`)."""
+    folder = tempfile.TemporaryDirectory(prefix="flowlib-fork-")
+    request = {
+        "script": str(Path(script).resolve()),
+        "args": [str(arg) for arg in args],
+        "paths": [str(path) for path in paths],
+        "env": dict(env or {}),
+        "stdout": str(Path(folder.name, "stdout")),
+        "stderr": str(Path(folder.name, "stderr")),
+    }
+    try:
+        return Forked(request, folder)
+    except BaseException:
+        folder.cleanup()
+        raise
+
+
 def run_script(
     script: Path | str,
     *args: str,
@@ -140,24 +228,7 @@ def run_script(
     fork of the zygote. ``paths`` go in front of ``sys.path`` (after the script's folder,
     as ``PYTHONPATH`` would); ``env`` is set in the child's ``os.environ``. A child still
     running after ``timeout`` seconds is killed and ``subprocess.TimeoutExpired`` raised."""
-    with tempfile.TemporaryDirectory(prefix="flowlib-fork-") as folder:
-        out, err = Path(folder, "stdout"), Path(folder, "stderr")
-        request = {
-            "script": str(Path(script).resolve()),
-            "args": [str(arg) for arg in args],
-            "paths": [str(path) for path in paths],
-            "env": dict(env or {}),
-            "stdout": str(out),
-            "stderr": str(err),
-        }
-        code, cpu = _ZYGOTE.run(request, timeout)
-        _count_cpu(cpu)
-        return subprocess.CompletedProcess(
-            [sys.executable, request["script"], *request["args"]],
-            code,
-            out.read_text(errors="replace"),
-            err.read_text(errors="replace"),
-        )
+    return start_script(script, *args, paths=paths, env=env).wait(timeout)
 
 
 async def run_script_async(

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from _forked import run_script
+from _forked import run_script, start_script
 
 SCRIPT = """
 import atexit, os, signal, sys, time
@@ -79,3 +80,17 @@ def test_a_child_past_its_timeout_is_killed(tmp_path: Path, script: Path) -> Non
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert run_script(script, str(tmp_path), "0").returncode == 0  # the zygote still serves
+
+
+def test_a_started_child_is_killed_from_outside(tmp_path: Path, script: Path) -> None:
+    with start_script(script, str(tmp_path), "hang") as child:
+        while not (tmp_path / "env").exists():  # the child has written what it writes first
+            time.sleep(0.01)
+        assert int((tmp_path / "pid").read_text()) == child.pid
+        child.kill()
+        done = child.wait(60)
+    assert done.returncode == -signal.SIGKILL
+    assert not (tmp_path / "atexit").exists()
+    with start_script(script, str(tmp_path), "hang"):
+        pass  # left without a wait: killed and reaped on the way out
+    assert run_script(script, str(tmp_path), "0").returncode == 0

@@ -5,9 +5,7 @@ fork the uninterrupted call gives."""
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,7 +15,7 @@ from typing import Any
 
 import pytest
 from _fork_team import FaultyConnection, chain, lease_gone, with_fault
-from _forked import run_script_async
+from _forked import run_script_async, start_script
 
 from flowlib.checkpoint import (
     CheckpointRecord,
@@ -207,12 +205,6 @@ async def test_a_sqlite_fork_failing_at_every_write_is_whole_or_absent(tmp_path:
     await store.close()
 
 
-async def _wait_line(proc: asyncio.subprocess.Process, text: str) -> None:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 60)
-    assert text in line.decode(), line
-
-
 @pytest.mark.timeout(600)  # a hang guard: 16x the time seen with four workers on two cores
 async def test_a_sqlite_fork_killed_at_every_write_is_whole_or_absent(tmp_path: Path) -> None:
     """The forking process is SIGKILLed at each write of the fork, and right after its
@@ -330,22 +322,11 @@ async def test_a_postgres_fork_killed_at_every_write_is_whole_or_absent(
     for point in _POINTS:
         fork = f"fork-{point}"
         _set_fault(postgres_dsn, point, "stall")
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(CHILD),
-            child_dsn,
-            "orig",
-            str(at),
-            fork,
-            "0",
-            "before",
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        await _wait_line(proc, "forking")
+        # A fork of a process that has flowlib imported (tests/_forked.py), not a new
+        # interpreter: the same script, SIGKILLed for real, without the import.
+        child = start_script(CHILD, child_dsn, "orig", str(at), fork, "0", "before", paths=sys.path)
         deadline = time.monotonic() + 60
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        with child, psycopg.connect(postgres_dsn, autocommit=True) as conn:
             while True:  # wait until the child's fork is stalled at the point
                 row = conn.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
@@ -355,8 +336,9 @@ async def test_a_postgres_fork_killed_at_every_write_is_whole_or_absent(
                     break
                 assert time.monotonic() < deadline, "the child never reached the fault"
                 await asyncio.sleep(0.05)
-            proc.kill()
-            await proc.wait()
+            child.kill()
+            done = await child.wait_async(60)
+            assert done.returncode == -9 and "forking" in done.stdout, done.stderr
             _set_fault(postgres_dsn, None)
             while True:  # the server ends the dead client's transaction
                 row = conn.execute(
