@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -64,21 +64,10 @@ class BaseChatAgent(ChatAgent, ABC):
         """The agent's description."""
         return self._description
 
-    @property
-    @abstractmethod
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """The chat message types the agent may return."""
-
-    @abstractmethod
-    async def on_messages(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
-    ) -> Response:
-        """Handle the new messages and return a response."""
-
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        """Yield the inner messages of [`on_messages`][flowlib.agents.BaseChatAgent.on_messages],
+        """Yield the inner messages of [`on_messages`][flowlib.base.ChatAgent.on_messages],
         then its Response."""
         response = await self.on_messages(messages, cancellation_token)
         for inner in response.inner_messages or ():

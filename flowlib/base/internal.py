@@ -1,10 +1,13 @@
-"""Names flowlib's other packages share from ``flowlib.base``'s private modules.
+"""What flowlib's other packages use of ``flowlib.base``'s private modules (not public API)."""
 
-Not public API: users import from ``flowlib.base``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
-
-from ._arguments import check_count, check_number, check_state_argument, kind_of, load_atomically
+from ._arguments import (
+    check_count,
+    check_number,
+    check_state_argument,
+    kind_of,
+    load_atomically,
+    state_entry,
+)
 from ._task import task_messages
 from ._termination import TERMINATION_STATE_VERSION, state_header
 
@@ -15,6 +18,7 @@ __all__ = [
     "check_state_argument",
     "kind_of",
     "load_atomically",
+    "state_entry",
     "state_header",
     "task_messages",
 ]

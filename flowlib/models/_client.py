@@ -3,6 +3,7 @@
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
@@ -17,6 +18,7 @@ from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = [
     "ChatCompletionClient",
+    "CreateRequest",
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
@@ -200,6 +202,28 @@ class ModelFamily:
 
 ToolLike = Tool | ToolSchema
 ToolChoice = Tool | Literal["auto", "required", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    """What one ``create``/``create_stream`` call asks for (all but its cancellation
+    token), as flowlib's clients pass it on inside: read, checked, recorded or forwarded
+    in one piece."""
+
+    messages: Sequence[LLMMessage]
+    tools: Sequence[ToolLike] = ()
+    tool_choice: ToolChoice = "auto"
+    json_output: bool | type[BaseModel] | None = None
+    extra_create_args: Mapping[str, Any] | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments beside ``messages``, as ``create`` takes them."""
+        return {
+            "tools": self.tools,
+            "tool_choice": self.tool_choice,
+            "json_output": self.json_output,
+            "extra_create_args": self.extra_create_args,
+        }
 
 
 class ChatCompletionClient(ComponentBase, ABC):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -16,6 +16,7 @@ from ..component import json_field, refuse_field, skip_field
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import (
     ChatCompletionClient,
+    CreateRequest,
     ModelFamily,
     ModelInfo,
     ToolChoice,
@@ -77,18 +78,26 @@ _EXAMPLE_INFO = (
 )
 
 
-def resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
+def resolve_model_info(
+    model: str,
+    model_info: ModelInfo | None,
+    *,
+    lookup: Callable[[str], ModelInfo | None] = lookup_model_info,
+    known: str = "a model flowlib knows (its table holds the names AutoGen 0.7.5 knows: "
+    "OpenAI, Gemini, Claude and Llama API models)",
+) -> ModelInfo:
+    """``model_info`` checked, or the info of ``model`` in the ``lookup`` table (whose
+    contents ``known`` describes for the error)."""
     if model_info is not None:
         validate_model_info(model_info)
         return model_info
-    known = lookup_model_info(model)
-    if known is None:
+    found = lookup(model)
+    if found is None:
         raise InvalidValueError(
-            f"`{model}` is not a model flowlib knows (its table holds the names AutoGen "
-            "0.7.5 knows: OpenAI, Gemini, Claude and Llama API models), so flowlib cannot "
-            f"tell what it supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
+            f"`{model}` is not {known}, so flowlib cannot tell what it supports: pass "
+            f"model_info=, e.g. model_info={_EXAMPLE_INFO}."
         )
-    return known
+    return found
 
 
 class _Request:
@@ -192,20 +201,15 @@ class BaseOpenAIClient(ChatCompletionClient):
 
     # -- building a request -------------------------------------------------------------
 
-    def _build_request(
-        self,
-        messages: Sequence[LLMMessage],
-        tools: Sequence[ToolLike],
-        tool_choice: ToolChoice,
-        json_output: bool | type[BaseModel] | None,
-        extra_create_args: Mapping[str, Any] | None,
-    ) -> _Request:
+    def _build_request(self, request: CreateRequest) -> _Request:
         if self._closed:
             raise ClientClosedError(
                 f"The model client for `{self._model}` is closed; build a new one to send "
                 "more requests."
             )
-        extra = dict(extra_create_args or {})
+        messages, tools, tool_choice = request.messages, request.tools, request.tool_choice
+        json_output = request.json_output
+        extra = dict(request.extra_create_args or {})
         check_create_args(extra, "extra_create_args")
         kwargs = {**self._create_args, **extra}
         info = self._model_info
@@ -317,7 +321,9 @@ class BaseOpenAIClient(ChatCompletionClient):
                 ``openai.APITimeoutError``, ``openai.RateLimitError``).
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
-        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        request = self._build_request(
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        )
         self._describe(request.kwargs)
         completion = await within(
             linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
@@ -378,7 +384,9 @@ class BaseOpenAIClient(ChatCompletionClient):
         usage of 0/0. Arguments and errors are those of
         [`create`][flowlib.models.ChatCompletionClient.create].
         """
-        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
+        request = self._build_request(
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        )
         request.kwargs["stream"] = True
         request.kwargs.setdefault("stream_options", {"include_usage": True})
         self._describe(request.kwargs)
@@ -596,39 +604,34 @@ def _preview(value: Any) -> str:
 
 
 def check_deadline(deadline: float | None) -> float | None:
+    return _seconds_or_none(deadline, "deadline", none_means="for no overall bound")
+
+
+def _seconds_or_none(value: float | None, argument: str, *, none_means: str) -> float | None:
+    """``value`` as float seconds (> 0), or None; ``none_means`` says what None does."""
     from ..errors import ArgumentTypeError, InvalidArgumentError
 
-    if deadline is None:
+    if value is None:
         return None
-    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentTypeError(
-            f"deadline must be a number of seconds or None, not {deadline!r}.",
-            argument="deadline",
+            f"{argument} must be a number of seconds or None, not {value!r}.",
+            argument=argument,
         )
-    if not deadline > 0:
+    if not value > 0:
         raise InvalidArgumentError(
-            f"deadline must be > 0 seconds (or None for no overall bound), not {deadline!r}.",
-            argument="deadline",
+            f"{argument} must be > 0 seconds (or None {none_means}), not {value!r}.",
+            argument=argument,
         )
-    return float(deadline)
+    return float(value)
 
 
 def sdk_options(
     timeout: float | None, max_retries: int, default_headers: Mapping[str, str] | None
 ) -> dict[str, Any]:
-    from ..errors import ArgumentTypeError, InvalidArgumentError
+    from ..errors import InvalidArgumentError
 
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise ArgumentTypeError(
-                f"timeout must be a number of seconds or None, not {timeout!r}.",
-                argument="timeout",
-            )
-        if not timeout > 0:
-            raise InvalidArgumentError(
-                f"timeout must be > 0 seconds (or None to wait forever), not {timeout!r}.",
-                argument="timeout",
-            )
+    _seconds_or_none(timeout, "timeout", none_means="to wait forever")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise InvalidArgumentError(
             f"max_retries must be an int >= 0, not {max_retries!r}.", argument="max_retries"

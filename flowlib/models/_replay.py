@@ -14,7 +14,14 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from ..component.internal import register_builtin
 from ..errors import FlowlibError
-from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
+from ._client import (
+    ChatCompletionClient,
+    CreateRequest,
+    ModelInfo,
+    ToolChoice,
+    ToolLike,
+    validate_model_info,
+)
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = ["ReplayChatCompletionClient", "ReplayExhaustedError"]
@@ -348,7 +355,10 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         self._total += result.usage
         return result
 
-    async def _wait(self, cancellation_token: CancellationToken | None) -> None:
+    async def _play(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
+    ) -> CreateResult:
+        """Wait out the latency, record the call and return the next scripted response."""
         if cancellation_token is not None and cancellation_token.is_cancelled():
             raise asyncio.CancelledError()
         if self._latency:
@@ -356,6 +366,12 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             if cancellation_token is not None:
                 cancellation_token.link_future(sleeper)
             await sleeper
+        args = {
+            **request.options(),
+            "tools": list(request.tools),
+            "extra_create_args": dict(request.extra_create_args or {}),
+        }
+        return self._next(request.messages, args, cancellation_token)
 
     async def create(
         self,
@@ -372,14 +388,10 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         Raises:
             ReplayExhaustedError: When the script has run out (a ``ValueError``).
         """
-        await self._wait(cancellation_token)
-        args = {
-            "tools": list(tools),
-            "tool_choice": tool_choice,
-            "json_output": json_output,
-            "extra_create_args": dict(extra_create_args or {}),
-        }
-        return self._next(messages, args, cancellation_token)
+        return await self._play(
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args),
+            cancellation_token,
+        )
 
     async def create_stream(
         self,
@@ -396,14 +408,10 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         A scripted [`CreateResult`][flowlib.models.CreateResult] with text content is chunked the
         same way; one with tool calls is yielded whole.
         """
-        await self._wait(cancellation_token)
-        args = {
-            "tools": list(tools),
-            "tool_choice": tool_choice,
-            "json_output": json_output,
-            "extra_create_args": dict(extra_create_args or {}),
-        }
-        result = self._next(messages, args, cancellation_token)
+        result = await self._play(
+            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args),
+            cancellation_token,
+        )
         if isinstance(result.content, str):
             for chunk in _tokens(result.content):
                 if cancellation_token is not None and cancellation_token.is_cancelled():

@@ -68,8 +68,9 @@ async def test_a_resume_keeps_the_snapshot_messages_as_text_until_read(
     lines = body.split("\n")
     assert body.startswith("v2 ")
     assert len(lines) == 2 + 8  # header, participants, one line per message
-    assert lines[2:4] == ['{"type":"TextMessage","source":"a","content":"m1"}'] + [
-        '{"type":"TextMessage","source":"a","content":"m2"}'
+    assert lines[2:4] == [
+        '{"type":"TextMessage","source":"a","content":"m1"}',
+        '{"type":"TextMessage","source":"a","content":"m2"}',
     ]
 
     expected = fold(await store.records("r1"))
