@@ -11,7 +11,7 @@ back as it is when the state is stored again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any
 
 from pydantic_core import from_json
 
@@ -45,20 +45,12 @@ class MessageDumps(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._items)
 
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, index: Any) -> Any:
+        """The dump at ``index`` (parsed now if it was kept as text); a list for a slice."""
+        positions = range(len(self._items))
         if isinstance(index, slice):
-            return [self._parsed(i) for i in range(*index.indices(len(self._items)))]
-        if index < 0:
-            index += len(self._items)
-        if not 0 <= index < len(self._items):
-            raise IndexError("message index out of range")
-        return self._parsed(index)
+            return [self._parsed(i) for i in positions[index]]
+        return self._parsed(positions[index])
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for i in range(len(self._items)):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,11 +28,11 @@ from flowlib.testing._store_rules import _run, _write
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-async def where(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A store's kind and its file or DSN."""
     if request.param == "sqlite":
-        yield "sqlite", str(tmp_path / "runs.db")
-    else:
-        yield "postgres", request.getfixturevalue("postgres_dsn")
+        return "sqlite", str(tmp_path / "runs.db")
+    return "postgres", str(request.getfixturevalue("postgres_dsn"))
 
 
 def _open(kind: str, where: str) -> CheckpointStore:
