@@ -39,12 +39,13 @@ from flowlib.checkpoint import (
     CheckpointRecord,
     FoldedRun,
     Lease,
-    PendingRequestInfo,
     RunRecord,
     RunStatus,
     fold,
 )
 from flowlib.checkpoint.rules import (
+    RunFilter,
+    RunListing,
     check_acquire,
     check_first,
     check_lease_args,
@@ -55,11 +56,9 @@ from flowlib.checkpoint.rules import (
     first_run,
     info_of,
     lease_lost,
-    pending_of,
     pruned,
     records_upto,
     run_exists,
-    run_filter,
     unknown_run,
     updated_run,
 )
@@ -78,7 +77,7 @@ _CHANGING = ("status", "turns", "stop_reason", "last_checkpoint", "updated_at")
 and not the whole run)."""
 
 
-class RedisCheckpointStore:
+class RedisCheckpointStore(RunListing):
     """Checkpoints in Redis (one server, or a primary with replicas; not Redis Cluster:
     a write touches keys of one run and the run index together).
 
@@ -426,19 +425,10 @@ class RedisCheckpointStore:
         folded."""
         return fold(await self.records(run_id, upto=upto), run_id=run_id)
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol). The run index is read
-        whole (ids and times only); runs are then read a page at a time until ``limit``
-        runs passed the filters."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
+    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """The runs ``filters`` keeps (see ``RunListing``). The run index is read whole
+        (ids and times only); runs are then read a page at a time until ``limit`` runs
+        passed the filters."""
 
         async def ids(client: Any) -> list[tuple[str, float]]:
             return list(await client.zrange(self._key("runs"), 0, -1, withscores=True))
@@ -467,10 +457,6 @@ class RedisCheckpointStore:
             if filters.limit is not None and len(found) >= filters.limit:
                 break
         return filters.select(found)
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(self)
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""
