@@ -405,11 +405,13 @@ class PostgresCheckpointStore(SQLListing):
     async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
         """The run's state at checkpoint ``upto`` (default: its last): the newest
         snapshot at or before it, and the records after the snapshot, folded."""
-        return materialized(await self._load_lazily(run_id, upto=upto))
+        return materialized(await self.load_to_resume(run_id, upto=upto))
 
-    async def _load_lazily(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
-        """``load``, with the messages of the snapshot kept as text until read
-        (``MessageDumps``): what a resume reads."""
+    async def load_to_resume(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """What a team's resume reads: ``load``, except that the thread messages the
+        run's snapshot holds stay as their stored JSON text until read (``messages`` is
+        then a read-only sequence of dicts that parses each one when first read), so
+        the time does not grow with the thread's length."""
         async with self._transaction(read_only=True) as conn:
             return await _load(conn, run_id, upto)
 

@@ -22,5 +22,5 @@ async def load_to_resume(store: CheckpointStore, run_id: str) -> FoldedRun:
     """``store.load(run_id)`` for a resume: the SQL stores keep the messages of the run's
     snapshot as their stored text (``MessageDumps``), parsed when first read."""
     if isinstance(store, SQLiteCheckpointStore | PostgresCheckpointStore):
-        return await store._load_lazily(run_id)
+        return await store.load_to_resume(run_id)
     return await store.load(run_id)
