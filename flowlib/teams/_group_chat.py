@@ -46,7 +46,16 @@ from ..graph import (
     graph_signature,
     register_pattern,
 )
-from ..graph.internal import Participant, RunSpans, check_loop_bounded, validate_graph
+from ..graph.internal import (
+    Checkpointer,
+    Durability,
+    HumanRequest,
+    Participant,
+    Run,
+    RunSpans,
+    check_loop_bounded,
+    validate_graph,
+)
 from ..logging import MessageEvent, event_logger
 from ..messages import (
     BaseAgentEvent,
@@ -58,10 +67,8 @@ from ..messages import (
 )
 from ._arguments import check_team_arguments
 from ._config import TeamConfig, register_team, team_arguments, team_fields
-from ._durable import Checkpointer, Durability
 from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
-from ._run import HumanRequest, Run
 from ._stored_runs import EntryMode, StoredRuns
 from ._team_state import TEAM_STATE_VERSION, TeamStateCodec
 
