@@ -8,6 +8,7 @@ from ._arguments import (
     load_atomically,
     state_entry,
 )
+from ._chat_agent import last_item
 from ._task import task_messages
 from ._termination import TERMINATION_STATE_VERSION, state_header
 
@@ -17,6 +18,7 @@ __all__ = [
     "check_number",
     "check_state_argument",
     "kind_of",
+    "last_item",
     "load_atomically",
     "state_entry",
     "state_header",
