@@ -1,8 +1,4 @@
-"""Names flowlib's other packages share from ``flowlib.base``'s private modules.
-
-Not public API: users import from ``flowlib.base``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
+"""What flowlib's other packages use of ``flowlib.base``'s private modules (not public API)."""
 
 from ._arguments import (
     check_count,
@@ -12,6 +8,7 @@ from ._arguments import (
     load_atomically,
     state_entry,
 )
+from ._chat_agent import last_item
 from ._task import task_messages
 from ._termination import TERMINATION_STATE_VERSION, state_header
 
@@ -21,6 +18,7 @@ __all__ = [
     "check_number",
     "check_state_argument",
     "kind_of",
+    "last_item",
     "load_atomically",
     "state_entry",
     "state_header",

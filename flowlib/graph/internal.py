@@ -1,8 +1,4 @@
-"""Names flowlib's other packages share from ``flowlib.graph``'s private modules.
-
-Not public API: users import from ``flowlib.graph``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
+"""What flowlib's other packages use of ``flowlib.graph``'s private modules (not public API)."""
 
 from ._checkpointer import Checkpointer, Durability, StoredRun
 from ._conditions import check_condition
