@@ -283,7 +283,7 @@ class BaseGroupChat(Team, ABC):
         self._graph_description = graph_description(self._plan)
         self._graph_signature = graph_signature(self._graph_description)
         self._checkpointer: Checkpointer | None = None
-        # One home for the run (teams/_run.py); the lifecycle holds the one running guard
+        # One home for the run (graph/_run.py); the lifecycle holds the one running guard
         # and the run's lease (_lifecycle.py); stored runs are resolved in _stored_runs.py
         # and the state codec is _team_state.py.
         self._run = Run("", executor=self._executor, termination=termination_condition)
