@@ -140,15 +140,7 @@ class TeamStateCodec:
         return journal.grown(base, state, patch, lists)
 
     async def load(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
-
-        Everything is checked before the team changes: a state that does not load leaves
-        the team as it was.
-
-        Raises:
-            StateError: If the state's version, participants or graph do not fit this team.
-            TeamRunningError: If the team is running.
-        """
+        """The team's ``load_state`` (its docstring says what is checked and raised)."""
         check_state_argument(state, self._name)
         self._require_stopped("load state into")
         await load_atomically(self._name, state, self._save, self._load_state)
