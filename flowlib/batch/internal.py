@@ -4,9 +4,11 @@ Not public API: users import from ``flowlib.batch``. flowlib's own packages impo
 names from here, never from a private module of the package (``tests/test_layers.py``).
 """
 
+from ._factory import factory_reference
 from ._local import check_batch, check_concurrency
 
 __all__ = [
     "check_batch",
     "check_concurrency",
+    "factory_reference",
 ]
