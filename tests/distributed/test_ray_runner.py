@@ -384,21 +384,10 @@ async def test_a_cancelled_batch_stops_on_the_workers_then_resumes(
         assert after_cancel < len(tasks) * len(NODES)  # the batch was really cut short
         # The same runner goes on: the batch again resumes every run to its end.
         results = await runner.run_many(tasks, run_ids=tasks)
-        # Once, in a whole test run on a loaded machine, a run failed in this second batch
-        # (cause not found: not reproduced alone). Its failure is printed, and the batch
-        # once more must finish it from its checkpoints with no turn run a third time.
-        failed = [i for i, r in enumerate(results) if not isinstance(r, TaskResult)]
-        if failed:
-            print(
-                "failed on the resumed batch:",
-                [getattr(results[i], "traceback", results[i]) for i in failed],
-            )
-            again = await runner.run_many(
-                [tasks[i] for i in failed], run_ids=[tasks[i] for i in failed]
-            )
-            for i, result in zip(failed, again, strict=True):
-                results[i] = result
-    assert all(isinstance(r, TaskResult) for r in results), results
+        # Every run resumes at once (a run cancelled while its lease was being written
+        # once failed here, held by its own cancelled attempt: tests/batch covers it).
+    failed = [getattr(r, "traceback", r) for r in results if not isinstance(r, TaskResult)]
+    assert not failed, failed
     assert [transcript(r.messages) for r in results] == await reference(tasks)
     ends = collections.Counter(lines(tmp_path, "ends.txt"))
     assert sorted(ends) == sorted(f"{t} {n}" for t in tasks for n in NODES)
