@@ -145,6 +145,11 @@ def two_nodes() -> Iterator[TwoNodes]:
     head += ["--num-cpus=1", '--resources={"head": 1}', f"--temp-dir={temp}"]
     head += ["--include-dashboard=false", *_node_ports()]
     side: subprocess.Popen[bytes] | None = None
+    # This process joins without a token too: a local `ray.init()` earlier in the same
+    # process (another module's cluster) turns Ray's token mode on in os.environ, and a
+    # driver in token mode sees this cluster's calls as unauthorized.
+    auth_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     try:
         for attempt in range(3):  # Ray gives a node 30 s to start: few on a loaded machine
             done = subprocess.run(head, env=env, timeout=240, capture_output=True)
@@ -176,6 +181,10 @@ def two_nodes() -> Iterator[TwoNodes]:
             except subprocess.TimeoutExpired:
                 side.kill()
         _stop(temp)
+        if auth_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
 
 
 def _stop(temp: str) -> None:
@@ -388,7 +397,7 @@ async def test_runtime_env_pip_installs_a_package_for_the_workers(
     )
     async with runner:
         [result] = await runner.run_many(["which"])
-    value, where = result.messages[-1].content.split(" ", 1)  # type: ignore[union-attr]
+    value, where = result.messages[-1].content.rsplit(" ", 1)  # type: ignore[union-attr]
     assert value == "from pip"
     # Installed into the environment Ray built for the job, under the cluster's folder.
     assert where.startswith(two_nodes.temp) and "/runtime_resources/pip/" in where, where
