@@ -11,10 +11,10 @@ depend on how long the run already is.
 from __future__ import annotations
 
 import hashlib
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast, get_args
+from typing import Any, ClassVar, get_args
 
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
@@ -24,14 +24,12 @@ from ._fold import FoldedRun
 from ._types import (
     CheckpointInfo,
     CheckpointRecord,
-    CheckpointStore,
     Lease,
-    PendingRequestInfo,
     RunRecord,
     RunStatus,
     StepKind,
 )
-from .rules import RunFilter, pending_of, run_filter
+from .rules import RunFilter, RunListing
 
 __all__ = [
     "INFO_COLUMNS",
@@ -710,9 +708,9 @@ def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) 
             )
 
 
-class SQLListing(ABC):
-    """``list_runs`` and ``list_pending`` of a SQL store, written once: the store gives
-    its placeholder and a way to run one read-only query."""
+class SQLListing(RunListing):
+    """``select_runs`` of a SQL store, written once: the store gives its placeholder and
+    a way to run one read-only query."""
 
     _param: ClassVar[str]
     """The dialect's query placeholder (``?`` or ``%s``)."""
@@ -721,20 +719,7 @@ class SQLListing(ABC):
     async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
         """The rows of one query (raises ``CheckpointError`` like every call)."""
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol)."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
+    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """The runs ``filters`` keeps, selected by the database (see ``RunListing``)."""
         where, params = filter_sql(filters, self._param)
         return [run_from_row(row) for row in await self._select(f"{RUN_SELECT}{where}", params)]
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(cast("CheckpointStore", self))

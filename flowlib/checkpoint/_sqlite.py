@@ -525,28 +525,37 @@ _RUN_TABLES = (
 )
 
 
+_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("not a database", "malformed", "encrypted"),
+        "The file is not an SQLite database, or it is damaged: check the path, or "
+        "restore the store from a backup.",
+    ),
+    (
+        ("unable to open", "readonly", "read-only"),
+        "Check that the file's directory exists and is writable.",
+    ),
+    (
+        ("locked", "busy"),
+        "Another process held the database's write lock longer than `busy_timeout`; "
+        "retry, or raise `busy_timeout`.",
+    ),
+    (
+        ("no such table", "no such column", "constraint"),
+        "The tables do not match flowlib's schema (they were altered, or a row was "
+        "edited): restore the store from a backup.",
+    ),
+    (("disk", "i/o", "full"), "The disk failed or is full; nothing of this call was written."),
+)
+"""What to do about an SQLite error, by words its message holds (the first match wins)."""
+
+
 def _hint(exc: sqlite3.Error) -> str:
     """What an SQLite error says about the store, for its message."""
     text = str(exc).lower()
-    if "not a database" in text or "malformed" in text or "encrypted" in text:
-        return (
-            "The file is not an SQLite database, or it is damaged: check the path, or "
-            "restore the store from a backup."
-        )
-    if "unable to open" in text or "readonly" in text or "read-only" in text:
-        return "Check that the file's directory exists and is writable."
-    if "locked" in text or "busy" in text:
-        return (
-            "Another process held the database's write lock longer than `busy_timeout`; "
-            "retry, or raise `busy_timeout`."
-        )
-    if "no such table" in text or "no such column" in text or "constraint" in text:
-        return (
-            "The tables do not match flowlib's schema (they were altered, or a row was "
-            "edited): restore the store from a backup."
-        )
-    if "disk" in text or "i/o" in text or "full" in text:
-        return "The disk failed or is full; nothing of this call was written."
+    for words, hint in _HINTS:
+        if any(word in text for word in words):
+            return hint
     return "Nothing of this call was written."
 
 

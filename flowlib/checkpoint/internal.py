@@ -1,8 +1,5 @@
-"""Names flowlib's other packages share from ``flowlib.checkpoint``'s private modules.
-
-Not public API: users import from ``flowlib.checkpoint``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
+"""What flowlib's other packages use of ``flowlib.checkpoint``'s private modules
+(not public API)."""
 
 from ._fold import base_record
 from ._fork import fork_run

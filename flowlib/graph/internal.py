@@ -1,13 +1,10 @@
-"""Names flowlib's other packages share from ``flowlib.graph``'s private modules.
-
-Not public API: users import from ``flowlib.graph``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
+"""What flowlib's other packages use of ``flowlib.graph``'s private modules (not public API)."""
 
 from ._conditions import check_condition
 from ._executor import Budget, RunOutcome
 from ._shapes import Participant, hub_graph, ring_graph
 from ._state import GRAPH_STATE_VERSION
+from ._telemetry import RunSpans
 from ._validate import GraphAnalysis, analyse, check_loop_bounded, validate_graph
 
 __all__ = [
@@ -16,6 +13,7 @@ __all__ = [
     "GraphAnalysis",
     "Participant",
     "RunOutcome",
+    "RunSpans",
     "analyse",
     "check_condition",
     "check_loop_bounded",

@@ -7,6 +7,7 @@ running, streaming, stopping, resetting, pausing and saving state live here, onc
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from .._telemetry import trace_team_run
+from .._telemetry import in_team_turn
 from ..agents import UserProxyAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base.internal import task_messages
@@ -45,7 +46,8 @@ from ..graph import (
     graph_signature,
     register_pattern,
 )
-from ..graph.internal import Participant, check_loop_bounded, validate_graph
+from ..graph.internal import Participant, RunSpans, check_loop_bounded, validate_graph
+from ..logging import MessageEvent, event_logger
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -266,6 +268,8 @@ class BaseGroupChat(Team, ABC):
             dead_end_reason=self._policy.describe_dead_end,
             turn_timeout=turn_timeout,
         )
+        # Telemetry: the run and turn spans observe the executor's trace.
+        self._executor.trace.add_observer(RunSpans(name, type(self).__name__, self._executor.nodes))
         self._emit_team_events = emit_team_events
         self._checkpoint_store = checkpoint_store
         self._durability: Durability = durability
@@ -811,20 +815,22 @@ class BaseGroupChat(Team, ABC):
                 self._checkpointer = checkpointer
                 participants = {node.name for node in self._executor.nodes}
                 held.enter_context(UserProxyAgent.given_answers(self._run.given))
+                # The structured event log of the run's messages, unless an outer team's
+                # turn runs this team (that team logs them).
+                logs = event_logger.isEnabledFor(logging.INFO) and not in_team_turn.get()
                 # Closed at once when the caller stops reading, so the team is free again.
                 async with aclosing(
-                    trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
-                        self,
-                        self._executor.run_stream(
-                            messages,
-                            cancellation_token=cancellation_token,
-                            output_task_messages=output_task_messages,
-                            run_id=run_id,
-                            recorder=checkpointer,
-                        ),
+                    self._executor.run_stream(
+                        messages,
+                        cancellation_token=cancellation_token,
+                        output_task_messages=output_task_messages,
+                        run_id=run_id,
+                        recorder=checkpointer,
                     )
                 ) as stream:
                     async for item in stream:
+                        if logs and not isinstance(item, TaskResult):
+                            event_logger.info(MessageEvent(message=item, team=self._name))
                         if (
                             checkpointer is not None
                             and isinstance(item, UserInputRequestedEvent)

@@ -15,7 +15,6 @@ from ..checkpoint import (
     Journal,
     StateChange,
     appended,
-    diff_state,
     json_state,
     patch_of,
 )
@@ -116,10 +115,7 @@ class TeamStateCodec:
         journal = self._journal
         idle = not (self._busy() or executor.is_running)
         if not idle or not plain or not journal.fits(base, lists):
-            state = json_state(await self._save())
-            if idle:
-                journal.keep(state, lists)
-            return StateChange(state, diff_state(base, state))
+            return journal.whole(base, json_state(await self._save()), lists, keep=idle)
         base_states = base["agent_states"]
         states: dict[str, Any] = {}
         known: dict[str, Any] = {}
@@ -143,10 +139,7 @@ class TeamStateCodec:
         states[key] = manager
         state = {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": states}
         patch = patch_of(base, state, {"agent_states": patch_of(base_states, states, known)})
-        if not patch:
-            return StateChange(base, {})
-        journal.keep(state, lists)
-        return StateChange(state, patch)
+        return journal.grown(base, state, patch, lists)
 
     async def load(self, state: Mapping[str, Any]) -> None:
         """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
