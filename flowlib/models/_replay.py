@@ -6,7 +6,7 @@ import asyncio
 import re
 from array import array
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from typing import Any, ClassVar, cast, overload
+from typing import Any, ClassVar, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
@@ -52,6 +52,24 @@ def _word_count(message: LLMMessage) -> int:
     return len(_message_text(message).split())
 
 
+_Item = TypeVar("_Item")
+
+
+class _ListView(Sequence[_Item]):
+    """A read-only sequence built when read, that compares equal to a list of the same
+    items (and shows as one)."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 class _Trunk:
     """One conversation as the client saw it: its messages (a private list, only ever
     appended to) and the running word count after each of them."""
@@ -94,7 +112,7 @@ class _Trunk:
             del mine[length:]
 
 
-class _RequestLog(Sequence[list[LLMMessage]]):
+class _RequestLog(_ListView[list[LLMMessage]]):
     """The messages of every request, kept in memory linear in the conversation.
 
     A request that repeats an earlier request and adds messages at the end (every turn
@@ -164,20 +182,8 @@ class _RequestLog(Sequence[list[LLMMessage]]):
         for trunk, length in self._entries:
             yield trunk.messages[:length]
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _RequestLog):
-            return list(self) == list(other)
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(list(self))
-
-
-class _CreateCalls(Sequence[dict[str, Any]]):
+class _CreateCalls(_ListView[dict[str, Any]]):
     """``create_calls``: the arguments of every call, built when read."""
 
     def __init__(
@@ -205,16 +211,6 @@ class _CreateCalls(Sequence[dict[str, Any]]):
             **client.request_args[position],
             "cancellation_token": self._tokens[position],
         }
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(list(self))
 
 
 class ReplayExhaustedError(FlowlibError, ValueError):

@@ -46,7 +46,16 @@ from ..graph import (
     graph_signature,
     register_pattern,
 )
-from ..graph.internal import Participant, RunSpans, check_loop_bounded, validate_graph
+from ..graph.internal import (
+    Checkpointer,
+    Durability,
+    HumanRequest,
+    Participant,
+    Run,
+    RunSpans,
+    check_loop_bounded,
+    validate_graph,
+)
 from ..logging import MessageEvent, event_logger
 from ..messages import (
     BaseAgentEvent,
@@ -58,10 +67,8 @@ from ..messages import (
 )
 from ._arguments import check_team_arguments
 from ._config import TeamConfig, register_team, team_arguments, team_fields
-from ._durable import Checkpointer, Durability
 from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
-from ._run import HumanRequest, Run
 from ._stored_runs import EntryMode, StoredRuns
 from ._team_state import TEAM_STATE_VERSION, TeamStateCodec
 
@@ -276,7 +283,7 @@ class BaseGroupChat(Team, ABC):
         self._graph_description = graph_description(self._plan)
         self._graph_signature = graph_signature(self._graph_description)
         self._checkpointer: Checkpointer | None = None
-        # One home for the run (teams/_run.py); the lifecycle holds the one running guard
+        # One home for the run (graph/_run.py); the lifecycle holds the one running guard
         # and the run's lease (_lifecycle.py); stored runs are resolved in _stored_runs.py
         # and the state codec is _team_state.py.
         self._run = Run("", executor=self._executor, termination=termination_condition)

@@ -20,9 +20,7 @@ from ..checkpoint import (
 )
 from ..errors import StateError
 from ..graph import ExecutionPlan, GraphExecutor, GraphManagerState, Node
-from ..graph.internal import Budget, Participant
-from ._durable import Checkpointer
-from ._run import Run
+from ..graph.internal import Budget, Checkpointer, Participant, Run
 
 __all__ = ["TEAM_STATE_VERSION", "TeamStateCodec"]
 
