@@ -72,14 +72,7 @@ class TeamStateCodec:
         self._journal = Journal()  # what save_since returned last
 
     async def save(self) -> Mapping[str, Any]:
-        """Return the team's state: every participant's state by name, plus the executor's.
-
-        The result is JSON-serialisable and versioned;
-        [`load_state`][flowlib.teams.BaseGroupChat.load_state] on a freshly built team with the same
-        participants and graph resumes exactly here. During a run it is the last consistent
-        point: finished turns are in, running ones are marked to run again (with a
-        checkpoint store, their participants' states are the ones from before the turn).
-        """
+        """The team's ``save_state`` (its docstring says what the state holds)."""
         running = {
             name
             for name, run in zip(self._plan.names, self._executor.scheduler.nodes, strict=True)
