@@ -1,8 +1,10 @@
 """What flowlib's other packages use of ``flowlib.batch``'s private modules (not public API)."""
 
+from ._factory import factory_reference
 from ._local import check_batch, check_concurrency
 
 __all__ = [
     "check_batch",
     "check_concurrency",
+    "factory_reference",
 ]

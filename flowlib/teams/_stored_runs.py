@@ -28,11 +28,19 @@ from ..errors import (
     StateError,
 )
 from ..graph import GraphExecutor, graph_difference
-from ..graph.internal import GRAPH_STATE_VERSION, Budget
+from ..graph.internal import (
+    GRAPH_STATE_VERSION,
+    Budget,
+    Checkpointer,
+    Durability,
+    HumanRequest,
+    Run,
+    RunPhase,
+    RunState,
+    StoredRun,
+)
 from ..messages import BaseChatMessage
-from ._durable import Checkpointer, Durability, StoredRun
 from ._lifecycle import new_owner
-from ._run import HumanRequest, Run, RunPhase, RunState
 
 __all__ = [
     "EntryMode",
