@@ -72,14 +72,7 @@ class TeamStateCodec:
         self._journal = Journal()  # what save_since returned last
 
     async def save(self) -> Mapping[str, Any]:
-        """Return the team's state: every participant's state by name, plus the executor's.
-
-        The result is JSON-serialisable and versioned;
-        [`load_state`][flowlib.teams.BaseGroupChat.load_state] on a freshly built team with the same
-        participants and graph resumes exactly here. During a run it is the last consistent
-        point: finished turns are in, running ones are marked to run again (with a
-        checkpoint store, their participants' states are the ones from before the turn).
-        """
+        """The team's ``save_state`` (its docstring says what the state holds)."""
         running = {
             name
             for name, run in zip(self._plan.names, self._executor.scheduler.nodes, strict=True)
@@ -140,15 +133,7 @@ class TeamStateCodec:
         return journal.grown(base, state, patch, lists)
 
     async def load(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
-
-        Everything is checked before the team changes: a state that does not load leaves
-        the team as it was.
-
-        Raises:
-            StateError: If the state's version, participants or graph do not fit this team.
-            TeamRunningError: If the team is running.
-        """
+        """The team's ``load_state`` (its docstring says what is checked and raised)."""
         check_state_argument(state, self._name)
         self._require_stopped("load state into")
         await load_atomically(self._name, state, self._save, self._load_state)
