@@ -14,13 +14,12 @@ import asyncio
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from .._lifecycle import AsyncResource
 from ..errors import (
     ArgumentTypeError,
     FlowlibError,
@@ -89,7 +88,7 @@ class WorkbenchToolError(FlowlibError, RuntimeError):
     ``is_error=True``); the message is the result's text."""
 
 
-class Workbench(ABC):
+class Workbench(AsyncResource):
     """A group of tools that are listed and called together and may share state or a
     connection (an MCP server, ...).
 
@@ -121,33 +120,21 @@ class Workbench(ABC):
             asyncio.CancelledError: If ``cancellation_token`` is cancelled.
         """
 
-    async def start(self) -> None:  # noqa: B027
+    async def start(self) -> None:
         """Acquire what the tools need (a connection, a process); nothing by default."""
 
-    async def stop(self) -> None:  # noqa: B027
+    async def stop(self) -> None:
         """Release what `start()` acquired; nothing by default."""
 
-    async def reset(self) -> None:  # noqa: B027
+    async def reset(self) -> None:
         """Bring the tools back to their initial state; nothing by default."""
 
     async def save_state(self) -> Mapping[str, Any]:
         """The workbench's state as JSON-serialisable data; empty by default."""
         return {}
 
-    async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027
+    async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state from `save_state()`; ignored by default."""
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 class StaticWorkbench(Workbench):
