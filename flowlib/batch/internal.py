@@ -1,8 +1,12 @@
 """What flowlib's other packages use of ``flowlib.batch``'s private modules (not public API)."""
 
+from ._factory import factory_reference
 from ._local import check_batch, check_concurrency
+from ._run import Results
 
 __all__ = [
+    "Results",
     "check_batch",
     "check_concurrency",
+    "factory_reference",
 ]

@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
+from ._dumps import materialized
 from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
@@ -68,6 +69,8 @@ _log = logging.getLogger("flowlib.checkpoint")
 
 T = TypeVar("T")
 
+_MMAP_SIZE = 1 << 28
+"""Bytes of the file SQLite reads through a memory map (``PRAGMA mmap_size``)."""
 _DIALECT = Dialect(text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID")
 # One conditional write: insert the lease, or take it over if it is the owner's own or
 # expired; `changes()` says whether it was granted.
@@ -203,6 +206,9 @@ class SQLiteCheckpointStore(SQLListing):
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            # Reads through a memory map: a long run's snapshot (megabytes) is then read
+            # without a system call per page (a third of the read time).
+            conn.execute(f"PRAGMA mmap_size = {_MMAP_SIZE}")
             deadline = time.monotonic() + self._busy_ms / 1000
             delay = 0.001
             while True:
@@ -345,6 +351,14 @@ class SQLiteCheckpointStore(SQLListing):
     async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
         """The run's state at checkpoint ``upto`` (default: its last): the newest
         snapshot at or before it, and the records after the snapshot, folded."""
+
+        return materialized(await self.load_to_resume(run_id, upto=upto))
+
+    async def load_to_resume(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """What a team's resume reads: ``load``, except that the thread messages the
+        run's snapshot holds stay as their stored JSON text until read (``messages`` is
+        then a read-only sequence of dicts that parses each one when first read), so
+        the time does not grow with the thread's length."""
 
         def work(conn: sqlite3.Connection) -> FoldedRun:
             with _transaction(conn, "BEGIN"):
@@ -624,8 +638,10 @@ def _read_records(
     *,
     run: RunRecord | None = None,
     after: int = 0,
+    to_fold: bool = False,
 ) -> list[CheckpointRecord]:
-    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all);
+    ``to_fold``: only to be folded (see ``records_from_rows``)."""
     run = run or _run(conn, run_id)
     upto = _upto(conn, run, upto)
     rows = conn.execute(
@@ -638,7 +654,7 @@ def _read_records(
         "checkpoint_id > ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
         (run_id, after, upto),
     ).fetchall()
-    return records_from_rows(rows, messages)
+    return records_from_rows(rows, messages, to_fold=to_fold)
 
 
 def _upto(conn: sqlite3.Connection, run: RunRecord, upto: int | None) -> int:
@@ -664,7 +680,7 @@ def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
     ).fetchone()
     start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
-    records = _read_records(conn, run_id, upto, run=run, after=after)
+    records = _read_records(conn, run_id, upto, run=run, after=after, to_fold=True)
     folded = fold(records, run_id=run_id, start=start)
     check_consistent(run, folded, upto, newest)
     return folded

@@ -77,6 +77,13 @@ _CHANGING = ("status", "turns", "stop_reason", "last_checkpoint", "updated_at")
 and not the whole run)."""
 
 
+def _changed_outside(what: str) -> CheckpointError:
+    """The error of reading what is not flowlib's (``what``: where and what was found)."""
+    return CheckpointError(
+        f"Redis {what}. It was changed outside flowlib; remove the run or restore the database."
+    )
+
+
 class RedisCheckpointStore(RunListing):
     """Checkpoints in Redis (one server, or a primary with replicas; not Redis Cluster:
     a write touches keys of one run and the run index together).
@@ -220,10 +227,9 @@ class RedisCheckpointStore(RunListing):
         try:
             return model.model_validate_json(text)
         except ValidationError as exc:
-            raise CheckpointError(
-                f"Redis key `{key}` field `{field}` does not hold a {model.__name__}: "
-                f"{exc.errors()[0]['msg']}. It was changed outside flowlib; remove the run "
-                "or restore the database."
+            raise _changed_outside(
+                f"key `{key}` field `{field}` does not hold a {model.__name__}: "
+                f"{exc.errors()[0]['msg']}"
             ) from None
 
     def _run_of(self, run_id: str, fields: dict[str, str]) -> RunRecord | None:
@@ -242,10 +248,8 @@ class RedisCheckpointStore(RunListing):
             }
             return RunRecord.model_validate({**run.model_dump(), **changed})
         except (KeyError, ValueError) as exc:
-            raise CheckpointError(
-                f"Redis key `{key}` does not hold a run ({type(exc).__name__}: {exc}). It was "
-                "changed outside flowlib; remove the run or restore the database."
-            ) from None
+            what = f"{type(exc).__name__}: {exc}"
+            raise _changed_outside(f"key `{key}` does not hold a run ({what})") from None
 
     def _lease_of(self, run_id: str, fields: dict[str, str]) -> Lease | None:
         if not fields:
@@ -253,9 +257,8 @@ class RedisCheckpointStore(RunListing):
         try:
             return Lease(run_id=run_id, owner=fields["owner"], expires_at=fields["expires_at"])
         except (KeyError, ValidationError) as exc:
-            raise CheckpointError(
-                f"Redis key `{self._key('lease', run_id)}` does not hold a lease: {exc}."
-            ) from None
+            key = self._key("lease", run_id)
+            raise _changed_outside(f"key `{key}` does not hold a lease: {exc}") from None
 
     def _records_of(self, run_id: str, fields: dict[str, str]) -> list[CheckpointRecord]:
         key = self._key("records", run_id)
@@ -263,10 +266,9 @@ class RedisCheckpointStore(RunListing):
         for field in sorted(fields, key=_checkpoint_number):
             record = self._parse(CheckpointRecord, fields[field], key, field)
             if str(record.checkpoint_id) != field or record.run_id != run_id:
-                raise CheckpointError(
-                    f"Redis key `{key}` field `{field}` holds checkpoint "
-                    f"{record.checkpoint_id} of run `{record.run_id}`. It was changed outside "
-                    "flowlib; remove the run or restore the database."
+                raise _changed_outside(
+                    f"key `{key}` field `{field}` holds checkpoint {record.checkpoint_id} of "
+                    f"run `{record.run_id}`"
                 )
             records.append(record)
         return records
@@ -344,8 +346,8 @@ class RedisCheckpointStore(RunListing):
     async def append(
         self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
     ) -> None:
-        """Add ``record`` as the run's next checkpoint and update the run, atomically
-        (with ``lease_owner``: only while that owner holds an unexpired lease)."""
+        """See the protocol: one optimistic transaction (``WATCH`` on the run and its
+        lease, retried if another client wrote them meanwhile)."""
         if lease_owner is not None:
             check_owner(lease_owner)
         run_key = self._key("run", record.run_id)

@@ -54,7 +54,7 @@ from ._plan import ExecutionPlan
 from ._policies import check_timeout
 from ._scheduler import Scheduler
 from ._shapes import Participant
-from ._trace import RunTrace, observed_turn
+from ._trace import ObservedTurn, RunTrace
 
 __all__ = [
     "COMPLETE_REASON",
@@ -184,13 +184,11 @@ class GraphExecutor:
         turn_timeout: float | None = None,
     ) -> None:
         check_timeout(turn_timeout, "turn_timeout")
-        self._plan = plan
-        self._participants = list(participants)
-        self._event_source = event_source
-        self._task_router = task_router
+        self._plan, self._participants = plan, list(participants)
+        # What the team decides: its speaker events, task routing and dead-end reasons.
+        self._event_source, self._task_router = event_source, task_router
         self._dead_end_reason = dead_end_reason
-        self._termination = termination_condition
-        self._max_turns = max_turns
+        self._termination, self._max_turns = termination_condition, max_turns
         self._run_id: str | None = None  # of the current run (idempotency keys)
         self._factory = message_factory
         self._is_running = False
@@ -351,7 +349,8 @@ class GraphExecutor:
         run = self._sched.nodes[node]
         scope = turn_scope(self._run_id, self._plan.names[node], run.turns)
         stream = keyed_turn(self._nodes[node].turn(messages, token), scope)
-        return observed_turn(stream, self.trace.turn_started(run.turn_step))
+        scopes = self.trace.turn_started(run.turn_step)
+        return ObservedTurn(stream, scopes) if scopes else stream
 
     async def _drive(
         self,

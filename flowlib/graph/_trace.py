@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-__all__ = ["RunObserver", "RunTrace", "TraceObserver", "TurnScope", "observed_turn"]
-
-_T = TypeVar("_T")
+__all__ = ["RunObserver", "RunTrace", "TraceObserver", "TurnScope"]
 
 
 class TraceObserver(Protocol):
@@ -281,10 +279,3 @@ class ObservedTurn:
             for scope in reversed(self._scopes):
                 scope.exit()
             self._end(GeneratorExit())
-
-
-def observed_turn(
-    stream: AsyncGenerator[_T, None], scopes: Sequence[TurnScope]
-) -> AsyncGenerator[_T, None]:
-    """``stream`` with ``scopes`` around its steps (``stream`` itself when there are none)."""
-    return ObservedTurn(stream, scopes) if scopes else stream

@@ -15,11 +15,10 @@ from .._cancellation import CancellationToken
 from ..component import json_field, refuse_field, skip_field
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import (
-    ChatCompletionClient,
     CreateRequest,
     ModelFamily,
     ModelInfo,
-    ToolChoice,
+    RequestClient,
     ToolLike,
     validate_model_info,
 )
@@ -108,7 +107,7 @@ class _Request:
         self.structured = structured
 
 
-class BaseOpenAIClient(ChatCompletionClient):
+class BaseOpenAIClient(RequestClient):
     """The shared implementation behind the OpenAI and Azure OpenAI clients."""
 
     otel_provider_name = "openai"
@@ -124,6 +123,7 @@ class BaseOpenAIClient(ChatCompletionClient):
         include_name_in_message: bool,
         deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
+        super().__init__()
         self._client = client
         self._deadline = check_deadline(deadline)
         self._model = model
@@ -131,9 +131,7 @@ class BaseOpenAIClient(ChatCompletionClient):
         self._create_args = dict(create_args)
         self._context_window = context_window
         self._include_name = include_name_in_message
-        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._closed = False
-        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = can_post_directly(client)
 
     def _common_config(self, headers_field: str = "default_headers") -> dict[str, Any]:
@@ -280,32 +278,19 @@ class BaseOpenAIClient(ChatCompletionClient):
             options=kwargs,
         )
 
-    def _record_usage(self, usage: RequestUsage) -> None:
-        self._actual += usage
-        self._total += usage
-
     # -- calls --------------------------------------------------------------------------
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolLike] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def _create(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> CreateResult:
         """Send one Chat Completions request and return its result.
 
         Args:
-            messages: The conversation.
-            tools: Tools the model may call.
-            tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool to force.
-            json_output: ``True`` for JSON mode, a pydantic model class for structured
-                output (the content is then the JSON text, checked against the model),
-                ``False``/``None`` for neither. Overrides a ``response_format`` create arg.
-            extra_create_args: Request options for this call only, over the client's.
+            request: The call. Its ``json_output``: ``True`` for JSON mode, a pydantic
+                model class for structured output (the content is then the JSON text,
+                checked against the model), ``False``/``None`` for neither; it overrides
+                a ``response_format`` create arg. Its ``extra_create_args``: request
+                options for this call only, over the client's.
             cancellation_token: Cancelling it aborts the HTTP request.
 
         Returns:
@@ -321,12 +306,10 @@ class BaseOpenAIClient(ChatCompletionClient):
                 ``openai.APITimeoutError``, ``openai.RateLimitError``).
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
-        request = self._build_request(
-            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
-        )
-        self._describe(request.kwargs)
+        sdk_request = self._build_request(request)
+        self._describe(sdk_request.kwargs)
         completion = await within(
-            linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
+            linked(self._call(sdk_request.kwargs), cancellation_token), *self._deadline_args()
         )
         choices = getattr(completion, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
@@ -360,20 +343,13 @@ class BaseOpenAIClient(ChatCompletionClient):
             reason=choice.finish_reason,
             usage=usage,
             logprobs=logprobs,
-            structured=request.structured,
+            structured=sdk_request.structured,
         )
         self._record_usage(usage)
         return result
 
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolLike] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def _create_stream(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Stream one completion: text chunks as they arrive, then the
         [`CreateResult`][flowlib.models.CreateResult].
@@ -384,14 +360,12 @@ class BaseOpenAIClient(ChatCompletionClient):
         usage of 0/0. Arguments and errors are those of
         [`create`][flowlib.models.ChatCompletionClient.create].
         """
-        request = self._build_request(
-            CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
-        )
-        request.kwargs["stream"] = True
-        request.kwargs.setdefault("stream_options", {"include_usage": True})
-        self._describe(request.kwargs)
+        sdk_request = self._build_request(request)
+        sdk_request.kwargs["stream"] = True
+        sdk_request.kwargs.setdefault("stream_options", {"include_usage": True})
+        self._describe(sdk_request.kwargs)
         limit = self._deadline_args()
-        stream = await within(linked(self._call(request.kwargs), cancellation_token), *limit)
+        stream = await within(linked(self._call(sdk_request.kwargs), cancellation_token), *limit)
         text: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, list[str]] = {}
@@ -458,7 +432,7 @@ class BaseOpenAIClient(ChatCompletionClient):
             reason=reason,
             usage=result_usage,
             logprobs=to_logprobs(logprobs) if saw_logprobs else None,
-            structured=request.structured,
+            structured=sdk_request.structured,
         )
         self._record_usage(result_usage)
         yield result
@@ -544,16 +518,6 @@ class BaseOpenAIClient(ChatCompletionClient):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    def actual_usage(self) -> RequestUsage:
-        """Tokens of every completed request so far."""
-        return self._actual
-
-    def total_usage(self) -> RequestUsage:
-        """Tokens of every completed request so far (the same as
-        [`actual_usage`][flowlib.models.ChatCompletionClient.actual_usage]; the difference appears
-        with [`ChatCompletionCache`][flowlib.models.ChatCompletionCache])."""
-        return self._total
 
     def count_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()

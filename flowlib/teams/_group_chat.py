@@ -29,7 +29,6 @@ from ..checkpoint import (
 from ..errors import (
     ArgumentTypeError,
     ContractError,
-    DuplicateNodeError,
     InvalidArgumentError,
     ParticipantMismatchError,
     RunNotFoundError,
@@ -46,7 +45,16 @@ from ..graph import (
     graph_signature,
     register_pattern,
 )
-from ..graph.internal import Participant, RunSpans, check_loop_bounded, validate_graph
+from ..graph.internal import (
+    Checkpointer,
+    Durability,
+    HumanRequest,
+    Participant,
+    Run,
+    RunSpans,
+    check_loop_bounded,
+    validate_graph,
+)
 from ..logging import MessageEvent, event_logger
 from ..messages import (
     BaseAgentEvent,
@@ -58,10 +66,9 @@ from ..messages import (
 )
 from ._arguments import check_team_arguments
 from ._config import TeamConfig, register_team, team_arguments, team_fields
-from ._durable import Checkpointer, Durability
 from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
-from ._run import HumanRequest, Run
+from ._setup import by_unique_name
 from ._stored_runs import EntryMode, StoredRuns
 from ._team_state import TEAM_STATE_VERSION, TeamStateCodec
 
@@ -201,16 +208,7 @@ class BaseGroupChat(Team, ABC):
             )
         name = name or cls.DEFAULT_NAME or cls.__name__
         description = description or cls.DEFAULT_DESCRIPTION
-        members: list[Participant] = [*routers, *participants]
-        by_name: dict[str, Participant] = {}
-        for participant in members:
-            if participant.name in by_name:
-                raise DuplicateNodeError(
-                    f"Two participants are named `{participant.name}`; participant names must "
-                    "be unique within a team. Rename one of them.",
-                    nodes=[participant.name],
-                )
-            by_name[participant.name] = participant
+        by_name = by_unique_name([*routers, *participants])
         if graph is None:
             graph = self.build_graph(list(participants))
             if not isinstance(graph, DiGraph):
@@ -276,7 +274,7 @@ class BaseGroupChat(Team, ABC):
         self._graph_description = graph_description(self._plan)
         self._graph_signature = graph_signature(self._graph_description)
         self._checkpointer: Checkpointer | None = None
-        # One home for the run (teams/_run.py); the lifecycle holds the one running guard
+        # One home for the run (graph/_run.py); the lifecycle holds the one running guard
         # and the run's lease (_lifecycle.py); stored runs are resolved in _stored_runs.py
         # and the state codec is _team_state.py.
         self._run = Run("", executor=self._executor, termination=termination_condition)
@@ -476,8 +474,7 @@ class BaseGroupChat(Team, ABC):
             result = await make_team(store).run(run_id="job-1")
             ```
         """
-        result: TaskResult | None = None
-        async with aclosing(
+        return await _final_result(
             self.run_stream(
                 task=task,
                 cancellation_token=cancellation_token,
@@ -485,13 +482,7 @@ class BaseGroupChat(Team, ABC):
                 fork_from=fork_from,
                 output_task_messages=output_task_messages,
             )
-        ) as stream:
-            async for item in stream:
-                if isinstance(item, TaskResult):
-                    result = item
-        if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
-            raise ContractError("The run ended without a TaskResult.")
-        return result
+        )
 
     async def run_stream(
         self,
@@ -740,16 +731,9 @@ class BaseGroupChat(Team, ABC):
         *,
         answer: tuple[str, str] | None = None,
     ) -> TaskResult:
-        result: TaskResult | None = None
-        async with aclosing(
+        return await _final_result(
             self._execute(mode, task, run_id, fork, token, output_task_messages, answer)
-        ) as stream:
-            async for item in stream:
-                if isinstance(item, TaskResult):
-                    result = item
-        if result is None:  # pragma: no cover - _execute always ends with a TaskResult
-            raise ContractError("The run ended without a TaskResult.")
-        return result
+        )
 
     async def _execute(
         self,
@@ -929,6 +913,20 @@ class BaseGroupChat(Team, ABC):
             TeamRunningError: If the team is running.
         """
         await self._codec.load(state)
+
+
+async def _final_result(
+    stream: AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None],
+) -> TaskResult:
+    """The ``TaskResult`` a run's stream ends with (the stream is closed either way)."""
+    result: TaskResult | None = None
+    async with aclosing(stream) as items:
+        async for item in items:
+            if isinstance(item, TaskResult):
+                result = item
+    if result is None:  # pragma: no cover - a run's stream always ends with a TaskResult
+        raise ContractError("The run ended without a TaskResult.")
+    return result
 
 
 def _stored_id(run_id: object, store: CheckpointStore | None, entry: str) -> str:
