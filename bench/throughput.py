@@ -350,11 +350,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _start_ray(pythonpath: str) -> Any:
-    """A local 2-CPU cluster; tried three times (Ray gives a node 30 s to start, which a
+    """A local 2-CPU cluster; tried five times (Ray gives a node 30 s to start, which a
     loaded machine can miss)."""
     import ray
 
-    for attempt in range(3):
+    for attempt in range(5):
         try:
             return ray.init(
                 num_cpus=2,
@@ -364,7 +364,7 @@ def _start_ray(pythonpath: str) -> Any:
             )
         except Exception:
             ray.shutdown()
-            if attempt == 2:
+            if attempt == 4:
                 raise
     return None  # pragma: no cover - the loop returns or raises
 

@@ -1,6 +1,6 @@
 """Draw a run's state machine with flowlib's own renderer: ``docs/run_states.svg``.
 
-The phases and transitions are ``flowlib.teams._run.TRANSITIONS``, the one definition
+The phases and transitions are ``flowlib.graph._run.TRANSITIONS``, the one definition
 the code uses; ``state_machine()`` makes them a flowlib
 [`DiGraph`][flowlib.graph.DiGraph] and ``flowlib.render`` draws it.
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flowlib.graph._run import state_machine
 from flowlib.render import to_dot, to_svg
-from flowlib.teams._run import state_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 DOT = ROOT / "docs" / "run_states.dot"

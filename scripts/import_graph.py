@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib._english",),
-    ("flowlib.errors", "flowlib._cancellation", "flowlib.logging"),
+    ("flowlib.errors", "flowlib._cancellation", "flowlib.logging", "flowlib._lifecycle"),
     ("flowlib", "flowlib.component", "flowlib.models.image", "flowlib._schema_model"),
     ("flowlib._telemetry",),
     ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools"),

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Set up everything the tests need (bootstrap.sh), then lint, type-check, build the docs
-# (--strict), run the packaging check and the whole test suite (slow tests included).
-# Extra arguments go to pytest. "No tests collected" counts as a failure.
+# Set up everything the tests need (bootstrap.sh), then lint, type-check, run the packaging
+# check and the whole test suite (slow tests included; the strict docs build is one of its
+# tests, tests/test_docs.py, so the docs are built once). Extra arguments go to pytest.
+# "No tests collected" counts as a failure.
 #
-# Speed (docs/choices.md, "The test command's speed"): the type check, the docs build and
-# the packaging check run beside pytest, which spends most of its time waiting on the
-# processes and servers its tests start; pytest itself runs in FLOWLIB_TEST_WORKERS
-# pytest-xdist workers (default 4, on any number of cores, for the same reason). Each
-# step's output is printed in full and any failing step fails the command.
+# Speed (docs/choices.md, "The test command's speed"): the type check and the packaging
+# check run beside pytest, which spends part of its time waiting on the processes and
+# servers its tests start; pytest itself runs in FLOWLIB_TEST_WORKERS pytest-xdist workers
+# (default 3, on any number of cores, for the same reason). Each step's output is printed
+# in full and any failing step fails the command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
@@ -15,8 +16,7 @@ bash scripts/bootstrap.sh
 .venv/bin/ruff format --check flowlib tests examples bench
 
 logs=$(mktemp -d)
-site=$(mktemp -d)
-trap 'rm -rf "$logs" "$site"' EXIT
+trap 'rm -rf "$logs"' EXIT
 beside() {  # beside NAME COMMAND...: run COMMAND in the background, output to a log
   local name=$1
   shift
@@ -29,21 +29,20 @@ beside() {  # beside NAME COMMAND...: run COMMAND in the background, output to a
 # mypy's cache is keyed by each file's content: a new clone reuses a previous run's work.
 beside mypy .venv/bin/mypy --strict flowlib \
   --cache-dir "${XDG_CACHE_HOME:-$HOME/.cache}/flowlib-mypy"
-beside docs env NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$site"
 # A plain `pip install .` and the lowest declared versions run the public-API smoke tests.
 beside packaging bash scripts/packaging_check.sh
 
 status=0
 # Plain `pytest` skips tests marked slow; the full command runs them too. The tests over
 # 1/16 of their timeout are listed; one over 1/4 fails the command (tests/_budget.py).
-.venv/bin/python -m pytest -m "slow or not slow" -n "${FLOWLIB_TEST_WORKERS:-4}" \
+.venv/bin/python -m pytest -m "slow or not slow" -n "${FLOWLIB_TEST_WORKERS:-3}" \
   --dist loadgroup --budget-fail 4 "$@" || status=$?
 wait
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests; that is a failure for flowlib" >&2
   status=1
 fi
-for name in mypy docs packaging; do
+for name in mypy packaging; do
   echo "=== $name"
   cat "$logs/$name.log"
   if [ "$(cat "$logs/$name.status")" != 0 ]; then

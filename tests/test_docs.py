@@ -1,8 +1,8 @@
 """The documentation builds with ``mkdocs build --strict`` and not one warning.
 
-The test command runs the same build; this test makes a warning fail the suite too, and
+This is the test command's one docs build (scripts/test.sh does not build them again). It
 reads the build's own log, so a warning that strict mode would let through (or that
-``--quiet`` would hide) still fails.
+``--quiet`` would hide) still fails, and prints the log when the build fails.
 """
 
 from __future__ import annotations
@@ -57,11 +57,16 @@ def test_docs_build_strict_without_warnings(tmp_path: Path) -> None:
     assert _docs_status() == before, "mkdocs build wrote into docs/"
 
 
-def test_test_command_does_not_hide_the_docs_build_output() -> None:
+def test_the_test_command_builds_the_docs_once_through_this_file() -> None:
+    """The test command's strict docs build is the test above (which also fails on a
+    warning strict mode lets through and prints the whole log): test.sh runs the whole
+    suite, slow tests included, and does not build the docs a second time."""
     script = (ROOT / "scripts" / "test.sh").read_text()
-    build = [line for line in script.splitlines() if "mkdocs build" in line]
-    assert build, "scripts/test.sh builds the docs"
-    assert all("--strict" in line and "--quiet" not in line for line in build)
+    assert not [line for line in script.splitlines() if "mkdocs build" in line]
+    runs = [line for line in script.splitlines() if "-m pytest" in line]
+    assert len(runs) == 1 and '-m "slow or not slow"' in runs[0], runs
+    for narrowing in (" -k", "--deselect", "--ignore", "tests/"):
+        assert narrowing not in runs[0], f"test.sh runs pytest with {narrowing}"
 
 
 def test_docstrings_have_no_rest_roles() -> None:

@@ -109,18 +109,16 @@ class Tree:
         ]
 
 
-def test_without_an_sdk_nothing_is_traced_and_streams_pass_through() -> None:
+def test_without_an_sdk_nothing_is_traced_and_turns_run_as_is() -> None:
     assert _telemetry.tracer() is None
-
-    async def stream() -> object:
-        yield 1
-
-    original = stream()
     team = RoundRobinGroupChat([AssistantAgent("a", ReplayChatCompletionClient(["x"]))])
-    assert _telemetry.trace_team_run(team, original) is original  # type: ignore[arg-type]
+    run_trace = team.trace
+    run_trace.step_nodes.append(0)
+    # No span and no log: the run observer keeps no scope of a turn, so the executor
+    # runs the turn's stream as is.
+    assert run_trace.turn_started(0) == []
     with tools_tracing.tool_call(name="t", call_id="1", description="", arguments={}) as call:
         assert call is tools_tracing._NO_TOOL_CALL
-    asyncio.run(original.aclose())  # type: ignore[attr-defined]
 
 
 async def test_a_run_is_one_tree_with_nested_teams(exporter: InMemorySpanExporter) -> None:
@@ -547,6 +545,26 @@ async def test_a_failed_tool_and_a_failed_call_carry_error_type(
     assert failed_chat.status.status_code is StatusCode.ERROR
     turn = tree.one("invoke_agent risky")
     assert (turn.attributes or {})["error.type"] == "openai.BadRequestError"
+
+
+async def test_run_and_turn_spans_are_an_observer_of_the_executor_trace(
+    exporter: InMemorySpanExporter,
+) -> None:
+    """Issue 22.4: the run and turn spans come from the run observer the team adds to its
+    executor's trace, not from wrapping streams: without it, only the model's spans."""
+    from flowlib.graph.internal import RunSpans
+
+    team = RoundRobinGroupChat(
+        [AssistantAgent("a", model_client=ReplayChatCompletionClient(["1", "2"]))],
+        max_turns=1,
+        name="t",
+    )
+    spans = [o for o in team.trace._observers if isinstance(o, RunSpans)]
+    assert len(spans) == 1
+    team.trace.remove_observer(spans[0])
+    await team.run(task="go")
+    assert [s.name for s in exporter.get_finished_spans()] == ["chat replay"]
+    assert not hasattr(_telemetry, "trace_team_run") and not hasattr(_telemetry, "GraphExecutor")
 
 
 def test_model_calls_are_traced_one_way() -> None:

@@ -72,6 +72,7 @@ from ..models import (
 from ..tools import BaseTool, Tool, Workbench
 from ..tools.internal import as_workbenches, workbench_tools
 from ._base_chat_agent import BaseChatAgent
+from ._streaming import stream_events
 from ._tool_calls import (
     DEFAULT_MAX_TOOL_CALLS,
     SummaryFormatter,
@@ -142,6 +143,20 @@ class AssistantAgentConfig(BaseModel):
     metadata: dict[str, str] | None = None
     output_content_type_format: str | None = None
     structured_message_factory: ComponentModel | None = None
+
+
+# The fields of an AssistantAgentConfig that `_from_config` builds or converts itself.
+_BUILT_FROM_CONFIG = {
+    "name",
+    "model_client",
+    "tools",
+    "workbench",
+    "handoffs",
+    "model_context",
+    "memory",
+    "max_tool_calls",
+    "structured_message_factory",
+}
 
 
 class AssistantAgent(BaseChatAgent):
@@ -412,24 +427,19 @@ class AssistantAgent(BaseChatAgent):
                 tools += load_fields(workbench.config.get("tools") or [], "tools", BaseTool)
         context = load_field(config.model_context, "model_context", ChatCompletionContext)
         memory = load_fields(config.memory or [], "memory", Memory)
+        # The other fields are the constructor's plain options, under the same names.
+        options = config.model_dump(exclude=_BUILT_FROM_CONFIG)
         return cls(
             config.name,
             client,
             tools=tools or None,
             handoffs=config.handoffs,
             model_context=context,
-            description=config.description,
-            system_message=config.system_message,
-            model_client_stream=config.model_client_stream,
-            reflect_on_tool_use=config.reflect_on_tool_use,
-            max_tool_iterations=config.max_tool_iterations,
             max_tool_calls=(
                 DEFAULT_MAX_TOOL_CALLS if config.max_tool_calls is None else config.max_tool_calls
             ),
-            tool_call_summary_format=config.tool_call_summary_format,
-            output_content_type_format=config.output_content_type_format,
             memory=memory or None,
-            metadata=config.metadata,
+            **options,
         )
 
     # --- the turn -----------------------------------------------------------------------
@@ -512,9 +522,12 @@ class AssistantAgent(BaseChatAgent):
 
         steps: list[tuple[AssistantMessage, list[FunctionExecutionResult]]] = []
         tools, tools_by_name = await self._current_tools()
-        for _ in range(self._max_tool_iterations):
+        # With reflect_on_tool_use, one more model call, made without tools, answers.
+        reflections = 1 if self._reflect_on_tool_use else 0
+        for iteration in range(self._max_tool_iterations + reflections):
+            reflecting = iteration == self._max_tool_iterations
             inference: _Inference | None = None
-            async with aclosing(self._infer(tools, token)) as stream:
+            async with aclosing(self._infer([] if reflecting else tools, token)) as stream:
                 async for streamed in stream:
                     if isinstance(streamed, _Inference):
                         inference = streamed
@@ -523,6 +536,11 @@ class AssistantAgent(BaseChatAgent):
             assert inference is not None
             result = inference.result
             calls = result.content if isinstance(result.content, list) else []
+            if reflecting and calls:
+                raise InvalidValueError(
+                    f"Agent `{self.name}`: the model answered the reflection call (made "
+                    "without tools) with tool calls; expected a text answer."
+                )
             if result.thought:
                 # Streamed text that came with tool calls is the thought: its chunks name it.
                 thought = (
@@ -558,27 +576,6 @@ class AssistantAgent(BaseChatAgent):
                     chat_message=self._handoff_message(handoff, steps), inner_messages=inner
                 )
                 return
-
-        if self._reflect_on_tool_use:
-            inference = None
-            async with aclosing(self._infer([], token)) as stream:
-                async for streamed in stream:
-                    if isinstance(streamed, _Inference):
-                        inference = streamed
-                    else:
-                        yield streamed
-            assert inference is not None
-            if isinstance(inference.result.content, list) and inference.result.content:
-                raise InvalidValueError(
-                    f"Agent `{self.name}`: the model answered the reflection call (made "
-                    "without tools) with tool calls; expected a text answer."
-                )
-            if inference.result.thought:
-                thought = ThoughtEvent(content=inference.result.thought, source=self.name)
-                inner.append(thought)
-                yield thought
-            yield await self._answer(inference, inner)
-            return
 
         all_calls = [call for request_message, _ in steps for call in _calls_of(request_message)]
         all_results = [result for _, results in steps for result in results]
@@ -636,26 +633,18 @@ class AssistantAgent(BaseChatAgent):
             )
             yield _Inference(result, message_id)
             return
-        final: CreateResult | None = None
         chunks = self._model_client.create_stream(
             request, tools=tools, json_output=self._output_content_type, cancellation_token=token
         )
-        async with aclosing(chunks):
-            async for chunk in chunks:
-                if token.is_cancelled():
-                    raise asyncio.CancelledError()
-                if isinstance(chunk, CreateResult):
-                    final = chunk
-                else:
-                    yield ModelClientStreamingChunkEvent(
-                        content=chunk, full_message_id=message_id, source=self.name
-                    )
-        if final is None:
-            raise InvalidValueError(
-                f"Agent `{self.name}`: the model client's stream ended without a "
-                "CreateResult; create_stream must yield the final result last."
-            )
-        yield _Inference(final, message_id)
+        missing = InvalidValueError(
+            f"Agent `{self.name}`: the model client's stream ended without a "
+            "CreateResult; create_stream must yield the final result last."
+        )
+        streamed = stream_events(
+            chunks, message_id=message_id, source=self.name, token=token, missing=missing
+        )
+        async for item in streamed:
+            yield _Inference(item, message_id) if isinstance(item, CreateResult) else item
 
     async def _answer(self, inference: _Inference, inner: list[_Item]) -> Response:
         """Record a text answer in the context and wrap it as the final Response."""
@@ -681,8 +670,8 @@ class AssistantAgent(BaseChatAgent):
         except ValidationError as exc:
             raise InvalidValueError(
                 f"Agent `{self.name}`: the model's answer is not a valid "
-                f"`{self._output_content_type.__name__}` ({exc.error_count()} error(s): "
-                f"{exc.errors()[0]['msg']}). Answer: {content[:200]!r}"
+                f"`{self._output_content_type.__name__}` ({_problems(exc)}). "
+                f"Answer: {content[:200]!r}"
             ) from exc
         message_type = StructuredMessage[self._output_content_type]  # type: ignore[name-defined]
         structured: BaseChatMessage = message_type(
@@ -805,8 +794,7 @@ class AssistantAgent(BaseChatAgent):
         except ValidationError as exc:
             raise StateError(
                 f"Agent `{self.name}`: cannot load this state; expected the result of "
-                f"AssistantAgent.save_state() ({exc.error_count()} error(s): "
-                f"{exc.errors()[0]['loc']} {exc.errors()[0]['msg']})."
+                f"AssistantAgent.save_state() ({_problems(exc)})."
             ) from exc
         if parsed.version.split(".")[0] != "1":
             raise StateError(
@@ -820,6 +808,12 @@ class AssistantAgent(BaseChatAgent):
         """Make an unfinished (abandoned) turn stale, so it will not be undone later."""
         self._open_turn = None
         self._turns_started += 1
+
+
+def _problems(exc: ValidationError) -> str:
+    """How many problems a validation found, and where and what the first one is."""
+    first = exc.errors()[0]
+    return f"{exc.error_count()} error(s): {first['loc']} {first['msg']}"
 
 
 # flowlib's own context views, which return a new list on every call: the agent may

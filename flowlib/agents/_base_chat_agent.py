@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
-from ..base.internal import check_state_argument, task_messages
-from ..errors import AgentError, InvalidArgumentError
+from ..base.internal import check_state_argument, last_item, task_messages
+from ..errors import InvalidArgumentError
 from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
 
 __all__ = ["BaseChatAgent"]
@@ -64,52 +64,15 @@ class BaseChatAgent(ChatAgent, ABC):
         """The agent's description."""
         return self._description
 
-    @property
-    @abstractmethod
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """The chat message types the agent may return."""
-
-    @abstractmethod
-    async def on_messages(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
-    ) -> Response:
-        """Handle the new messages and return a response."""
-
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        """Yield the inner messages of [`on_messages`][flowlib.agents.BaseChatAgent.on_messages],
+        """Yield the inner messages of [`on_messages`][flowlib.base.ChatAgent.on_messages],
         then its Response."""
         response = await self.on_messages(messages, cancellation_token)
         for inner in response.inner_messages or ():
             yield inner
         yield response
-
-    async def run(
-        self,
-        *,
-        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
-        cancellation_token: CancellationToken | None = None,
-        output_task_messages: bool = True,
-    ) -> TaskResult:
-        """Run one step on ``task`` and return the task, the events and the reply.
-
-        Args:
-            task: A string (sent as ``TextMessage(source="user")``), a chat message or a
-                list of them. ``None`` runs on no new messages.
-            cancellation_token: Cancels the step; the await raises ``CancelledError``.
-            output_task_messages: Whether the task messages start ``TaskResult.messages``.
-        """
-        result: TaskResult | None = None
-        async for item in self.run_stream(
-            task=task,
-            cancellation_token=cancellation_token,
-            output_task_messages=output_task_messages,
-        ):
-            if isinstance(item, TaskResult):
-                result = item
-        assert result is not None  # run_stream always ends with a TaskResult
-        return result
 
     async def run_stream(
         self,
@@ -118,8 +81,8 @@ class BaseChatAgent(ChatAgent, ABC):
         cancellation_token: CancellationToken | None = None,
         output_task_messages: bool = True,
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Like [`run`][flowlib.agents.BaseChatAgent.run], yielding the task, events and chunks,
-        then the TaskResult.
+        """Like [`run`][flowlib.base.ChatAgent.run], yielding the task, events and chunks, then
+        the TaskResult.
 
         Streaming chunks are yielded but not kept in ``TaskResult.messages``.
         """
@@ -152,16 +115,8 @@ class BaseChatAgent(ChatAgent, ABC):
         Raises:
             RuntimeError: If the stream ends without a Response.
         """
-        response: Response | None = None
-        async for item in self.on_messages_stream(messages, cancellation_token):
-            if isinstance(item, Response):
-                response = item
-        if response is None:
-            raise AgentError(
-                f"Agent `{self.name}`'s on_messages_stream() ended without yielding a Response.",
-                agent=self.name,
-            )
-        return response
+        stream = self.on_messages_stream(messages, cancellation_token)
+        return await last_item(stream, Response, self.name, "on_messages_stream")
 
     async def on_pause(self, cancellation_token: CancellationToken) -> None:
         """Called when the team pauses; does nothing by default."""

@@ -11,11 +11,11 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response
-from ..base.internal import check_state_argument
+from ..base.internal import state_entry
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
 from ..component import ComponentModel, dump_field, load_field
 from ..component.internal import active_policy, register_builtin
-from ..errors import ArgumentTypeError, InvalidArgumentError, StateError
+from ..errors import ArgumentTypeError, InvalidArgumentError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -37,6 +37,7 @@ from ..models import (
     UserMessage,
 )
 from ._base_chat_agent import BaseChatAgent
+from ._streaming import stream_events
 
 __all__ = ["ApprovalFuncType", "ApprovalRequest", "ApprovalResponse", "CodeExecutorAgent"]
 
@@ -277,18 +278,17 @@ class CodeExecutorAgent(BaseChatAgent):
         executor = load_field(config.code_executor, "code_executor", CodeExecutor)
         client = load_field(config.model_client, "model_client", ChatCompletionClient)
         context = load_field(config.model_context, "model_context", ChatCompletionContext)
+        # The other fields are the constructor's plain options, under the same names.
+        options = config.model_dump(
+            exclude={"name", "code_executor", "model_client", "model_context"}
+        )
         return cls(
             config.name,
             executor,
             model_client=client,
             model_context=context,
-            model_client_stream=config.model_client_stream,
-            max_retries_on_error=config.max_retries_on_error,
-            description=config.description,
-            system_message=config.system_message,
-            sources=config.sources,
-            supported_languages=config.supported_languages,
             approval_func=active_policy().approval_func,
+            **options,
         )
 
     # --- calls --------------------------------------------------------------------------
@@ -330,10 +330,12 @@ class CodeExecutorAgent(BaseChatAgent):
         self, model_client: ChatCompletionClient, cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         inner: list[BaseAgentEvent | BaseChatMessage] = []
-        for attempt in range(self._max_retries_on_error + 1):
-            answer_id = str(uuid.uuid4())
+        attempt = 0
+        reflecting = False
+        while True:
+            message_id = str(uuid.uuid4())
             completion: CreateResult | None = None
-            async for item in self._infer(model_client, answer_id, cancellation_token):
+            async for item in self._infer(model_client, message_id, cancellation_token):
                 if isinstance(item, CreateResult):
                     completion = item
                 else:
@@ -347,15 +349,16 @@ class CodeExecutorAgent(BaseChatAgent):
             await self._model_context.add_message(
                 AssistantMessage(content=text, source=self.name, thought=completion.thought)
             )
-            code_blocks = self._supported(extract_markdown_code_blocks(text))
-            if not code_blocks:  # the model answered without code: that is the reply
+            # The reflection on the outcome, or an answer without code, is the reply.
+            code_blocks = [] if reflecting else self._supported(extract_markdown_code_blocks(text))
+            if not code_blocks:
                 reply = TextMessage(
-                    id=answer_id, content=text, source=self.name, models_usage=completion.usage
+                    id=message_id, content=text, source=self.name, models_usage=completion.usage
                 )
                 yield Response(chat_message=reply, inner_messages=inner)
                 return
             generation = CodeGenerationEvent(
-                id=answer_id,
+                id=message_id,
                 retry_attempt=attempt,
                 content=text,
                 code_blocks=code_blocks,
@@ -375,29 +378,9 @@ class CodeExecutorAgent(BaseChatAgent):
             if retry:
                 feedback = f"{feedback}\n\n{RETRY_PROMPT}"
             await self._model_context.add_message(UserMessage(content=feedback, source=self.name))
-            if not retry:
-                break
-        # Reflect on the outcome: the model turns the execution result into the reply.
-        reflection_id = str(uuid.uuid4())
-        completion = None
-        async for item in self._infer(model_client, reflection_id, cancellation_token):
-            if isinstance(item, CreateResult):
-                completion = item
-            else:
-                yield item
-        assert completion is not None
-        text = self._text_of(completion)
-        if completion.thought:
-            thought = ThoughtEvent(content=completion.thought, source=self.name)
-            inner.append(thought)
-            yield thought
-        await self._model_context.add_message(
-            AssistantMessage(content=text, source=self.name, thought=completion.thought)
-        )
-        reply = TextMessage(
-            id=reflection_id, content=text, source=self.name, models_usage=completion.usage
-        )
-        yield Response(chat_message=reply, inner_messages=inner)
+            # Without a retry, the next model call turns the execution result into the reply.
+            reflecting = not retry
+            attempt += 1
 
     async def _infer(
         self, model_client: ChatCompletionClient, message_id: str, token: CancellationToken
@@ -407,19 +390,14 @@ class CodeExecutorAgent(BaseChatAgent):
         if not self._model_client_stream:
             yield await model_client.create(llm_messages, cancellation_token=token)
             return
-        result: CreateResult | None = None
-        async for chunk in model_client.create_stream(llm_messages, cancellation_token=token):
-            if isinstance(chunk, CreateResult):
-                result = chunk
-            else:
-                yield ModelClientStreamingChunkEvent(
-                    content=chunk, full_message_id=message_id, source=self.name
-                )
-        if result is None:
-            raise ModelResponseError(
-                f"CodeExecutorAgent `{self.name}`: the model stream ended without a final result."
-            )
-        yield result
+        missing = ModelResponseError(
+            f"CodeExecutorAgent `{self.name}`: the model stream ended without a final result."
+        )
+        chunks = model_client.create_stream(llm_messages, cancellation_token=token)
+        async for item in stream_events(
+            chunks, message_id=message_id, source=self.name, token=token, missing=missing
+        ):
+            yield item
 
     def _text_of(self, completion: CreateResult) -> str:
         if not isinstance(completion.content, str):
@@ -507,13 +485,8 @@ class CodeExecutorAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a CodeExecutorAgent state.
         """
-        check_state_argument(state, f"CodeExecutorAgent `{self.name}`")
-        context = state.get("llm_context")
-        if state.get("type") != "CodeExecutorAgentState" or not isinstance(context, Mapping):
-            raise StateError(
-                f"CodeExecutorAgent `{self.name}` cannot load a state of type "
-                f"{state.get('type')!r}; pass the dict its save_state() returned."
-            )
+        owner = f"CodeExecutorAgent `{self.name}`"
+        context = state_entry(state, owner, "CodeExecutorAgentState", "llm_context")
         await self._model_context.load_state(context)
 
 

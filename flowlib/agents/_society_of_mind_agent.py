@@ -10,11 +10,11 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response, TaskResult, Team
-from ..base.internal import check_state_argument, task_messages
+from ..base.internal import state_entry, task_messages
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import ComponentModel, dump_field, load_field
 from ..component.internal import register_builtin
-from ..errors import ContractError, InvalidTypeError, StateError
+from ..errors import ContractError, InvalidTypeError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -331,13 +331,8 @@ class SocietyOfMindAgent(BaseChatAgent):
         Raises:
             StateError: If the state is not a SocietyOfMindAgent state.
         """
-        check_state_argument(state, f"SocietyOfMindAgent `{self.name}`")
-        team_state = state.get("inner_team_state")
-        if state.get("type") != "SocietyOfMindAgentState" or not isinstance(team_state, Mapping):
-            raise StateError(
-                f"SocietyOfMindAgent `{self.name}` cannot load a state of type "
-                f"{state.get('type')!r}; pass the dict its save_state() returned."
-            )
+        owner = f"SocietyOfMindAgent `{self.name}`"
+        team_state = state_entry(state, owner, "SocietyOfMindAgentState", "inner_team_state")
         await self._team.load_state(team_state)
         context = state.get("llm_context")
         if isinstance(context, Mapping):

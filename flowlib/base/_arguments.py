@@ -18,6 +18,7 @@ __all__ = [
     "check_number",
     "check_state_argument",
     "load_atomically",
+    "state_entry",
 ]
 
 
@@ -74,6 +75,24 @@ def check_state_argument(state: object, owner: str) -> Mapping[str, Any]:
             f"{owner}: `state` must be the dict `save_state()` returned, not {kind_of(state)}."
         )
     return state
+
+
+def state_entry(state: object, owner: str, state_type: str, key: str) -> Mapping[str, Any]:
+    """The mapping at ``key`` of ``state``, which must be the ``save_state()`` result of
+    type ``state_type`` (``{"type": state_type, key: {...}, ...}``).
+
+    Raises:
+        StateError: ``state`` is not a mapping, is of another type, or holds no mapping
+            at ``key`` (a ``ValueError``).
+    """
+    state = check_state_argument(state, owner)
+    entry = state.get(key)
+    if state.get("type") != state_type or not isinstance(entry, Mapping):
+        raise StateError(
+            f"{owner} cannot load a state of type {state.get('type')!r}; pass the dict its "
+            "save_state() returned."
+        )
+    return entry
 
 
 async def load_atomically(

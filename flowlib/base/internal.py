@@ -1,10 +1,14 @@
-"""Names flowlib's other packages share from ``flowlib.base``'s private modules.
+"""What flowlib's other packages use of ``flowlib.base``'s private modules (not public API)."""
 
-Not public API: users import from ``flowlib.base``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
-
-from ._arguments import check_count, check_number, check_state_argument, kind_of, load_atomically
+from ._arguments import (
+    check_count,
+    check_number,
+    check_state_argument,
+    kind_of,
+    load_atomically,
+    state_entry,
+)
+from ._chat_agent import last_item
 from ._task import task_messages
 from ._termination import TERMINATION_STATE_VERSION, state_header
 
@@ -14,7 +18,9 @@ __all__ = [
     "check_number",
     "check_state_argument",
     "kind_of",
+    "last_item",
     "load_atomically",
+    "state_entry",
     "state_header",
     "task_messages",
 ]

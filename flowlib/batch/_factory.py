@@ -32,6 +32,26 @@ def _check_reference(reference: str) -> tuple[str, str]:
     return where, name
 
 
+def factory_reference(factory: Factory) -> tuple[str, str] | None:
+    """A factory reference's two parts (``module`` or ``path.py``, and the function's
+    name); None for a callable.
+
+    Raises:
+        ArgumentTypeError: If ``factory`` is neither a string nor a callable.
+        InvalidArgumentError: If the string is not ``module:function`` or
+            ``path/to/file.py:function``.
+    """
+    if callable(factory):
+        return None
+    if not isinstance(factory, str):
+        raise ArgumentTypeError(
+            f"`factory` must be a 'module:function' string or a callable returning a team "
+            f"(picklable, for Ray), got {type(factory).__name__}.",
+            argument="factory",
+        )
+    return _check_reference(factory)
+
+
 @functools.cache
 def _module_from_file(path: str) -> Any:
     file = Path(path)
@@ -70,15 +90,10 @@ def resolve_factory(factory: Factory) -> Callable[..., Any]:
         InvalidArgumentError: If the reference is malformed or names nothing callable.
         ArgumentTypeError: If ``factory`` is neither a string nor a callable.
     """
-    if callable(factory):
-        return factory
-    if not isinstance(factory, str):
-        raise ArgumentTypeError(
-            f"`factory` must be a 'module:function' string or a callable returning a team, "
-            f"got {type(factory).__name__}.",
-            argument="factory",
-        )
-    where, name = _check_reference(factory)
+    reference = factory_reference(factory)
+    if reference is None:
+        return factory  # type: ignore[return-value]
+    where, name = reference
     if where.endswith(".py"):
         module = _module_from_file(where)
     else:

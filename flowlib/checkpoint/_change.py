@@ -133,6 +133,27 @@ class Journal:
         self.state = None
         self.marks = ()
 
+    def whole(
+        self, base: Any, state: Any, lists: Sequence[Sequence[Any]], *, keep: bool = True
+    ) -> StateChange:
+        """The change to ``state``, dumped whole (``fits`` was false): the patch from
+        ``base`` by diffing; ``state`` is kept for the next call to grow from (unless
+        ``keep`` is false)."""
+        if keep:
+            self.keep(state, lists)
+        return StateChange(state, diff_state(base, state))
+
+    def grown(
+        self, base: Any, state: Any, patch: Patch, lists: Sequence[Sequence[Any]]
+    ) -> StateChange:
+        """The change to ``state``, built from ``base`` (``fits`` was true) with ``patch``:
+        no change, and ``base`` stays the kept state, when ``patch`` is empty; else
+        ``state`` is kept and returned with ``patch``."""
+        if not patch:
+            return StateChange(base, {})
+        self.keep(state, lists)
+        return StateChange(state, patch)
+
 
 def appended(added: list[Any]) -> Patch:
     """The patch of a list that grew by ``added`` (``{}`` when nothing was added)."""

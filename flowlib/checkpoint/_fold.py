@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from ..errors import CheckpointError
+from ._dumps import MessageDumps
 from ._patch import apply_patch
 from ._types import CheckpointRecord, FoldedRun
 
@@ -39,7 +40,11 @@ def fold(
     # Plain locals while folding (setting attributes of a pydantic model costs ~10x).
     started = start is not None
     current = start.run_id if start is not None else None
-    messages = list(start.messages) if start is not None else []
+    messages: list[dict[str, Any]] | MessageDumps = []
+    if start is not None:
+        # A snapshot's messages stay text until read (``MessageDumps``).
+        given = start.messages
+        messages = given.copy() if isinstance(given, MessageDumps) else list(given)
     nodes = list(start.message_nodes) if start is not None else []
     bookkeeping = start.bookkeeping if start is not None else {}
     participants = dict(start.participants) if start is not None else {}
@@ -94,7 +99,8 @@ def fold(
         current = run_id
     return FoldedRun.model_construct(
         run_id=current,
-        messages=messages,
+        # `MessageDumps` reads like the list it stands for (``load`` gives callers a list).
+        messages=cast("list[dict[str, Any]]", messages),
         message_nodes=nodes,
         bookkeeping=bookkeeping,
         participants=participants,

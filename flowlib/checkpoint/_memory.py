@@ -4,7 +4,6 @@ within one process."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import TypeVar
 
 from ..errors import CheckpointArgumentError
@@ -13,12 +12,13 @@ from ._types import (
     CheckpointInfo,
     CheckpointRecord,
     Lease,
-    PendingRequestInfo,
     RunRecord,
     RunStatus,
 )
 from ._url import register_store_scheme
 from .rules import (
+    RunFilter,
+    RunListing,
     check_acquire,
     check_first,
     check_lease_args,
@@ -29,11 +29,9 @@ from .rules import (
     first_run,
     info_of,
     lease_lost,
-    pending_of,
     pruned,
     records_upto,
     run_exists,
-    run_filter,
     unknown_run,
     updated_run,
 )
@@ -48,7 +46,7 @@ def _copy(model: _Model) -> _Model:
     return type(model).model_validate_json(model.model_dump_json())
 
 
-class InMemoryCheckpointStore:
+class InMemoryCheckpointStore(RunListing):
     """Keeps runs in a dict; gone when the process ends.
 
     Records are copied in and out, so neither the writer nor a reader can change what is
@@ -169,23 +167,10 @@ class InMemoryCheckpointStore:
         # Folding shares parts with the stored records; the copy keeps them apart.
         return _copy(fold(records, run_id=run_id))
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol)."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
+    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """The runs ``filters`` keeps (see ``RunListing``)."""
         self._check_open()
         return [self._with_lease(_copy(r)) for r in filters.select(list(self._runs.values()))]
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(self)
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

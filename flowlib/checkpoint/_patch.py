@@ -18,6 +18,7 @@ three different values), so ``apply_patch(a, diff_state(a, b)) == b`` holds with
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import is_
 from typing import Any
 
 from pydantic_core import to_json
@@ -137,6 +138,8 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if type(a) is dict or type(a) is list:
+        if _identical(a, b):
+            return True
         if a != b:
             return False
         try:
@@ -144,6 +147,25 @@ def _same(a: Any, b: Any) -> bool:
         except Exception:  # not JSON after all: compare strictly, item by item
             return _same_items(a, b)
     return bool(a == b)
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Whether two containers hold the very same objects, in the same places (and dict
+    keys in the same order): then they are equal as JSON too, without dumping them.
+
+    A participant's state saved after a resume holds the objects its stored state was
+    loaded with, so its many unchanged items are compared by identity (a C loop),
+    where dumping two 10,000-item contexts to compare them took milliseconds."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is list:
+        return len(a) == len(b) and (all(map(is_, a, b)) or all(map(_identical, a, b)))
+    if kind is dict:
+        return list(a) == list(b) and all(map(_identical, a.values(), b.values()))
+    return False
 
 
 def _same_items(a: Any, b: Any) -> bool:

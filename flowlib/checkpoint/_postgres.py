@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CheckpointArgumentError, CheckpointError, MissingExtraError
+from ._dumps import materialized
 from ._fold import FoldedRun, base_record, fold
 from ._sql import (
     INFO_COLUMNS,
@@ -404,6 +405,13 @@ class PostgresCheckpointStore(SQLListing):
     async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
         """The run's state at checkpoint ``upto`` (default: its last): the newest
         snapshot at or before it, and the records after the snapshot, folded."""
+        return materialized(await self.load_to_resume(run_id, upto=upto))
+
+    async def load_to_resume(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
+        """What a team's resume reads: ``load``, except that the thread messages the
+        run's snapshot holds stay as their stored JSON text until read (``messages`` is
+        then a read-only sequence of dicts that parses each one when first read), so
+        the time does not grow with the thread's length."""
         async with self._transaction(read_only=True) as conn:
             return await _load(conn, run_id, upto)
 
@@ -558,8 +566,10 @@ async def _read_records(
     *,
     run: RunRecord | None = None,
     after: int = 0,
+    to_fold: bool = False,
 ) -> list[CheckpointRecord]:
-    """The run's records after checkpoint ``after``, up to ``upto`` (default: all)."""
+    """The run's records after checkpoint ``after``, up to ``upto`` (default: all);
+    ``to_fold``: only to be folded (see ``records_from_rows``)."""
     run = run or await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
@@ -575,7 +585,7 @@ async def _read_records(
         "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
         (run_id, after, upto),
     )
-    return records_from_rows(rows, await cur.fetchall())
+    return records_from_rows(rows, await cur.fetchall(), to_fold=to_fold)
 
 
 async def _upto(conn: AsyncConnection[Any], run: RunRecord, upto: int | None) -> int:
@@ -609,7 +619,7 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
     row = await cur.fetchone()
     start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
-    records = await _read_records(conn, run_id, upto, run=run, after=after)
+    records = await _read_records(conn, run_id, upto, run=run, after=after, to_fold=True)
     folded = fold(records, run_id=run_id, start=start)
     check_consistent(run, folded, upto, newest)
     return folded

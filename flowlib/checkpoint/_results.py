@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from .._english import a
 from ..errors import CheckpointArgumentError, CheckpointError
@@ -112,9 +112,47 @@ class _Memory(_Backend):
         self._rows.pop(key, None)
 
 
-class _SQLite(_Backend):
+class _SQL(_Backend):
+    """The table's four statements, written once; a dialect gives its placeholder
+    (``?`` or ``%s``) and a way to run one statement."""
+
+    _param: ClassVar[str]
+
+    async def _call(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The statement's row (None: no row, or none returned)."""
+        raise NotImplementedError
+
+    async def get(self, key: str) -> CallRecord | None:
+        p = self._param
+        return _record(await self._call(f"SELECT * FROM {TABLE} WHERE key = {p}", (key,)))
+
+    async def start(self, key: str, now: float) -> None:
+        p = self._param
+        await self._call(
+            f"INSERT INTO {TABLE} (key, state, started_at) VALUES ({p}, 'started', {p}) "
+            "ON CONFLICT (key) DO NOTHING",
+            (key, now),
+        )
+
+    async def finish(self, key: str, result: str, now: float) -> None:
+        p = self._param
+        await self._call(
+            f"INSERT INTO {TABLE} (key, state, result, started_at, done_at) "
+            f"VALUES ({p}, 'done', {p}, {p}, {p}) ON CONFLICT (key) DO UPDATE SET "
+            "state = 'done', result = excluded.result, done_at = excluded.done_at "
+            f"WHERE {TABLE}.state <> 'done'",
+            (key, result, now, now),
+        )
+
+    async def forget(self, key: str) -> None:
+        await self._call(f"DELETE FROM {TABLE} WHERE key = {self._param}", (key,))
+
+
+class _SQLite(_SQL):
     """Its own connection to the store's file (WAL: readers and writers of the store's
     tables are not blocked), on one worker thread."""
+
+    _param = "?"
 
     def __init__(self, path: str, busy_ms: int = 30_000) -> None:
         self._path = path
@@ -144,27 +182,6 @@ class _SQLite(_Backend):
 
         return await asyncio.get_running_loop().run_in_executor(self._thread, run)
 
-    async def get(self, key: str) -> CallRecord | None:
-        return _record(await self._call(f"SELECT * FROM {TABLE} WHERE key = ?", (key,)))
-
-    async def start(self, key: str, now: float) -> None:
-        await self._call(
-            f"INSERT INTO {TABLE} (key, state, started_at) VALUES (?, 'started', ?) "
-            "ON CONFLICT (key) DO NOTHING",
-            (key, now),
-        )
-
-    async def finish(self, key: str, result: str, now: float) -> None:
-        await self._call(
-            f"INSERT INTO {TABLE} (key, state, result, started_at, done_at) "
-            "VALUES (?, 'done', ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = 'done', "
-            f"result = excluded.result, done_at = excluded.done_at WHERE {TABLE}.state != 'done'",
-            (key, result, now, now),
-        )
-
-    async def forget(self, key: str) -> None:
-        await self._call(f"DELETE FROM {TABLE} WHERE key = ?", (key,))
-
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -172,8 +189,10 @@ class _SQLite(_Backend):
         self._thread.shutdown(wait=False)
 
 
-class _Postgres(_Backend):
+class _Postgres(_SQL):
     """Its own connection to the store's database (the table in its ``search_path``)."""
+
+    _param = "%s"
 
     def __init__(self, dsn: str) -> None:
         self._dsn = dsn
@@ -198,27 +217,6 @@ class _Postgres(_Backend):
                 if conn is not None:
                     await conn.close()
                 raise CheckpointError(f"Call results in PostgreSQL failed: {exc}") from exc
-
-    async def get(self, key: str) -> CallRecord | None:
-        return _record(await self._call(f"SELECT * FROM {TABLE} WHERE key = %s", (key,)))
-
-    async def start(self, key: str, now: float) -> None:
-        await self._call(
-            f"INSERT INTO {TABLE} (key, state, started_at) VALUES (%s, 'started', %s) "
-            "ON CONFLICT (key) DO NOTHING",
-            (key, now),
-        )
-
-    async def finish(self, key: str, result: str, now: float) -> None:
-        await self._call(
-            f"INSERT INTO {TABLE} (key, state, result, started_at, done_at) "
-            "VALUES (%s, 'done', %s, %s, %s) ON CONFLICT (key) DO UPDATE SET state = 'done', "
-            f"result = excluded.result, done_at = excluded.done_at WHERE {TABLE}.state <> 'done'",
-            (key, result, now, now),
-        )
-
-    async def forget(self, key: str) -> None:
-        await self._call(f"DELETE FROM {TABLE} WHERE key = %s", (key,))
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None

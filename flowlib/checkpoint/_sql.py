@@ -11,27 +11,27 @@ depend on how long the run already is.
 from __future__ import annotations
 
 import hashlib
-from abc import ABC, abstractmethod
+import zlib
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast, get_args
+from typing import Any, ClassVar, get_args
 
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 
 from ..errors import CheckpointArgumentError, CheckpointError
+from ._dumps import MessageDumps
 from ._fold import FoldedRun
 from ._types import (
     CheckpointInfo,
     CheckpointRecord,
-    CheckpointStore,
     Lease,
-    PendingRequestInfo,
     RunRecord,
     RunStatus,
     StepKind,
 )
-from .rules import RunFilter, pending_of, run_filter
+from .rules import RunFilter, RunListing
 
 __all__ = [
     "INFO_COLUMNS",
@@ -447,17 +447,30 @@ def message_rows(record: CheckpointRecord) -> list[tuple[Any, ...]]:
 
 
 def records_from_rows(
-    rows: Sequence[Sequence[Any]], messages: Sequence[Sequence[Any]], *, verify: bool = True
+    rows: Sequence[Sequence[Any]],
+    messages: Sequence[Sequence[Any]],
+    *,
+    verify: bool = True,
+    to_fold: bool = False,
 ) -> list[CheckpointRecord]:
     """Records from ``RECORD_COLUMNS`` rows and ``(checkpoint_id, node, body)`` message
     rows, both in checkpoint order. A value that does not decode, a message count that
     does not match, or (with ``verify``) a checksum that does not match raises
-    ``CheckpointError`` naming the table, run, checkpoint and column."""
+    ``CheckpointError`` naming the table, run, checkpoint and column.
+
+    ``to_fold``: the records are only folded (``load``), and folding keeps the newest
+    non-empty bookkeeping: the others are given as ``{}``, not parsed (each record's
+    checksum still covers them). Parsing them was a third of a resume's records' time.
+    """
     raw: dict[Any, list[tuple[Any, Any]]] = {}
     for checkpoint_id, node, body in messages:
         raw.setdefault(checkpoint_id, []).append((node, body))
+    kept = len(rows) - 1  # the row whose bookkeeping is parsed when folding
+    if to_fold:
+        while kept > 0 and rows[kept][8] == "{}":
+            kept -= 1
     records = []
-    for row in rows:
+    for index, row in enumerate(rows):
         run_id, checkpoint_id = row[0], row[1]
         stored = raw.get(checkpoint_id, [])
         if verify and row[10] is not None and row[10] != checksum(row[:10], stored):
@@ -498,6 +511,11 @@ def records_from_rows(
                 )
             bodies.append(message)
             nodes.append(node)
+        bookkeeping: Any = {}
+        if not to_fold or index == kept:
+            bookkeeping = _json(row[8], "flowlib_records", run_id, checkpoint_id, "bookkeeping")
+            if to_fold and not bookkeeping:  # an empty one written otherwise than "{}"
+                return records_from_rows(rows, messages, verify=verify)
         fields = dict(
             run_id=run_id,
             checkpoint_id=checkpoint_id,
@@ -508,7 +526,7 @@ def records_from_rows(
             created_at=row[6],
             messages=bodies,
             message_nodes=nodes,
-            bookkeeping=_json(row[8], "flowlib_records", run_id, checkpoint_id, "bookkeeping"),
+            bookkeeping=bookkeeping,
             participants=_json(row[9], "flowlib_records", run_id, checkpoint_id, "participants"),
         )
         try:
@@ -533,34 +551,81 @@ def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
         raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 
 
+SNAPSHOT_FORMAT = "v2"
+"""The prefix of a snapshot body in the current format (see ``snapshot_body``)."""
+
+
 def snapshot_body(folded: FoldedRun) -> str:
-    """A run's folded state as stored in ``flowlib_snapshots.body``: a checksum of the
-    state's JSON, a space, the JSON."""
-    text = folded.model_dump_json()
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest() + " " + text
+    """A run's folded state as stored in ``flowlib_snapshots.body``.
+
+    ``v2 <crc> <text>``: ``<crc>`` is the CRC-32 of ``<text>`` (8 hex digits), and
+    ``<text>`` is lines of JSON: a header (the state without its messages and
+    participants, plus ``types``: the message types of the thread), the participants'
+    states, then one line per thread message. JSON never holds a raw newline, so a
+    reader splits the lines without parsing the messages, and keeps them as text until
+    they are read (`MessageDumps`); messages kept as text are written back as they are.
+    """
+    messages = folded.messages
+    types: set[Any] = set()
+    lines: list[str] = []
+    if isinstance(messages, MessageDumps):
+        types.update(messages.types)
+        for item in messages.raw():
+            if type(item) is str:
+                lines.append(item)
+            else:
+                types.add(item.get("type"))
+                lines.append(dump(item))
+    else:
+        for message in messages:
+            types.add(message.get("type"))
+            lines.append(dump(message))
+    header = {
+        "run_id": folded.run_id,
+        "message_nodes": folded.message_nodes,
+        "bookkeeping": folded.bookkeeping,
+        "turn": folded.turn,
+        "last_checkpoint": folded.last_checkpoint,
+        "last_kind": folded.last_kind,
+        "stop_reason": folded.stop_reason,
+        "types": sorted(types, key=repr),
+    }
+    text = "\n".join([dump(header), dump(folded.participants), *lines])
+    return f"{SNAPSHOT_FORMAT} {zlib.crc32(text.encode()):08x} {text}"
 
 
 def snapshot_from_body(
     body: object, run_id: str, checkpoint_id: object, *, verify: bool = True
 ) -> FoldedRun:
+    """The state a ``flowlib_snapshots.body`` holds (its messages kept as text until
+    read), checked against its checksum and the row's keys; bodies of the two earlier
+    formats (a BLAKE2b checksum and one JSON object; before that, the JSON alone) are
+    read too."""
     table = "flowlib_snapshots"
-    if isinstance(body, str) and body.startswith("{"):  # written before snapshots had a checksum
-        body = " " * 33 + body
-        verify = False
-    if not isinstance(body, str) or body[32:33] != " ":
-        raise corrupt(table, run_id, checkpoint_id, "body", f"holds {_show(body)}, not a snapshot")
-    text = body[33:]
-    if verify and hashlib.blake2b(text.encode(), digest_size=16).hexdigest() != body[:32]:
+    if isinstance(body, str) and body.startswith(SNAPSHOT_FORMAT + " "):
+        folded, problem = _snapshot_lines(body, verify=verify)
+    else:
+        if isinstance(body, str) and body.startswith("{"):  # before snapshots had a checksum
+            body = " " * 33 + body
+            verify = False
+        if not isinstance(body, str) or body[32:33] != " ":
+            raise corrupt(
+                table, run_id, checkpoint_id, "body", f"holds {_show(body)}, not a snapshot"
+            )
+        text = body[33:]
+        if verify and hashlib.blake2b(text.encode(), digest_size=16).hexdigest() != body[:32]:
+            folded, problem = _EMPTY, _MISMATCH
+        else:
+            try:
+                folded, problem = _snapshot_state(text)
+            except ValueError as exc:
+                folded, problem = _EMPTY, f"is not valid JSON ({exc})"
+    if problem is _MISMATCH:
         raise CheckpointError(
             f"Table `{table}`, run `{run_id}`, checkpoint {checkpoint_id}: the snapshot does "
             "not match its checksum: it was changed after flowlib wrote it. Delete the "
             "snapshot row (the run's records still hold everything) or restore a backup."
         )
-    problem = None
-    try:
-        folded, problem = _snapshot_state(text)
-    except ValueError as exc:
-        problem = f"is not valid JSON ({exc})"
     if problem is not None:
         raise corrupt(table, run_id, checkpoint_id, "body", f"does not decode: {problem}")
     if folded.run_id != run_id or folded.last_checkpoint != checkpoint_id:
@@ -574,6 +639,46 @@ def snapshot_from_body(
     return folded
 
 
+_EMPTY = FoldedRun.model_construct(run_id="")
+_MISMATCH = "does not match its checksum"
+
+
+def _snapshot_lines(body: str, *, verify: bool) -> tuple[FoldedRun, str | None]:
+    """A ``v2`` snapshot's state, and what is wrong with it, if anything."""
+    # Offsets, not slices: a slice of a 7 MB body is a 7 MB copy.
+    start = len(SNAPSHOT_FORMAT) + 1
+    end = start + 8
+    if body[end : end + 1] != " ":
+        return _EMPTY, "no checksum"
+    if verify and f"{zlib.crc32(memoryview(body.encode())[end + 1 :]):08x}" != body[start:end]:
+        return _EMPTY, _MISMATCH
+    lines = body.split("\n")
+    if len(lines) < 2:
+        return _EMPTY, "no participants line"
+    try:
+        header, participants = from_json(lines[0][end + 1 :]), from_json(lines[1])
+    except ValueError as exc:
+        return _EMPTY, f"is not valid JSON ({exc})"
+    if not isinstance(header, dict):
+        return _EMPTY, "the header is not a JSON object"
+    header["participants"] = participants
+    messages = lines[2:]
+    for name, kind in _SNAPSHOT_TYPES.items():
+        if name != "messages" and type(header.get(name)) is not kind:
+            return _EMPTY, f"field `{name}` is not {kind.__name__}"
+    types = header.get("types")
+    if type(types) is not list or not all(t is None or type(t) is str for t in types):
+        return _EMPTY, "field `types` is not a list of message types"
+    if len(messages) != len(header["message_nodes"]):
+        return _EMPTY, "messages and message_nodes do not match"
+    problem = _check_tail(header)
+    if problem is not None:
+        return _EMPTY, problem
+    fields = {k: v for k, v in header.items() if k in FoldedRun.model_fields}
+    fields["messages"] = MessageDumps(messages, types)
+    return FoldedRun.model_construct(**fields), None
+
+
 _SNAPSHOT_TYPES = {
     "run_id": str,
     "messages": list,
@@ -585,27 +690,34 @@ _SNAPSHOT_TYPES = {
 }
 
 
+def _check_tail(data: dict[str, Any]) -> str | None:
+    last_kind = data.get("last_kind")
+    if last_kind is not None and last_kind not in get_args(StepKind):
+        return f"field `last_kind` holds {last_kind!r}"
+    reason = data.get("stop_reason")
+    if reason is not None and not isinstance(reason, str):
+        return "field `stop_reason` is not a string"
+    return None
+
+
 def _snapshot_state(text: str) -> tuple[FoldedRun, str | None]:
-    """A snapshot's ``FoldedRun``, its fields' types checked by hand (validating the whole
-    state with pydantic would take twice as long as parsing it, for values that are
-    plain JSON and whose checksum was just verified); and what is wrong, if anything."""
+    """A snapshot's ``FoldedRun`` (the format before ``v2``: one JSON object), its
+    fields' types checked by hand (validating the whole state with pydantic would take
+    twice as long as parsing it, for values that are plain JSON and whose checksum was
+    just verified); and what is wrong, if anything."""
     data = from_json(text)
-    empty = FoldedRun.model_construct(run_id="")
     if not isinstance(data, dict):
-        return empty, "not a JSON object"
+        return _EMPTY, "not a JSON object"
     for name, kind in _SNAPSHOT_TYPES.items():
         if type(data.get(name)) is not kind:
-            return empty, f"field `{name}` is not {kind.__name__}"
+            return _EMPTY, f"field `{name}` is not {kind.__name__}"
     if len(data["messages"]) != len(data["message_nodes"]) or not all(
         type(m) is dict for m in data["messages"]
     ):
-        return empty, "messages and message_nodes do not match"
-    last_kind = data.get("last_kind")
-    if last_kind is not None and last_kind not in get_args(StepKind):
-        return empty, f"field `last_kind` holds {last_kind!r}"
-    reason = data.get("stop_reason")
-    if reason is not None and not isinstance(reason, str):
-        return empty, "field `stop_reason` is not a string"
+        return _EMPTY, "messages and message_nodes do not match"
+    problem = _check_tail(data)
+    if problem is not None:
+        return _EMPTY, problem
     fields = {k: v for k, v in data.items() if k in FoldedRun.model_fields}
     return FoldedRun.model_construct(**fields), None
 
@@ -710,9 +822,9 @@ def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) 
             )
 
 
-class SQLListing(ABC):
-    """``list_runs`` and ``list_pending`` of a SQL store, written once: the store gives
-    its placeholder and a way to run one read-only query."""
+class SQLListing(RunListing):
+    """``select_runs`` of a SQL store, written once: the store gives its placeholder and
+    a way to run one read-only query."""
 
     _param: ClassVar[str]
     """The dialect's query placeholder (``?`` or ``%s``)."""
@@ -721,20 +833,7 @@ class SQLListing(ABC):
     async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
         """The rows of one query (raises ``CheckpointError`` like every call)."""
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol)."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
+    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """The runs ``filters`` keeps, selected by the database (see ``RunListing``)."""
         where, params = filter_sql(filters, self._param)
         return [run_from_row(row) for row in await self._select(f"{RUN_SELECT}{where}", params)]
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(cast("CheckpointStore", self))

@@ -39,12 +39,13 @@ from flowlib.checkpoint import (
     CheckpointRecord,
     FoldedRun,
     Lease,
-    PendingRequestInfo,
     RunRecord,
     RunStatus,
     fold,
 )
 from flowlib.checkpoint.rules import (
+    RunFilter,
+    RunListing,
     check_acquire,
     check_first,
     check_lease_args,
@@ -55,11 +56,9 @@ from flowlib.checkpoint.rules import (
     first_run,
     info_of,
     lease_lost,
-    pending_of,
     pruned,
     records_upto,
     run_exists,
-    run_filter,
     unknown_run,
     updated_run,
 )
@@ -78,7 +77,14 @@ _CHANGING = ("status", "turns", "stop_reason", "last_checkpoint", "updated_at")
 and not the whole run)."""
 
 
-class RedisCheckpointStore:
+def _changed_outside(what: str) -> CheckpointError:
+    """The error of reading what is not flowlib's (``what``: where and what was found)."""
+    return CheckpointError(
+        f"Redis {what}. It was changed outside flowlib; remove the run or restore the database."
+    )
+
+
+class RedisCheckpointStore(RunListing):
     """Checkpoints in Redis (one server, or a primary with replicas; not Redis Cluster:
     a write touches keys of one run and the run index together).
 
@@ -221,10 +227,9 @@ class RedisCheckpointStore:
         try:
             return model.model_validate_json(text)
         except ValidationError as exc:
-            raise CheckpointError(
-                f"Redis key `{key}` field `{field}` does not hold a {model.__name__}: "
-                f"{exc.errors()[0]['msg']}. It was changed outside flowlib; remove the run "
-                "or restore the database."
+            raise _changed_outside(
+                f"key `{key}` field `{field}` does not hold a {model.__name__}: "
+                f"{exc.errors()[0]['msg']}"
             ) from None
 
     def _run_of(self, run_id: str, fields: dict[str, str]) -> RunRecord | None:
@@ -243,10 +248,8 @@ class RedisCheckpointStore:
             }
             return RunRecord.model_validate({**run.model_dump(), **changed})
         except (KeyError, ValueError) as exc:
-            raise CheckpointError(
-                f"Redis key `{key}` does not hold a run ({type(exc).__name__}: {exc}). It was "
-                "changed outside flowlib; remove the run or restore the database."
-            ) from None
+            what = f"{type(exc).__name__}: {exc}"
+            raise _changed_outside(f"key `{key}` does not hold a run ({what})") from None
 
     def _lease_of(self, run_id: str, fields: dict[str, str]) -> Lease | None:
         if not fields:
@@ -254,9 +257,8 @@ class RedisCheckpointStore:
         try:
             return Lease(run_id=run_id, owner=fields["owner"], expires_at=fields["expires_at"])
         except (KeyError, ValidationError) as exc:
-            raise CheckpointError(
-                f"Redis key `{self._key('lease', run_id)}` does not hold a lease: {exc}."
-            ) from None
+            key = self._key("lease", run_id)
+            raise _changed_outside(f"key `{key}` does not hold a lease: {exc}") from None
 
     def _records_of(self, run_id: str, fields: dict[str, str]) -> list[CheckpointRecord]:
         key = self._key("records", run_id)
@@ -264,10 +266,9 @@ class RedisCheckpointStore:
         for field in sorted(fields, key=_checkpoint_number):
             record = self._parse(CheckpointRecord, fields[field], key, field)
             if str(record.checkpoint_id) != field or record.run_id != run_id:
-                raise CheckpointError(
-                    f"Redis key `{key}` field `{field}` holds checkpoint "
-                    f"{record.checkpoint_id} of run `{record.run_id}`. It was changed outside "
-                    "flowlib; remove the run or restore the database."
+                raise _changed_outside(
+                    f"key `{key}` field `{field}` holds checkpoint {record.checkpoint_id} of "
+                    f"run `{record.run_id}`"
                 )
             records.append(record)
         return records
@@ -345,8 +346,8 @@ class RedisCheckpointStore:
     async def append(
         self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
     ) -> None:
-        """Add ``record`` as the run's next checkpoint and update the run, atomically
-        (with ``lease_owner``: only while that owner holds an unexpired lease)."""
+        """See the protocol: one optimistic transaction (``WATCH`` on the run and its
+        lease, retried if another client wrote them meanwhile)."""
         if lease_owner is not None:
             check_owner(lease_owner)
         run_key = self._key("run", record.run_id)
@@ -426,19 +427,10 @@ class RedisCheckpointStore:
         folded."""
         return fold(await self.records(run_id, upto=upto), run_id=run_id)
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | Sequence[RunStatus] | None = None,
-        updated_since: float | None = None,
-        flow: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> list[RunRecord]:
-        """The runs, newest first, filtered (see the protocol). The run index is read
-        whole (ids and times only); runs are then read a page at a time until ``limit``
-        runs passed the filters."""
-        filters = run_filter(status, updated_since, flow, limit, cursor)
+    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """The runs ``filters`` keeps (see ``RunListing``). The run index is read whole
+        (ids and times only); runs are then read a page at a time until ``limit`` runs
+        passed the filters."""
 
         async def ids(client: Any) -> list[tuple[str, float]]:
             return list(await client.zrange(self._key("runs"), 0, -1, withscores=True))
@@ -467,10 +459,6 @@ class RedisCheckpointStore:
             if filters.limit is not None and len(found) >= filters.limit:
                 break
         return filters.select(found)
-
-    async def list_pending(self) -> list[PendingRequestInfo]:
-        """See ``CheckpointStore.list_pending``."""
-        return await pending_of(self)
 
     async def history(self, run_id: str) -> list[CheckpointInfo]:
         """The run's checkpoints, oldest first."""

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import get_args
+from typing import cast, get_args
 
 from ..errors import (
     CheckpointArgumentError,
@@ -45,6 +46,7 @@ from ._types import (
 
 __all__ = [
     "RunFilter",
+    "RunListing",
     "check_acquire",
     "check_first",
     "check_keep_last",
@@ -375,6 +377,43 @@ def run_filter(
         limit=limit,
         after=after,
     )
+
+
+class RunListing(ABC):
+    """``list_runs`` and ``list_pending`` written once, for a store to inherit: the store
+    gives [`select_runs`][flowlib.checkpoint.rules.RunListing.select_runs], the listing
+    of already checked filters, and ``list_runs`` checks its arguments with
+    [`run_filter`][flowlib.checkpoint.rules.run_filter] before asking it;
+    ``list_pending`` is [`pending_of`][flowlib.checkpoint.rules.pending_of].
+
+    Examples:
+        >>> class Runs(RunListing):
+        ...     def __init__(self, runs):
+        ...         self.runs = runs
+        ...     async def select_runs(self, filters):
+        ...         return filters.select(self.runs)
+    """
+
+    @abstractmethod
+    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """The runs ``filters`` keeps, newest first (by ``created_at``, then ``run_id``),
+        after its cursor, cut at its limit (``filters.select(runs)`` of all the runs)."""
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | Sequence[RunStatus] | None = None,
+        updated_since: float | None = None,
+        flow: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> list[RunRecord]:
+        """The runs, newest first, filtered (see the protocol)."""
+        return await self.select_runs(run_filter(status, updated_since, flow, limit, cursor))
+
+    async def list_pending(self) -> list[PendingRequestInfo]:
+        """See ``CheckpointStore.list_pending``."""
+        return await pending_of(cast("CheckpointStore", self))
 
 
 # --- pending human requests ----------------------------------------------------------

@@ -357,6 +357,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # ends): the workers do not pickle every message and event, so the command runs at
     # `run_many`'s speed.
     events = runner.stream_many(tasks, run_ids=run_ids, events=args.ray is None)
+    ended: float | None = None  # when the last result came (stopping Ray is not counted)
     try:
         with out_path.open("w", encoding="utf-8") as results:
             async for event in events:
@@ -389,6 +390,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 progress.tokens += delta
                 live[index] = (turns, tokens + delta)
                 bar.draw()
+        ended = time.perf_counter()
     finally:
         await events.aclose()  # stopped early (or failed): the runs still going are cancelled
         if hasattr(runner, "close"):  # a RayRunner stops its workers
@@ -401,7 +403,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"their first turn, which is no task's fault: {kind}: {clause(message)}. Fix "
             "it and run the command again (runs that finished are not run again)."
         )
-    print(progress.summary(), file=out)
+    print(progress.summary(now=ended), file=out)
     for failure in failures[:10]:
         print(f"failed: {failure.run_id}: {failure.error_type}: {failure.error_message}", file=out)
     if len(failures) > 10:

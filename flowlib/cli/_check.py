@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -142,13 +142,7 @@ def _cmd_crash(args: argparse.Namespace, out: TextIO) -> int:
     finding's resumed run drawn on the graph (exit 1), or exit 0."""
     from ..checkpoint import CheckpointRecord
     from ..errors import InvalidArgumentError
-    from ..render import (
-        GraphvizNotFoundError,
-        render,
-        steps_from_records,
-        trace_from_steps,
-        write_run_page,
-    )
+    from ..render import steps_from_records, trace_from_steps
     from ..testing import check_crashes
     from ..testing.internal import DEFAULT_TASK, load_factory
     from ._common import CliError
@@ -180,28 +174,22 @@ def _cmd_crash(args: argparse.Namespace, out: TextIO) -> int:
     steps = steps_from_records(team, records)
     trace = trace_from_steps(team, steps)
     trace.stop_reason = outcome.stop_reason
-    svg, page = prefix.with_name(prefix.name + ".svg"), prefix.with_name(prefix.name + ".html")
     title = f"[{finding.rule}] after {finding.interruption}"
-    try:
-        render(team, svg, trace=trace, title=title)
-        write_run_page(
-            team,
-            page,
-            steps,
-            trace=trace,
-            title=f"{report.flow}: {title}",
-            stop_reason=outcome.stop_reason,
-            flagged=finding.nodes,
-        )
-    except GraphvizNotFoundError as exc:
-        print(f"(no drawing: {exc})", file=out)
-        return 1
-    print(f"wrote the resumed run of [{finding.rule}] to {svg} and {page}", file=out)
-    return 1
+    return _draw_finding(
+        team,
+        prefix,
+        steps,
+        trace,
+        title=title,
+        page_title=f"{report.flow}: {title}",
+        stop_reason=outcome.stop_reason,
+        flagged=finding.nodes,
+        what=f"the resumed run of [{finding.rule}]",
+        out=out,
+    )
 
 
 def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    from ..render import GraphvizNotFoundError, render, write_run_page
     from ..testing import explore
     from ._common import load_object
 
@@ -219,22 +207,53 @@ def _cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         return 1
     prefix = _counterexample_prefix(args)
     outcome = shown.outcome
+    return _draw_finding(
+        obj,
+        prefix,
+        outcome_steps(outcome),
+        outcome.trace,
+        title=f"[{shown.rule}] counterexample",
+        page_title=f"{report.flow}: [{shown.rule}] {', '.join(shown.nodes)}",
+        stop_reason=outcome.stop_reason,
+        flagged=shown.nodes,
+        what=f"the counterexample of [{shown.rule}]",
+        out=out,
+    )
+
+
+def _draw_finding(
+    flow: Any,
+    prefix: Path,
+    steps: list[Any],
+    trace: Any,
+    *,
+    title: str,
+    page_title: str,
+    stop_reason: str | None,
+    flagged: Sequence[str],
+    what: str,
+    out: TextIO,
+) -> int:
+    """Draw a finding's run on the graph (PREFIX.svg) and as a run page (PREFIX.html);
+    return the exit code of a check that found something, 1."""
+    from ..render import GraphvizNotFoundError, render, write_run_page
+
     svg, page = prefix.with_name(prefix.name + ".svg"), prefix.with_name(prefix.name + ".html")
     try:
-        render(obj, svg, trace=outcome.trace, title=f"[{shown.rule}] counterexample")
+        render(flow, svg, trace=trace, title=title)
         write_run_page(
-            obj,
+            flow,
             page,
-            outcome_steps(outcome),
-            trace=outcome.trace,
-            title=f"{report.flow}: [{shown.rule}] {', '.join(shown.nodes)}",
-            stop_reason=outcome.stop_reason,
-            flagged=shown.nodes,
+            steps,
+            trace=trace,
+            title=page_title,
+            stop_reason=stop_reason,
+            flagged=flagged,
         )
     except GraphvizNotFoundError as exc:
         print(f"(no drawing: {exc})", file=out)
         return 1
-    print(f"wrote the counterexample of [{shown.rule}] to {svg} and {page}", file=out)
+    print(f"wrote {what} to {svg} and {page}", file=out)
     return 1
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import re
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
-from types import TracebackType
 from typing import ClassVar
 
-from typing_extensions import Self
-
 from .._cancellation import CancellationToken
+from .._lifecycle import AsyncResource
 from ._types import CodeBlock, CodeResult
 
 __all__ = ["CodeExecutor", "CommandLineCodeResult", "extract_markdown_code_blocks"]
@@ -29,7 +27,7 @@ class CommandLineCodeResult(CodeResult):
     code_file: str | None = None
 
 
-class CodeExecutor(ABC):
+class CodeExecutor(AsyncResource):
     """Runs code blocks and reports their combined result.
 
     Executors are async context managers: ``async with executor:`` calls
@@ -76,18 +74,6 @@ class CodeExecutor(ABC):
     @abstractmethod
     async def restart(self) -> None:
         """Stop and start again, dropping any state the executed code left behind."""
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 # An opening fence: three or more backticks, then an optional language tag and whatever

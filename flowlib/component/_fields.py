@@ -22,20 +22,6 @@ from ._model import ACTIVE_DUMPER, ACTIVE_LOADER, ComponentModel, Dumper, Loader
 if TYPE_CHECKING:
     from ._model import EdgeFunction
 
-__all__ = [
-    "dump_field",
-    "dump_fields",
-    "edge_conditions",
-    "json_field",
-    "load_error",
-    "load_field",
-    "load_fields",
-    "loading_at",
-    "read_env",
-    "refuse_field",
-    "skip_field",
-]
-
 T = TypeVar("T")
 
 

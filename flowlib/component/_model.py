@@ -413,13 +413,7 @@ class Loader:
         """Check one component model and every one nested in its config, building none."""
         self._segments.append(segment)
         try:
-            if depth > MAX_DEPTH:
-                raise self.error(
-                    f"components nest more than {MAX_DEPTH} levels deep here; a config "
-                    "this deep is refused (it would exhaust the stack)."
-                )
-            model = self._model(data)
-            spec = spec_for_provider(model.provider)
+            model, spec = self._spec_of(data, depth)
             if spec is None:
                 # A shape its parent interprets itself (AutoGen's StaticWorkbench in an
                 # AssistantAgent); a provider nobody knows is refused when it is built.
@@ -433,6 +427,19 @@ class Loader:
                 self._check_nested(value, str(key), depth)
         finally:
             self._segments.pop()
+
+    def _spec_of(
+        self, data: ComponentModel | Mapping[str, Any], depth: int
+    ) -> tuple[ComponentModel, ComponentSpec | None]:
+        """The component model of ``data``, nested ``depth`` levels deep, and its
+        provider's registration (None for a provider nobody registered)."""
+        if depth > MAX_DEPTH:
+            raise self.error(
+                f"components nest more than {MAX_DEPTH} levels deep here; a config "
+                "this deep is refused (it would exhaust the stack)."
+            )
+        model = self._model(data)
+        return model, spec_for_provider(model.provider)
 
     def _check_nested(self, value: Any, segment: str, depth: int) -> None:
         if isinstance(value, Mapping):
@@ -476,13 +483,7 @@ class Loader:
         self._depth += 1
         token = ACTIVE_LOADER.set(self)
         try:
-            if self._depth > MAX_DEPTH:
-                raise self.error(
-                    f"components nest more than {MAX_DEPTH} levels deep here; a config "
-                    "this deep is refused (it would exhaust the stack)."
-                )
-            model = self._model(data)
-            spec = spec_for_provider(model.provider)
+            model, spec = self._spec_of(data, self._depth)
             if spec is None:
                 raise UnknownProviderError(model.provider, known_providers(), path=self.path())
             if model.provider == spec.provider:

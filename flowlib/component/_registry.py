@@ -297,6 +297,7 @@ def register_component(
     name = provider or _default_provider(cls)
     kind = component_type or _component_type(cls)
     version = component_version or int(getattr(cls, "component_version", 1))
+    shared_state = False
     if like is not None:
         base = _by_class.get(like)
         if base is None or not base.loadable:
@@ -307,41 +308,27 @@ def register_component(
             raise ComponentRegistrationError(
                 f"`{cls.__qualname__}` is not a subclass of `{like.__qualname__}`."
             )
-        spec = ComponentSpec(
-            cls=cls,
-            provider=name,
-            component_type=kind,
-            component_version=version,
-            aliases=tuple(aliases),
-            shared_state=base.shared_state,
-            to_config=base.to_config,
-            from_config=base.from_config,
-        )
-    elif to_config is not None and from_config is not None:
-        spec = ComponentSpec(
-            cls=cls,
-            provider=name,
-            component_type=kind,
-            component_version=version,
-            aliases=tuple(aliases),
-            to_config=to_config,
-            from_config=from_config,
-        )
-    elif to_config is None and from_config is None and speaks_protocol(cls):
-        spec = ComponentSpec(
-            cls=cls,
-            provider=name,
-            component_type=kind,
-            component_version=version,
-            aliases=tuple(aliases),
-        )
-    else:
+        shared_state, to_config, from_config = base.shared_state, base.to_config, base.from_config
+    # Only one of the two functions, or neither and no protocol to fall back on.
+    elif (to_config is None) != (from_config is None) or (
+        to_config is None and not speaks_protocol(cls)
+    ):
         raise ComponentRegistrationError(
             f"Say how to dump and load `{cls.__qualname__}`: pass both to_config= and "
             "from_config=, or like=<a registered base class>, or implement "
             "component_config_schema, _to_config() and _from_config() (subclass "
             "flowlib.component.Component)."
         )
+    spec = ComponentSpec(
+        cls=cls,
+        provider=name,
+        component_type=kind,
+        component_version=version,
+        aliases=tuple(aliases),
+        shared_state=shared_state,
+        to_config=to_config,
+        from_config=from_config,
+    )
     _register(spec)
 
 

@@ -29,20 +29,6 @@ from ..messages import (
     ToolCallExecutionEvent,
 )
 
-__all__ = [
-    "ExternalTermination",
-    "FunctionCallTermination",
-    "FunctionalTermination",
-    "HandoffTermination",
-    "MaxMessageTermination",
-    "SourceMatchTermination",
-    "StopMessageTermination",
-    "TextMentionTermination",
-    "TextMessageTermination",
-    "TimeoutTermination",
-    "TokenUsageTermination",
-]
-
 _Messages: TypeAlias = Sequence[BaseAgentEvent | BaseChatMessage]
 
 

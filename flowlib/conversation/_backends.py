@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,6 @@ class Backend(ABC):
     name: str
     description: str
 
-    @abstractmethod
     async def run_turn(
         self,
         messages: Sequence[BaseChatMessage],
@@ -63,7 +62,18 @@ class Backend(ABC):
         turn: Turn,
         token: CancellationToken,
     ) -> TurnOutcome:
-        """Run one turn on ``messages``, starting from ``state`` (``None``: a new one)."""
+        """Run one turn on ``messages``, starting from ``state`` (``None``: a new one),
+        and save the new state."""
+        async with self._runner(state, turn) as runner:
+            items = runner.run_stream(task=list(messages), cancellation_token=token)
+            result, response = await consume(self.name, items, messages, turn)
+            return TurnOutcome(result, response, await runner.save_state())
+
+    @abstractmethod
+    def _runner(
+        self, state: Mapping[str, Any] | None, turn: Turn
+    ) -> AbstractAsyncContextManager[ChatAgent | Team]:
+        """The agent or team that runs this turn, with ``state`` loaded, for the turn."""
 
 
 class AssistantBackend(Backend):
@@ -113,20 +123,15 @@ class AssistantBackend(Backend):
         """The agent's tools."""
         return list(self._tools)
 
-    async def run_turn(
-        self,
-        messages: Sequence[BaseChatMessage],
-        state: Mapping[str, Any] | None,
-        turn: Turn,
-        token: CancellationToken,
-    ) -> TurnOutcome:
-        """Build the agent, load ``state``, run ``messages``, save the new state."""
+    @asynccontextmanager
+    async def _runner(
+        self, state: Mapping[str, Any] | None, turn: Turn
+    ) -> AsyncIterator[ChatAgent | Team]:
+        # A new agent each turn, fed the conversation's state.
         agent = self._build(InboxContext(UnboundedChatCompletionContext(), turn))
         if state is not None:
             await agent.load_state(copy.deepcopy(dict(state)))
-        items = agent.run_stream(task=list(messages), cancellation_token=token)
-        result, response = await consume(self.name, items, messages, turn)
-        return TurnOutcome(result, response, await agent.save_state())
+        yield agent
 
 
 class WrappedBackend(Backend):
@@ -139,14 +144,12 @@ class WrappedBackend(Backend):
         self._lock: asyncio.Lock | None = None
         self._initial: Mapping[str, Any] | None = None
 
-    async def run_turn(
-        self,
-        messages: Sequence[BaseChatMessage],
-        state: Mapping[str, Any] | None,
-        turn: Turn,
-        token: CancellationToken,
-    ) -> TurnOutcome:
-        """Load ``state`` (or the state from before the first turn), run, save."""
+    @asynccontextmanager
+    async def _runner(
+        self, state: Mapping[str, Any] | None, turn: Turn
+    ) -> AsyncIterator[ChatAgent | Team]:
+        # The one target runs one turn at a time; a new conversation starts from its
+        # state from before the first turn.
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -154,9 +157,7 @@ class WrappedBackend(Backend):
                 self._initial = await self.target.save_state()
             start = state if state is not None else self._initial
             await self.target.load_state(copy.deepcopy(dict(start)))
-            items = self.target.run_stream(task=list(messages), cancellation_token=token)
-            result, response = await consume(self.name, items, messages, turn)
-            return TurnOutcome(result, response, await self.target.save_state())
+            yield self.target
 
 
 async def consume(

@@ -11,7 +11,7 @@ import ray
 
 from ..base import TaskResult
 from ..batch import BatchTask, Factory, RunEvent, RunItem, store_url, stored_result
-from ..batch.internal import check_batch, check_concurrency
+from ..batch.internal import check_batch, check_concurrency, factory_reference
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
 from ._cluster import connect, placeable, wait_ready
@@ -24,20 +24,10 @@ _END = object()
 
 
 def _factory_reference(factory: Factory, working_dir: str | None) -> Factory:
-    if callable(factory):
+    reference = factory_reference(factory)
+    if reference is None:
         return factory
-    if not isinstance(factory, str):
-        raise ArgumentTypeError(
-            f"`factory` must be a 'module:function' string or a picklable callable, got "
-            f"{type(factory).__name__}.",
-            argument="factory",
-        )
-    where, sep, name = factory.rpartition(":")
-    if not sep or not where or not name.isidentifier():
-        raise InvalidArgumentError(
-            f"`factory` {factory!r} is not `module:function` or `path/to/file.py:function`.",
-            argument="factory",
-        )
+    where, name = reference
     if not where.endswith(".py"):
         return factory
     path = os.path.abspath(where)
@@ -47,6 +37,14 @@ def _factory_reference(factory: Factory, working_dir: str | None) -> Factory:
         if os.path.commonpath([root, path]) == root:
             return f"{os.path.relpath(path, root)}:{name}"
     return f"{path}:{name}"  # workers on this machine start in another directory
+
+
+def _of_type(value: Any, kind: type[Any], argument: str, wanted: str) -> None:
+    """Refuse a value (other than None) that is not of ``kind``."""
+    if value is not None and not isinstance(value, kind):
+        raise ArgumentTypeError(
+            f"`{argument}` must be {wanted}, got {type(value).__name__}.", argument=argument
+        )
 
 
 def _positive(value: float | None, argument: str, *, zero: bool = False) -> None:
@@ -191,28 +189,14 @@ class RayRunner:
                 f"`max_retries` must be an int >= 0, got {max_retries!r}.",
                 argument="max_retries",
             )
-        if address is not None and not isinstance(address, str):
-            raise ArgumentTypeError(
-                f"`address` must be a string such as 'auto', got {type(address).__name__}.",
-                argument="address",
-            )
-        if runtime_env is not None and not isinstance(runtime_env, Mapping):
-            raise ArgumentTypeError(
-                f"`runtime_env` must be a dict such as {{'working_dir': '.'}}, got "
-                f"{type(runtime_env).__name__}.",
-                argument="runtime_env",
-            )
+        _of_type(address, str, "address", "a string such as 'auto'")
+        _of_type(runtime_env, Mapping, "runtime_env", "a dict such as {'working_dir': '.'}")
+        _of_type(resources, Mapping, "resources", "a dict of resource name to amount")
         _positive(num_cpus, "num_cpus", zero=True)
         _positive(num_gpus, "num_gpus", zero=True)
         for name in ("connect_timeout", "ready_timeout", "cancel_timeout", "lost_after"):
             _positive(locals()[name], name)
         if resources is not None:
-            if not isinstance(resources, Mapping):
-                raise ArgumentTypeError(
-                    f"`resources` must be a dict of resource name to amount, got "
-                    f"{type(resources).__name__}.",
-                    argument="resources",
-                )
             for name, amount in resources.items():
                 if name in ("CPU", "GPU"):
                     raise InvalidArgumentError(

@@ -34,7 +34,7 @@ from ._scheduler import LoadedState, NodeRun, Scheduler
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
 from ._thread import Thread
-from ._trace import RunTrace, TraceObserver
+from ._trace import RunObserver, RunTrace, TraceObserver, TurnScope
 from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
 __all__ = [
@@ -73,6 +73,7 @@ __all__ = [
     "Router",
     "RouterNode",
     "Routing",
+    "RunObserver",
     "RunRecorder",
     "RunTrace",
     "Scheduler",
@@ -81,6 +82,7 @@ __all__ = [
     "Thread",
     "TraceObserver",
     "TurnOutput",
+    "TurnScope",
     "as_node",
     "check_timeout",
     "describe_condition",

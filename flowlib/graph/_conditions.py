@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -179,30 +179,35 @@ class Not(EdgeCondition):
         return "not " + as_condition(self.condition).label()
 
 
-class AnyOf(EdgeCondition):
+class _Combination(EdgeCondition):
+    """``conditions`` combined: how they fire together and the word their labels are
+    joined by come from the subclass's ``kind``."""
+
+    conditions: list[ConditionData]
+    _combine: ClassVar[dict[str, tuple[Callable[[Iterable[bool]], bool], str]]] = {
+        "any_of": (any, "or"),
+        "all_of": (all, "and"),
+    }
+
+    def check(self, message: BaseChatMessage) -> bool:
+        fires, _ = self._combine[self.kind]
+        return fires(as_condition(c).check(message) for c in self.conditions)
+
+    def label(self) -> str:
+        _, word = self._combine[self.kind]
+        return f" {word} ".join(as_condition(c).label() for c in self.conditions)
+
+
+class AnyOf(_Combination):
     """Fires when at least one of ``conditions`` fires."""
 
     kind: Literal["any_of"] = "any_of"
-    conditions: list[ConditionData]
-
-    def check(self, message: BaseChatMessage) -> bool:
-        return any(as_condition(c).check(message) for c in self.conditions)
-
-    def label(self) -> str:
-        return " or ".join(as_condition(c).label() for c in self.conditions)
 
 
-class AllOf(EdgeCondition):
+class AllOf(_Combination):
     """Fires when every one of ``conditions`` fires."""
 
     kind: Literal["all_of"] = "all_of"
-    conditions: list[ConditionData]
-
-    def check(self, message: BaseChatMessage) -> bool:
-        return all(as_condition(c).check(message) for c in self.conditions)
-
-    def label(self) -> str:
-        return " and ".join(as_condition(c).label() for c in self.conditions)
 
 
 class CallableCondition(EdgeCondition):
@@ -335,5 +340,5 @@ def describe_condition(condition: Any) -> str:
     return "<lambda>" if name == "<lambda>" else str(name)
 
 
-for _model in (Not, AnyOf, AllOf):
+for _model in (Not, _Combination, AnyOf, AllOf):
     _model.model_rebuild()

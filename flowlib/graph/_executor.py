@@ -31,12 +31,12 @@ schedule, with less overhead on sequential stretches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from .._telemetry import trace_node_turn
 from ..base import CancellationToken, TaskResult, TerminationCondition
 from ..errors import NodeExecutionError, TeamRunningError
 from ..messages import (
@@ -54,7 +54,7 @@ from ._plan import ExecutionPlan
 from ._policies import check_timeout
 from ._scheduler import Scheduler
 from ._shapes import Participant
-from ._trace import RunTrace
+from ._trace import ObservedTurn, RunTrace
 
 __all__ = [
     "COMPLETE_REASON",
@@ -184,13 +184,11 @@ class GraphExecutor:
         turn_timeout: float | None = None,
     ) -> None:
         check_timeout(turn_timeout, "turn_timeout")
-        self._plan = plan
-        self._participants = list(participants)
-        self._event_source = event_source
-        self._task_router = task_router
+        self._plan, self._participants = plan, list(participants)
+        # What the team decides: its speaker events, task routing and dead-end reasons.
+        self._event_source, self._task_router = event_source, task_router
         self._dead_end_reason = dead_end_reason
-        self._termination = termination_condition
-        self._max_turns = max_turns
+        self._termination, self._max_turns = termination_condition, max_turns
         self._run_id: str | None = None  # of the current run (idempotency keys)
         self._factory = message_factory
         self._is_running = False
@@ -204,6 +202,7 @@ class GraphExecutor:
         self.trace = RunTrace(
             names=list(plan.names),
             edge_ends=[(plan.names[e.source], plan.names[e.target]) for e in plan.edges],
+            edge_groups=[plan.groups[e.group].name for e in plan.edges],
         )
         # The only look at the participants' classes: each becomes its Node adapter once.
         self._nodes = [
@@ -344,12 +343,14 @@ class GraphExecutor:
     def _turn(
         self, node: int, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | TurnOutput, None]:
-        # Telemetry (flowlib/_telemetry.py): a span per node turn; the turn as is when off.
-        # The turn runs in its idempotency-key scope (flowlib/tools/_keys.py).
-        runner = self._nodes[node]
-        scope = turn_scope(self._run_id, self._plan.names[node], self._sched.nodes[node].turns)
-        stream = keyed_turn(runner.turn(messages, token), scope)
-        return trace_node_turn(self, node, stream, runner.participant)
+        # The turn runs in its idempotency-key scope (flowlib/tools/_keys.py), and under
+        # the scopes the trace's run observers keep of it (a turn span, flowlib/graph/
+        # _telemetry.py): none when nobody follows turns, and the turn runs as is.
+        run = self._sched.nodes[node]
+        scope = turn_scope(self._run_id, self._plan.names[node], run.turns)
+        stream = keyed_turn(self._nodes[node].turn(messages, token), scope)
+        scopes = self.trace.turn_started(run.turn_step)
+        return ObservedTurn(stream, scopes) if scopes else stream
 
     async def _drive(
         self,
@@ -492,6 +493,8 @@ class GraphExecutor:
 
         token.add_callback(on_cancel)
         self.trace.clear()
+        self.trace.run_started()
+        result_size: int | None = None  # messages in the run's result, once it has one
         kept: list[Item] = []
         dead_ends: list[tuple[int, BaseChatMessage | None]] = []
         max_turns = self._max_turns
@@ -571,8 +574,9 @@ class GraphExecutor:
                         continue
                     output: TurnOutput | None = None
                     inline_active = True
+                    turn = self._turn(node, messages, token)
                     try:
-                        async for item in self._turn(node, messages, token):
+                        async for item in turn:
                             if isinstance(item, TurnOutput):
                                 output = item
                                 continue
@@ -581,7 +585,14 @@ class GraphExecutor:
                             inline_active = False
                             yield item
                             inline_active = True
-                    except (asyncio.CancelledError, GeneratorExit):
+                    except GeneratorExit:
+                        # The consumer stopped reading during the turn: the turn ends
+                        # here (its observers see it end), not when it is collected; an
+                        # error while it closes is the turn's, not this stop's.
+                        with contextlib.suppress(Exception):
+                            await turn.aclose()
+                        raise
+                    except asyncio.CancelledError:
                         raise
                     except NodeExecutionError:
                         raise
@@ -651,6 +662,7 @@ class GraphExecutor:
             if recorder is not None:
                 await recorder.stopped(outcome, stop_reason)
                 recorder = None  # the stop is recorded: nothing more to write
+            result_size = len(kept)
             yield TaskResult(messages=kept, stop_reason=stop_reason, run_id=run_id)
         except BaseException as exc:
             failure = exc
@@ -675,6 +687,7 @@ class GraphExecutor:
                         messages=list(kept), stop_reason=None, run_id=run_id
                     )
                 self._is_running = False
+                self.trace.run_ended(result_size, failure)
 
     def _start(
         self, *, announce: bool = True

@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from ..errors import NodeTimeoutError
@@ -76,6 +76,7 @@ class Attempts:
     cache_hit: bool = False
 
 
+@dataclass(slots=True, eq=False)
 class NodeGuard:
     """Runs one node's turns under its timeout, retry and cache policies.
 
@@ -88,24 +89,13 @@ class NodeGuard:
         factory: Rebuilds cached messages.
     """
 
-    __slots__ = ("cache", "factory", "name", "node", "retry", "timeout")
-
-    def __init__(
-        self,
-        name: str,
-        node: Node,
-        *,
-        timeout: float | None,
-        retry: RetryPolicy | None,
-        cache: CachePolicy | None,
-        factory: MessageFactory,
-    ) -> None:
-        self.name = name
-        self.node = node
-        self.timeout = timeout
-        self.retry = retry
-        self.cache = cache
-        self.factory = factory
+    name: str
+    node: Node
+    _: KW_ONLY
+    timeout: float | None
+    retry: RetryPolicy | None
+    cache: CachePolicy | None
+    factory: MessageFactory
 
     async def run(
         self,

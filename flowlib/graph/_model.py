@@ -9,7 +9,7 @@ be validated and drawn without running anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -356,29 +356,51 @@ class DiGraph(BaseModel):
         for source, edge in graph.iter_edges():
             placeholder = edge.condition
             if isinstance(placeholder, CallableCondition):
-                func = (conditions or {}).get(placeholder.name)
-                if func is None:
-                    raise ConditionSerializationError(
-                        f"Edge `{source} -> {edge.target}` had the callable condition "
-                        f"`{placeholder.name}`, which JSON cannot hold; pass "
-                        f"`conditions={{'{placeholder.name}': func}}` to `DiGraph.load()`, "
-                        "or use a serialisable condition (a string or flowlib.graph.Contains).",
-                        edges=[(source, edge.target)],
-                    )
+                func = _given_function(
+                    conditions,
+                    placeholder.name,
+                    (source, edge.target),
+                    holds="had the callable condition",
+                    argument="conditions",
+                    then="to `DiGraph.load()`, or use a serialisable condition (a string or "
+                    "flowlib.graph.Contains).",
+                )
                 edge.condition = None
                 edge.condition_function = func
             if edge.map is not None:
-                mapper = (maps or {}).get(edge.map)
-                if mapper is None:
-                    raise ConditionSerializationError(
-                        f"Edge `{source} -> {edge.target}` is a map edge with the function "
-                        f"`{edge.map}`, which JSON cannot hold; pass "
-                        f"`maps={{'{edge.map}': func}}` to load it (a map function is code: "
-                        "it loads only with your permission).",
-                        edges=[(source, edge.target)],
-                    )
-                edge.map_function = mapper
+                edge.map_function = _given_function(
+                    maps,
+                    edge.map,
+                    (source, edge.target),
+                    holds="is a map edge with the function",
+                    argument="maps",
+                    then="to load it (a map function is code: it loads only with your permission).",
+                )
         return graph
+
+
+_F = TypeVar("_F")
+
+
+def _given_function(
+    given: Mapping[str, _F] | None,
+    name: str,
+    edge: tuple[str, str],
+    *,
+    holds: str,
+    argument: str,
+    then: str,
+) -> _F:
+    """The function ``DiGraph.load``'s caller gave as ``argument`` for the name a dump
+    wrote in place of code JSON cannot hold; refused, naming ``edge``, if not given."""
+    func = (given or {}).get(name)
+    if func is None:
+        raise ConditionSerializationError(
+            f"Edge `{edge[0]} -> {edge[1]}` {holds} `{name}`, which JSON cannot hold; pass "
+            f"`{argument}={{'{name}': func}}` {then}",
+            edges=[edge],
+        )
+    return func
 
 
 def _load_problems(exc: ValidationError) -> str:

@@ -10,7 +10,7 @@ drives it: pops ready nodes, runs their turns, hands finished turns back.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -646,22 +646,21 @@ class Scheduler:
         except KeyError as exc:
             node_of(exc.args[0], "thread")  # raises, naming the node
             raise
-        cursors = [0] * len(self.plan.names)
-        for name, cursor in state.cursors.items():
-            if type(cursor) is not int or not 0 <= cursor <= len(dumps):
-                raise StateError(
-                    f"Saved state gives node `{name}` cursor {cursor!r}, outside the thread "
-                    f"(0..{len(dumps)}); the state is corrupt."
-                )
-            cursors[node_of(name, "cursors")] = cursor
-        limits = [-1] * len(self.plan.names)
-        for name, limit in state.limits.items():
-            if type(limit) is not int or not 0 <= limit <= len(dumps):
-                raise StateError(
-                    f"Saved state gives node `{name}` limit {limit!r}, outside the thread "
-                    f"(0..{len(dumps)}); the state is corrupt."
-                )
-            limits[node_of(name, "limits")] = limit
+
+        def positions(saved: Mapping[str, Any], what: str, default: int) -> list[int]:
+            """Per node, a saved position in the thread (a cursor or a re-run limit)."""
+            found = [default] * len(self.plan.names)
+            for name, position in saved.items():
+                if type(position) is not int or not 0 <= position <= len(dumps):
+                    raise StateError(
+                        f"Saved state gives node `{name}` {what} {position!r}, outside the "
+                        f"thread (0..{len(dumps)}); the state is corrupt."
+                    )
+                found[node_of(name, f"{what}s")] = position
+            return found
+
+        cursors = positions(state.cursors, "cursor", 0)
+        limits = positions(state.limits, "limit", -1)
         if state.current_turn < 0:
             raise StateError(f"Saved state has current_turn {state.current_turn}; it must be >= 0.")
         ready: list[int] = []

@@ -3,7 +3,8 @@
 A resumed run of 10,000 turns holds 10,000 stored messages, and most of them are never
 read again (each node reads the thread from its cursor on). Rebuilding each one as a
 pydantic model on resume cost about 50 us a message, so the thread keeps a loaded
-message as its dump and builds the message the first time it is read. Saving the thread
+message as its dump (or the dump's JSON text, as a store's snapshot keeps it:
+``MessageDumps``) and builds the message the first time it is read. Saving the thread
 gives a stored dump back as it is.
 """
 
@@ -12,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
+from pydantic_core import from_json
+
 from .._english import a
+from ..checkpoint.internal import MessageDumps
 from ..errors import StateError
 from ..messages import BaseChatMessage, MessageFactory
 
@@ -34,8 +38,8 @@ class Thread(Sequence[BaseChatMessage]):
 
     def __init__(self, factory: MessageFactory) -> None:
         self._factory = factory
-        # A message, or the dump of a loaded message not read yet.
-        self._items: list[BaseChatMessage | Mapping[str, Any]] = []
+        # A message, or the dump of a loaded message not read yet (or its JSON text).
+        self._items: list[BaseChatMessage | Mapping[str, Any] | str] = []
 
     def __len__(self) -> int:
         return len(self._items)
@@ -94,7 +98,7 @@ class Thread(Sequence[BaseChatMessage]):
             StateError: If an entry is not a dump of a chat message class this team knows.
         """
         self.check(dumps)
-        self._items.extend(dumps)
+        self._items.extend(dumps.raw() if isinstance(dumps, MessageDumps) else dumps)
 
     def check(self, dumps: Sequence[Any]) -> None:
         """Check that each of ``dumps`` names a chat message class this thread can build
@@ -104,34 +108,43 @@ class Thread(Sequence[BaseChatMessage]):
             StateError: If an entry is not a dump of a chat message class this team knows.
         """
         known: set[str] = set()  # type names checked already: a thread has few
-        for position, data in enumerate(dumps):
-            name = data.get("type") if isinstance(data, dict) else None
-            if name in known:
+        items: Sequence[Any] = dumps
+        if isinstance(dumps, MessageDumps):
+            # Entries kept as text have their types listed (under the snapshot's checksum).
+            items = dumps.raw()
+            for name in dumps.types:
+                if not self._known(name, known):
+                    position = next(i for i, item in enumerate(items) if _type_of(item) == name)
+                    raise _unknown(name, position)
+        for position, data in enumerate(items):
+            if type(data) is str:
                 continue
-            if isinstance(name, str):
-                kind = self._factory.type_named(name)
-                if kind is not None and issubclass(kind, BaseChatMessage):
-                    known.add(name)
-                    continue
-            what = f"type `{name}`" if isinstance(name, str) else "no message type"
-            raise StateError(
-                f"Saved state holds a message with {what} at thread position {position}, "
-                "which this team cannot rebuild; pass its class in `custom_message_types`."
-            )
+            name = data.get("type") if isinstance(data, dict) else None
+            if not self._known(name, known):
+                raise _unknown(name, position)
+
+    def _known(self, name: object, known: set[str]) -> bool:
+        """Whether the message type ``name`` is a chat message class this thread can
+        build (``known``: the names found so already, added to)."""
+        if name in known:
+            return True
+        if isinstance(name, str):
+            kind = self._factory.type_named(name)
+            if kind is not None and issubclass(kind, BaseChatMessage):
+                known.add(name)
+                return True
+        return False
 
     def dumps(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
         """The messages ``start`` to ``end`` as dumps (a loaded one not read yet as stored)."""
-        return [
-            dict(item) if not isinstance(item, BaseChatMessage) else dict(item.dump())
-            for item in self._items[start:end]
-        ]
+        return [_dump_of(item) for item in self._items[start:end]]
 
     def _built(self, index: int) -> BaseChatMessage:
         item = self._items[index]
         if isinstance(item, BaseChatMessage):
             return item
         try:
-            message = self._factory.create(item)
+            message = self._factory.create(from_json(item) if isinstance(item, str) else item)
         except Exception as exc:
             raise StateError(
                 f"Saved state holds a message at thread position {index} that does not "
@@ -144,3 +157,31 @@ class Thread(Sequence[BaseChatMessage]):
             )
         self._items[index] = message
         return message
+
+
+def _type_of(item: object) -> object:
+    """The ``type`` of a dump (or of its JSON text), or None."""
+    if type(item) is str:
+        try:
+            item = from_json(item)
+        except ValueError:
+            return None
+    return item.get("type") if isinstance(item, dict) else None
+
+
+def _unknown(name: object, position: int) -> StateError:
+    what = f"type `{name}`" if isinstance(name, str) else "no message type"
+    return StateError(
+        f"Saved state holds a message with {what} at thread position {position}, "
+        "which this team cannot rebuild; pass its class in `custom_message_types`."
+    )
+
+
+def _dump_of(item: BaseChatMessage | Mapping[str, Any] | str) -> dict[str, Any]:
+    """A thread entry as a dump (a loaded one not read yet as stored)."""
+    if isinstance(item, BaseChatMessage):
+        return dict(item.dump())
+    if isinstance(item, str):
+        parsed: dict[str, Any] = from_json(item)
+        return parsed
+    return dict(item)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["RunTrace", "TraceObserver"]
+__all__ = ["RunObserver", "RunTrace", "TraceObserver", "TurnScope"]
 
 
 class TraceObserver(Protocol):
@@ -13,7 +14,10 @@ class TraceObserver(Protocol):
 
     Add one with [`RunTrace.add_observer`][flowlib.graph.RunTrace.add_observer]; e.g.
     [`RunTimeline`][flowlib.testing.RunTimeline] records the interleaving of starts and
-    firings this way.
+    firings this way. An observer that also has the methods of
+    [`RunObserver`][flowlib.graph.RunObserver] is told when runs start and end and when
+    each turn starts, takes a step and ends (flowlib's OpenTelemetry run and turn spans
+    are such an observer).
     """
 
     def on_start(self, trace: RunTrace, step: int) -> None:
@@ -24,6 +28,47 @@ class TraceObserver(Protocol):
 
     def on_clear(self, trace: RunTrace) -> None:
         """The trace was cleared: a new run starts."""
+
+
+class TurnScope(Protocol):
+    """What a [`RunObserver`][flowlib.graph.RunObserver] keeps of one turn (one attempt
+    of it, under a retry policy), from its start to its end.
+
+    The executor calls ``enter`` before each step of the turn (each item it streams) and
+    ``exit`` right after it, in the task that runs the turn, so what ``enter`` makes
+    current (a span, a context variable) is current while the turn works and never while
+    the run's consumer holds an item. ``end`` is the turn-ended event.
+    """
+
+    def enter(self) -> None:
+        """The turn takes a step."""
+
+    def exit(self) -> None:
+        """The step is done (the turn is suspended at an item, or ended)."""
+
+    def end(self, error: BaseException | None) -> None:
+        """The turn ended: ``None`` when it finished, else what stopped it (its error,
+        ``CancelledError``, or ``GeneratorExit`` when the run's consumer stopped reading
+        during it)."""
+
+
+class RunObserver(TraceObserver, Protocol):
+    """A [`TraceObserver`][flowlib.graph.TraceObserver] told about runs and turns too:
+    the seam telemetry attaches to (docs/observability.md)."""
+
+    def on_run_start(self, trace: RunTrace) -> None:
+        """A run starts (called by its first step, in the consumer's context)."""
+
+    def on_run_end(
+        self, trace: RunTrace, messages: int | None, error: BaseException | None
+    ) -> None:
+        """The run ended: ``messages`` is how many its result holds (None when it ended
+        without one), ``error`` what ended it early (None when it ran to its result).
+        ``trace.stop_reason`` says why it stopped."""
+
+    def on_turn_start(self, trace: RunTrace, step: int) -> TurnScope | None:
+        """Step ``step``'s turn starts running (each attempt under a retry policy); the
+        scope returned is told about its steps and its end (None: not interested)."""
 
 
 @dataclass
@@ -46,6 +91,8 @@ class RunTrace:
         cache_hits: The steps answered from their node's cache, in order.
         instances: ``(step, "<target>[i]")`` for every map instance that finished, in the
             order they finished (the step is the map target's turn).
+        edge_groups: The activation group of each edge, by edge index (empty when
+            unknown).
     """
 
     names: list[str]
@@ -56,18 +103,57 @@ class RunTrace:
     attempts: dict[int, int] = field(default_factory=dict)
     cache_hits: list[int] = field(default_factory=list)
     instances: list[tuple[int, str]] = field(default_factory=list)
+    edge_groups: list[str] = field(default_factory=list)
     _observers: list[TraceObserver] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
+    # The observers that also follow runs and turns (RunObserver).
+    _run_observers: list[RunObserver] = field(
         default_factory=list, init=False, repr=False, compare=False
     )
 
     def add_observer(self, observer: TraceObserver) -> None:
-        """Tell ``observer`` about every later start, firing and clear."""
+        """Tell ``observer`` about every later start, firing and clear (and, if it has
+        [`RunObserver`][flowlib.graph.RunObserver]'s methods, every run and turn)."""
         self._observers.append(observer)
+        if all(hasattr(observer, m) for m in ("on_run_start", "on_run_end", "on_turn_start")):
+            self._run_observers.append(observer)  # type: ignore[arg-type]
 
     def remove_observer(self, observer: TraceObserver) -> None:
         """Stop telling ``observer`` (no error if it was not added)."""
         if observer in self._observers:
             self._observers.remove(observer)
+        if observer in self._run_observers:
+            self._run_observers.remove(observer)
+
+    def run_started(self) -> None:
+        """Tell the run observers that a run starts."""
+        for observer in self._run_observers:
+            observer.on_run_start(self)
+
+    def run_ended(self, messages: int | None, error: BaseException | None) -> None:
+        """Tell the run observers that the run ended (see `RunObserver.on_run_end`)."""
+        for observer in self._run_observers:
+            observer.on_run_end(self, messages, error)
+
+    def turn_started(self, step: int) -> list[TurnScope]:
+        """Tell the run observers that step ``step``'s turn starts running; the scopes
+        they keep of it (none when nobody follows turns)."""
+        scopes: list[TurnScope] = []
+        for observer in self._run_observers:
+            scope = observer.on_turn_start(self, step)
+            if scope is not None:
+                scopes.append(scope)
+        return scopes
+
+    def activation_group(self, step: int) -> str | None:
+        """The activation group of the latest edge that fired into step ``step``'s node
+        before it (None for an entry turn, or when the groups are unknown)."""
+        target = self.names[self.step_nodes[step]]
+        for _, edge in reversed(self.fired):
+            if self.edge_ends[edge][1] == target:
+                return self.edge_groups[edge] if edge < len(self.edge_groups) else None
+        return None
 
     def start(self, node: int) -> int:
         """Record that ``node`` starts a turn; return the turn's step."""
@@ -129,3 +215,67 @@ class RunTrace:
     def visited(self) -> set[str]:
         """The names of the nodes that ran at least once."""
         return {self.names[node] for node in self.step_nodes}
+
+
+class ObservedTurn:
+    """A turn's stream with its observers' [`TurnScope`][flowlib.graph.TurnScope]s:
+    entered around each step, ended once when the turn ends. A plain async iterator
+    (no generator frame of its own), made only when some observer follows the turn."""
+
+    __slots__ = ("_ended", "_scopes", "_stream")
+
+    def __init__(self, stream: AsyncGenerator[Any, None], scopes: Sequence[TurnScope]) -> None:
+        self._stream, self._scopes, self._ended = stream, scopes, False
+
+    def __aiter__(self) -> ObservedTurn:
+        return self
+
+    async def __anext__(self) -> Any:
+        for scope in self._scopes:
+            scope.enter()
+        error: BaseException | None = None
+        try:
+            return await self._stream.__anext__()
+        except StopAsyncIteration:
+            self._ended = True
+            raise
+        except BaseException as exc:
+            self._ended = True
+            error = exc
+            raise
+        finally:
+            for scope in reversed(self._scopes):
+                scope.exit()
+            if self._ended:
+                self._end(error)
+
+    def _end(self, error: BaseException | None) -> None:
+        scopes, self._scopes = self._scopes, ()
+        for scope in scopes:
+            scope.end(error)
+
+    async def asend(self, value: Any) -> Any:
+        return await self.__anext__()
+
+    async def athrow(self, *args: Any) -> Any:
+        for scope in self._scopes:
+            scope.enter()
+        try:
+            return await self._stream.athrow(*args)
+        finally:
+            for scope in reversed(self._scopes):
+                scope.exit()
+
+    async def aclose(self) -> None:
+        """Close the turn (its consumer stopped reading during it)."""
+        if self._ended:
+            return
+        self._ended = True
+        for scope in self._scopes:
+            scope.enter()
+        try:
+            await self._stream.aclose()
+        finally:
+            for scope in reversed(self._scopes):
+                scope.exit()
+            self._end(GeneratorExit())

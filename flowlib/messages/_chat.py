@@ -4,6 +4,7 @@ structured messages."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, computed_field
@@ -88,15 +89,9 @@ class MultiModalMessage(BaseChatMessage):
         Returns:
             The parts joined with newlines.
         """
-        parts: list[str] = []
-        for item in self.content:
-            if isinstance(item, str):
-                parts.append(item)
-            elif image_placeholder is None:
-                parts.append(item.to_base64())
-            else:
-                parts.append(image_placeholder)
-        return "\n".join(parts)
+        if image_placeholder is None:
+            return self._joined(Image.to_base64)
+        return self._joined(lambda _: image_placeholder)
 
     def to_text(self, iterm: bool = False) -> str:
         """Render the content for the console, one part per line.
@@ -108,15 +103,13 @@ class MultiModalMessage(BaseChatMessage):
         Returns:
             The parts joined with newlines.
         """
-        parts: list[str] = []
-        for item in self.content:
-            if isinstance(item, str):
-                parts.append(item)
-            elif iterm:
-                parts.append(_iterm_inline_image(item))
-            else:
-                parts.append("<image>")
-        return "\n".join(parts)
+        return self._joined(_iterm_inline_image if iterm else lambda _: "<image>")
+
+    def _joined(self, image_text: Callable[[Image], str]) -> str:
+        """The parts, one per line, each image as ``image_text`` gives it."""
+        return "\n".join(
+            item if isinstance(item, str) else image_text(item) for item in self.content
+        )
 
     def to_model_message(self) -> UserMessage:
         """Return a ``UserMessage`` with the same text and image parts."""

@@ -22,12 +22,9 @@ from ._openai_config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     AzureOpenAIClientConfig,
-    create_args_of,
-    deadline_of,
+    client_options_of,
     key_of,
-    model_info_of,
     same_endpoint,
-    timeout_of,
 )
 from ._openai_request import check_create_args
 
@@ -198,14 +195,7 @@ class AzureOpenAIChatCompletionClient(BaseOpenAIClient):
             api_version=config.api_version,
             azure_deployment=config.azure_deployment,
             api_key=api_key,
-            model_info=model_info_of(config),
-            timeout=timeout_of(config),
-            deadline=deadline_of(config),
-            max_retries=config.max_retries,
-            default_headers=config.default_headers,
-            context_window=config.context_window,
-            include_name_in_message=config.include_name_in_message,
-            **create_args_of(config),
+            **client_options_of(config),
         )
 
 

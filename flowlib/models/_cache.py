@@ -25,7 +25,7 @@ from .._cancellation import CancellationToken
 from ..component import ComponentModel, dump_field, load_field, refuse_field
 from ..component.internal import register_builtin
 from ..errors import InvalidValueError
-from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike
+from ._client import ChatCompletionClient, CreateRequest, ModelInfo, ToolChoice, ToolLike
 from ._openai_mapping import tool_schema
 from ._tracing import untraced
 from ._types import CreateResult, LLMMessage, RequestUsage
@@ -303,6 +303,15 @@ class ChatCompletionCache(ChatCompletionClient):
         text = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def _lookup(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
+    ) -> tuple[str, CHAT_CACHE_VALUE_TYPE | None]:
+        """The request's cache key and what the store holds for it."""
+        if cancellation_token is not None and cancellation_token.is_cancelled():
+            raise asyncio.CancelledError()
+        key = self.cache_key(request.messages, **request.options())
+        return key, self._store.get(key)
+
     def _record(self, usage: RequestUsage, *, hit: bool) -> None:
         self._total += usage
         if not hit:
@@ -327,28 +336,15 @@ class ChatCompletionCache(ChatCompletionClient):
         Raises:
             asyncio.CancelledError: ``cancellation_token`` is already cancelled.
         """
-        if cancellation_token is not None and cancellation_token.is_cancelled():
-            raise asyncio.CancelledError()
-        key = self.cache_key(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-        )
-        stored = self._store.get(key)
+        request = CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        key, stored = self._lookup(request, cancellation_token)
         if stored is not None:
             result = stored[-1] if isinstance(stored, list) else stored
             if isinstance(result, CreateResult):
                 self._record(result.usage, hit=True)
                 return result.model_copy(update={"cached": True}, deep=True)
         result = await self._client.create(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-            cancellation_token=cancellation_token,
+            messages, **request.options(), cancellation_token=cancellation_token
         )
         self._store.set(key, result.model_copy(deep=True))
         self._record(result.usage, hit=False)
@@ -367,16 +363,8 @@ class ChatCompletionCache(ChatCompletionClient):
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Replay a cached stream (or a cached result as one chunk), or stream from the
         wrapped client and store the chunks once the stream completes."""
-        if cancellation_token is not None and cancellation_token.is_cancelled():
-            raise asyncio.CancelledError()
-        key = self.cache_key(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-        )
-        stored = self._store.get(key)
+        request = CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        key, stored = self._lookup(request, cancellation_token)
         if stored is not None:
             items = list(stored) if isinstance(stored, list) else [stored]
             result = items[-1]
@@ -393,12 +381,7 @@ class ChatCompletionCache(ChatCompletionClient):
                 return
         collected: list[str | CreateResult] = []
         async for item in self._client.create_stream(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            json_output=json_output,
-            extra_create_args=extra_create_args,
-            cancellation_token=cancellation_token,
+            messages, **request.options(), cancellation_token=cancellation_token
         ):
             if isinstance(item, CreateResult):
                 self._store.set(key, [*collected, item.model_copy(deep=True)])

@@ -7,6 +7,8 @@ does), never pickled, so a shared cache cannot make a reader run code.
 
 from __future__ import annotations
 
+import importlib
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
@@ -35,13 +37,63 @@ class CacheStoreTypeError(FlowlibError, TypeError):
     """A cache store was given the wrong kind of client (e.g. not a ``diskcache.Cache``)."""
 
 
+class _JsonStore(CacheStore[T]):
+    """A store that keeps each value as JSON text in an external key-value store."""
+
+    def __init__(self, value_type: Any) -> None:
+        self._value_type = value_type
+        self._adapter: TypeAdapter[T] = TypeAdapter(value_type)
+
+    def get(self, key: str, default: T | None = None) -> T | None:
+        """Return the value stored under ``key``, or ``default``."""
+        data = self._read(key)
+        if data is None:
+            return default
+        return self._adapter.validate_json(data)
+
+    def set(self, key: str, value: T) -> None:
+        """Store ``value`` under ``key`` as JSON."""
+        self._write(key, self._adapter.dump_json(value))
+
+    @abstractmethod
+    def _read(self, key: str) -> str | bytes | None:
+        """The JSON stored under ``key``, or None."""
+
+    @abstractmethod
+    def _write(self, key: str, data: bytes) -> None:
+        """Store the JSON ``data`` under ``key``."""
+
+    def _refuse_custom_type(self) -> None:
+        if self._value_type is not CHAT_CACHE_VALUE_TYPE:
+            raise ComponentSerializationError(
+                f"{type(self).__name__}: a custom value_type is a Python type, which a config "
+                "cannot hold; only stores of chat results (the default) can be dumped."
+            )
+
+
+def _check_client(client: object, store: str, kind: str, wanted: str, example: str) -> None:
+    """Check that ``client`` is an instance of ``kind`` (``module.Class``), whose module
+    is the extra ``store`` needs."""
+    package, _, name = kind.partition(".")
+    try:
+        module = importlib.import_module(package)
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{store} needs the `{package}` package: pip install 'flowlib[{package}]'."
+        ) from exc
+    if not isinstance(client, getattr(module, name)):
+        raise CacheStoreTypeError(
+            f"{store} needs {wanted}, not {type(client).__name__}: {example}."
+        )
+
+
 class DiskCacheStoreConfig(BaseModel):
     """The component config of `DiskCacheStore`: the cache's directory."""
 
     directory: str
 
 
-class DiskCacheStore(CacheStore[T]):
+class DiskCacheStore(_JsonStore[T]):
     """A store in a ``diskcache.Cache`` (a directory of SQLite-indexed files).
 
     Args:
@@ -66,40 +118,29 @@ class DiskCacheStore(CacheStore[T]):
     def __init__(
         self, cache_instance: diskcache.Cache, *, value_type: Any = CHAT_CACHE_VALUE_TYPE
     ) -> None:
-        try:
-            import diskcache
-        except ImportError as exc:
-            raise MissingExtraError(
-                "DiskCacheStore needs the `diskcache` package: pip install 'flowlib[diskcache]'."
-            ) from exc
-
-        if not isinstance(cache_instance, diskcache.Cache):
-            raise CacheStoreTypeError(
-                f"DiskCacheStore needs a diskcache.Cache, not {type(cache_instance).__name__}: "
-                "DiskCacheStore(diskcache.Cache('/path/to/dir'))."
-            )
+        _check_client(
+            cache_instance,
+            "DiskCacheStore",
+            "diskcache.Cache",
+            "a diskcache.Cache",
+            "DiskCacheStore(diskcache.Cache('/path/to/dir'))",
+        )
+        super().__init__(value_type)
         self._cache = cache_instance
-        self._value_type = value_type
-        self._adapter: TypeAdapter[T] = TypeAdapter(value_type)
 
     @property
     def cache(self) -> diskcache.Cache:
         """The ``diskcache.Cache``."""
         return self._cache
 
-    def get(self, key: str, default: T | None = None) -> T | None:
-        """Return the value stored under ``key``, or ``default``."""
-        text = self._cache.get(key)
-        if text is None:
-            return default
-        return self._adapter.validate_json(text)
+    def _read(self, key: str) -> str | bytes | None:
+        return self._cache.get(key)  # type: ignore[no-any-return]
 
-    def set(self, key: str, value: T) -> None:
-        """Store ``value`` under ``key`` as JSON."""
-        self._cache.set(key, self._adapter.dump_json(value).decode())
+    def _write(self, key: str, data: bytes) -> None:
+        self._cache.set(key, data.decode())
 
     def _to_config(self) -> DiskCacheStoreConfig:
-        _refuse_custom_type(self._value_type, "DiskCacheStore")
+        self._refuse_custom_type()
         return DiskCacheStoreConfig(directory=str(self._cache.directory))
 
     @classmethod
@@ -123,7 +164,7 @@ class RedisStoreConfig(BaseModel):
     prefix: str = ""
 
 
-class RedisStore(CacheStore[T]):
+class RedisStore(_JsonStore[T]):
     """A store in Redis, through a synchronous ``redis.Redis`` client.
 
     Args:
@@ -155,41 +196,30 @@ class RedisStore(CacheStore[T]):
         value_type: Any = CHAT_CACHE_VALUE_TYPE,
         prefix: str = "",
     ) -> None:
-        try:
-            import redis
-        except ImportError as exc:
-            raise MissingExtraError(
-                "RedisStore needs the `redis` package: pip install 'flowlib[redis]'."
-            ) from exc
-
-        if not isinstance(redis_instance, redis.Redis):
-            raise CacheStoreTypeError(
-                f"RedisStore needs a redis.Redis client, not {type(redis_instance).__name__}: "
-                "RedisStore(redis.Redis(host=..., port=...))."
-            )
+        _check_client(
+            redis_instance,
+            "RedisStore",
+            "redis.Redis",
+            "a redis.Redis client",
+            "RedisStore(redis.Redis(host=..., port=...))",
+        )
+        super().__init__(value_type)
         self._redis = redis_instance
-        self._value_type = value_type
         self._prefix = prefix
-        self._adapter: TypeAdapter[T] = TypeAdapter(value_type)
 
     @property
     def redis(self) -> redis.Redis:
         """The Redis client."""
         return self._redis
 
-    def get(self, key: str, default: T | None = None) -> T | None:
-        """Return the value stored under ``key``, or ``default``."""
-        data = self._redis.get(self._prefix + key)
-        if data is None:
-            return default
-        return self._adapter.validate_json(data)
+    def _read(self, key: str) -> str | bytes | None:
+        return self._redis.get(self._prefix + key)
 
-    def set(self, key: str, value: T) -> None:
-        """Store ``value`` under ``key`` as JSON."""
-        self._redis.set(self._prefix + key, self._adapter.dump_json(value))
+    def _write(self, key: str, data: bytes) -> None:
+        self._redis.set(self._prefix + key, data)
 
     def _to_config(self) -> RedisStoreConfig:
-        _refuse_custom_type(self._value_type, "RedisStore")
+        self._refuse_custom_type()
         kwargs = self._redis.connection_pool.connection_kwargs
         return RedisStoreConfig(
             host=str(kwargs.get("host", "localhost")),
@@ -215,14 +245,6 @@ class RedisStore(CacheStore[T]):
             socket_timeout=config.socket_timeout,
         )
         return cls(client, prefix=config.prefix)
-
-
-def _refuse_custom_type(value_type: Any, store: str) -> None:
-    if value_type is not CHAT_CACHE_VALUE_TYPE:
-        raise ComponentSerializationError(
-            f"{store}: a custom value_type is a Python type, which a config cannot hold; "
-            "only stores of chat results (the default) can be dumped."
-        )
 
 
 register_builtin(

@@ -3,6 +3,7 @@
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
@@ -17,9 +18,11 @@ from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = [
     "ChatCompletionClient",
+    "CreateRequest",
     "ModelCapabilities",
     "ModelFamily",
     "ModelInfo",
+    "RequestClient",
     "validate_model_info",
 ]
 
@@ -202,6 +205,28 @@ ToolLike = Tool | ToolSchema
 ToolChoice = Tool | Literal["auto", "required", "none"]
 
 
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    """What one ``create``/``create_stream`` call asks for (all but its cancellation
+    token), as flowlib's clients pass it on inside: read, checked, recorded or forwarded
+    in one piece."""
+
+    messages: Sequence[LLMMessage]
+    tools: Sequence[ToolLike] = ()
+    tool_choice: ToolChoice = "auto"
+    json_output: bool | type[BaseModel] | None = None
+    extra_create_args: Mapping[str, Any] | None = None
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments beside ``messages``, as ``create`` takes them."""
+        return {
+            "tools": self.tools,
+            "tool_choice": self.tool_choice,
+            "json_output": self.json_output,
+            "extra_create_args": self.extra_create_args,
+        }
+
+
 class ChatCompletionClient(ComponentBase, ABC):
     """A chat-completion model: what agents call to think.
 
@@ -301,3 +326,70 @@ class ChatCompletionClient(ComponentBase, ABC):
             function_calling=info["function_calling"],
             json_output=info["json_output"],
         )
+
+
+class RequestClient(ChatCompletionClient):
+    """The base of flowlib's own model clients: ``create`` and ``create_stream`` are
+    written once here and hand the call, as one ``CreateRequest``, to ``_create`` and
+    ``_create_stream``; the usage of every completed request is counted here."""
+
+    def __init__(self) -> None:
+        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
+        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+    async def create(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolLike] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> CreateResult:
+        """Run one completion; the arguments are those of
+        [`ChatCompletionClient.create`][flowlib.models.ChatCompletionClient.create]."""
+        request = CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        return await self._create(request, cancellation_token)
+
+    def create_stream(
+        self,
+        messages: Sequence[LLMMessage],
+        *,
+        tools: Sequence[ToolLike] = (),
+        tool_choice: ToolChoice = "auto",
+        json_output: bool | type[BaseModel] | None = None,
+        extra_create_args: Mapping[str, Any] | None = None,
+        cancellation_token: CancellationToken | None = None,
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        """Stream one completion: text chunks, then the
+        [`CreateResult`][flowlib.models.CreateResult]; the arguments are those of
+        [`ChatCompletionClient.create`][flowlib.models.ChatCompletionClient.create]."""
+        request = CreateRequest(messages, tools, tool_choice, json_output, extra_create_args)
+        return self._create_stream(request, cancellation_token)
+
+    @abstractmethod
+    async def _create(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
+    ) -> CreateResult:
+        """Answer ``request``."""
+
+    @abstractmethod
+    def _create_stream(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
+    ) -> AsyncGenerator[str | CreateResult, None]:
+        """Answer ``request`` as a stream: text chunks, then the result."""
+
+    def _record_usage(self, usage: RequestUsage) -> None:
+        self._actual += usage
+        self._total += usage
+
+    def actual_usage(self) -> RequestUsage:
+        """Tokens of every completed request so far."""
+        return self._actual
+
+    def total_usage(self) -> RequestUsage:
+        """Tokens of every completed request so far (the same as
+        [`actual_usage`][flowlib.models.ChatCompletionClient.actual_usage]; the difference appears
+        with [`ChatCompletionCache`][flowlib.models.ChatCompletionCache])."""
+        return self._total

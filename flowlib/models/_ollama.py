@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
@@ -21,13 +21,16 @@ from typing_extensions import Self
 from ..component import json_field
 from ..component.internal import register_builtin
 from ..errors import InvalidTypeError, InvalidValueError
-from ._client import ModelInfo, validate_model_info
+from ._client import ModelInfo
 from ._known_models import lookup_ollama_context_window, lookup_ollama_model_info
-from ._openai_base import BaseOpenAIClient, sdk_options
+from ._openai_base import BaseOpenAIClient, resolve_model_info, sdk_options
 from ._openai_config import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RETRIES,
+    create_args_of,
+    model_info_of,
     same_endpoint,
+    seconds_of,
 )
 from ._openai_request import check_create_args
 from ._providers import forget_openai_environment
@@ -136,13 +139,6 @@ def _create_args_of_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
-def _seconds(value: float | str | None, default: float) -> float | None:
-    """A config's time: ``"none"`` is no bound, a missing or null one the default."""
-    if value == "none":
-        return None
-    return default if value is None else float(value)
-
-
 class OllamaClientConfig(BaseModel):
     """The config of [`OllamaChatCompletionClient`][flowlib.models.OllamaChatCompletionClient]
     (AutoGen's field names); extra fields are default create arguments."""
@@ -245,20 +241,13 @@ class OllamaChatCompletionClient(BaseOpenAIClient):
 
         if not isinstance(model, str) or not model:
             raise InvalidValueError(f"model must be an Ollama model name, not {model!r}.")
-        if model_info is not None:
-            validate_model_info(model_info)
-            info = model_info
-        else:
-            known = lookup_ollama_model_info(model)
-            if known is None:
-                raise InvalidValueError(
-                    f"`{model}` is not an Ollama model flowlib knows (its table holds the "
-                    "names AutoGen 0.7.5 knows, such as llama3.2, qwen3 or deepseek-r1), so "
-                    "flowlib cannot tell what it supports: pass model_info=, e.g. "
-                    "model_info={'vision': False, 'function_calling': True, 'json_output': "
-                    "True, 'family': 'unknown', 'structured_output': True}."
-                )
-            info = known
+        info = resolve_model_info(
+            model,
+            model_info,
+            lookup=lookup_ollama_model_info,
+            known="an Ollama model flowlib knows (its table holds the names AutoGen 0.7.5 "
+            "knows, such as llama3.2, qwen3 or deepseek-r1)",
+        )
         if follow_redirects is not True:
             raise InvalidValueError(
                 "follow_redirects=False is not supported: the openai SDK follows redirects."
@@ -330,22 +319,20 @@ class OllamaChatCompletionClient(BaseOpenAIClient):
 
     @classmethod
     def _from_config(cls, config: OllamaClientConfig) -> Self:
-        fixed = type(config).model_fields
-        extra = {k: v for k, v in (config.model_extra or {}).items() if k not in fixed}
         return cls(
             config.model,
             host=config.host,
-            model_info=None if config.model_info is None else cast(ModelInfo, config.model_info),
+            model_info=model_info_of(config.model_info),
             options=config.options,
             response_format=config.response_format,
             headers=config.headers,
             follow_redirects=config.follow_redirects,
-            timeout=_seconds(config.timeout, OLLAMA_DEFAULT_TIMEOUT),
-            deadline=_seconds(config.deadline, DEFAULT_DEADLINE),
+            timeout=seconds_of(config.timeout, OLLAMA_DEFAULT_TIMEOUT),
+            deadline=seconds_of(config.deadline, DEFAULT_DEADLINE),
             max_retries=config.max_retries,
             context_window=config.context_window,
             include_name_in_message=config.include_name_in_message,
-            **extra,
+            **create_args_of(config),
         )
 
 

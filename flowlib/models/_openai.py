@@ -31,12 +31,9 @@ from ._openai_config import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
     OpenAIClientConfig,
-    create_args_of,
-    deadline_of,
+    client_options_of,
     env_key_belongs_to,
     key_of,
-    model_info_of,
-    timeout_of,
 )
 from ._openai_request import ClientClosedError, ModelResponseError, check_create_args
 from ._providers import endpoint_of, forget_openai_environment, provider_key, provider_of_model
@@ -213,15 +210,8 @@ class OpenAIChatCompletionClient(BaseOpenAIClient):
             config.model,
             api_key=api_key,
             base_url=config.base_url,
-            model_info=model_info_of(config),
-            timeout=timeout_of(config),
-            deadline=deadline_of(config),
-            max_retries=config.max_retries,
             organization=config.organization,
-            default_headers=config.default_headers,
-            context_window=config.context_window,
-            include_name_in_message=config.include_name_in_message,
-            **create_args_of(config),
+            **client_options_of(config),
         )
         if foreign:
             # Nor the environment's organization and project (OPENAI_ORG_ID,

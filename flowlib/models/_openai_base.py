@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -15,10 +15,10 @@ from .._cancellation import CancellationToken
 from ..component import json_field, refuse_field, skip_field
 from ..errors import InvalidTypeError, InvalidValueError
 from ._client import (
-    ChatCompletionClient,
+    CreateRequest,
     ModelFamily,
     ModelInfo,
-    ToolChoice,
+    RequestClient,
     ToolLike,
     validate_model_info,
 )
@@ -77,18 +77,26 @@ _EXAMPLE_INFO = (
 )
 
 
-def resolve_model_info(model: str, model_info: ModelInfo | None) -> ModelInfo:
+def resolve_model_info(
+    model: str,
+    model_info: ModelInfo | None,
+    *,
+    lookup: Callable[[str], ModelInfo | None] = lookup_model_info,
+    known: str = "a model flowlib knows (its table holds the names AutoGen 0.7.5 knows: "
+    "OpenAI, Gemini, Claude and Llama API models)",
+) -> ModelInfo:
+    """``model_info`` checked, or the info of ``model`` in the ``lookup`` table (whose
+    contents ``known`` describes for the error)."""
     if model_info is not None:
         validate_model_info(model_info)
         return model_info
-    known = lookup_model_info(model)
-    if known is None:
+    found = lookup(model)
+    if found is None:
         raise InvalidValueError(
-            f"`{model}` is not a model flowlib knows (its table holds the names AutoGen "
-            "0.7.5 knows: OpenAI, Gemini, Claude and Llama API models), so flowlib cannot "
-            f"tell what it supports: pass model_info=, e.g. model_info={_EXAMPLE_INFO}."
+            f"`{model}` is not {known}, so flowlib cannot tell what it supports: pass "
+            f"model_info=, e.g. model_info={_EXAMPLE_INFO}."
         )
-    return known
+    return found
 
 
 class _Request:
@@ -99,7 +107,7 @@ class _Request:
         self.structured = structured
 
 
-class BaseOpenAIClient(ChatCompletionClient):
+class BaseOpenAIClient(RequestClient):
     """The shared implementation behind the OpenAI and Azure OpenAI clients."""
 
     otel_provider_name = "openai"
@@ -115,6 +123,7 @@ class BaseOpenAIClient(ChatCompletionClient):
         include_name_in_message: bool,
         deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
+        super().__init__()
         self._client = client
         self._deadline = check_deadline(deadline)
         self._model = model
@@ -122,9 +131,7 @@ class BaseOpenAIClient(ChatCompletionClient):
         self._create_args = dict(create_args)
         self._context_window = context_window
         self._include_name = include_name_in_message
-        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._closed = False
-        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._direct = can_post_directly(client)
 
     def _common_config(self, headers_field: str = "default_headers") -> dict[str, Any]:
@@ -192,20 +199,15 @@ class BaseOpenAIClient(ChatCompletionClient):
 
     # -- building a request -------------------------------------------------------------
 
-    def _build_request(
-        self,
-        messages: Sequence[LLMMessage],
-        tools: Sequence[ToolLike],
-        tool_choice: ToolChoice,
-        json_output: bool | type[BaseModel] | None,
-        extra_create_args: Mapping[str, Any] | None,
-    ) -> _Request:
+    def _build_request(self, request: CreateRequest) -> _Request:
         if self._closed:
             raise ClientClosedError(
                 f"The model client for `{self._model}` is closed; build a new one to send "
                 "more requests."
             )
-        extra = dict(extra_create_args or {})
+        messages, tools, tool_choice = request.messages, request.tools, request.tool_choice
+        json_output = request.json_output
+        extra = dict(request.extra_create_args or {})
         check_create_args(extra, "extra_create_args")
         kwargs = {**self._create_args, **extra}
         info = self._model_info
@@ -276,32 +278,19 @@ class BaseOpenAIClient(ChatCompletionClient):
             options=kwargs,
         )
 
-    def _record_usage(self, usage: RequestUsage) -> None:
-        self._actual += usage
-        self._total += usage
-
     # -- calls --------------------------------------------------------------------------
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolLike] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def _create(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> CreateResult:
         """Send one Chat Completions request and return its result.
 
         Args:
-            messages: The conversation.
-            tools: Tools the model may call.
-            tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool to force.
-            json_output: ``True`` for JSON mode, a pydantic model class for structured
-                output (the content is then the JSON text, checked against the model),
-                ``False``/``None`` for neither. Overrides a ``response_format`` create arg.
-            extra_create_args: Request options for this call only, over the client's.
+            request: The call. Its ``json_output``: ``True`` for JSON mode, a pydantic
+                model class for structured output (the content is then the JSON text,
+                checked against the model), ``False``/``None`` for neither; it overrides
+                a ``response_format`` create arg. Its ``extra_create_args``: request
+                options for this call only, over the client's.
             cancellation_token: Cancelling it aborts the HTTP request.
 
         Returns:
@@ -317,10 +306,10 @@ class BaseOpenAIClient(ChatCompletionClient):
                 ``openai.APITimeoutError``, ``openai.RateLimitError``).
             asyncio.CancelledError: ``cancellation_token`` was cancelled.
         """
-        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
-        self._describe(request.kwargs)
+        sdk_request = self._build_request(request)
+        self._describe(sdk_request.kwargs)
         completion = await within(
-            linked(self._call(request.kwargs), cancellation_token), *self._deadline_args()
+            linked(self._call(sdk_request.kwargs), cancellation_token), *self._deadline_args()
         )
         choices = getattr(completion, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
@@ -354,20 +343,13 @@ class BaseOpenAIClient(ChatCompletionClient):
             reason=choice.finish_reason,
             usage=usage,
             logprobs=logprobs,
-            structured=request.structured,
+            structured=sdk_request.structured,
         )
         self._record_usage(usage)
         return result
 
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolLike] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def _create_stream(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> AsyncGenerator[str | CreateResult, None]:
         """Stream one completion: text chunks as they arrive, then the
         [`CreateResult`][flowlib.models.CreateResult].
@@ -378,12 +360,12 @@ class BaseOpenAIClient(ChatCompletionClient):
         usage of 0/0. Arguments and errors are those of
         [`create`][flowlib.models.ChatCompletionClient.create].
         """
-        request = self._build_request(messages, tools, tool_choice, json_output, extra_create_args)
-        request.kwargs["stream"] = True
-        request.kwargs.setdefault("stream_options", {"include_usage": True})
-        self._describe(request.kwargs)
+        sdk_request = self._build_request(request)
+        sdk_request.kwargs["stream"] = True
+        sdk_request.kwargs.setdefault("stream_options", {"include_usage": True})
+        self._describe(sdk_request.kwargs)
         limit = self._deadline_args()
-        stream = await within(linked(self._call(request.kwargs), cancellation_token), *limit)
+        stream = await within(linked(self._call(sdk_request.kwargs), cancellation_token), *limit)
         text: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, list[str]] = {}
@@ -450,7 +432,7 @@ class BaseOpenAIClient(ChatCompletionClient):
             reason=reason,
             usage=result_usage,
             logprobs=to_logprobs(logprobs) if saw_logprobs else None,
-            structured=request.structured,
+            structured=sdk_request.structured,
         )
         self._record_usage(result_usage)
         yield result
@@ -537,16 +519,6 @@ class BaseOpenAIClient(ChatCompletionClient):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    def actual_usage(self) -> RequestUsage:
-        """Tokens of every completed request so far."""
-        return self._actual
-
-    def total_usage(self) -> RequestUsage:
-        """Tokens of every completed request so far (the same as
-        [`actual_usage`][flowlib.models.ChatCompletionClient.actual_usage]; the difference appears
-        with [`ChatCompletionCache`][flowlib.models.ChatCompletionCache])."""
-        return self._total
-
     def count_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()
     ) -> int:
@@ -596,39 +568,34 @@ def _preview(value: Any) -> str:
 
 
 def check_deadline(deadline: float | None) -> float | None:
+    return _seconds_or_none(deadline, "deadline", none_means="for no overall bound")
+
+
+def _seconds_or_none(value: float | None, argument: str, *, none_means: str) -> float | None:
+    """``value`` as float seconds (> 0), or None; ``none_means`` says what None does."""
     from ..errors import ArgumentTypeError, InvalidArgumentError
 
-    if deadline is None:
+    if value is None:
         return None
-    if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentTypeError(
-            f"deadline must be a number of seconds or None, not {deadline!r}.",
-            argument="deadline",
+            f"{argument} must be a number of seconds or None, not {value!r}.",
+            argument=argument,
         )
-    if not deadline > 0:
+    if not value > 0:
         raise InvalidArgumentError(
-            f"deadline must be > 0 seconds (or None for no overall bound), not {deadline!r}.",
-            argument="deadline",
+            f"{argument} must be > 0 seconds (or None {none_means}), not {value!r}.",
+            argument=argument,
         )
-    return float(deadline)
+    return float(value)
 
 
 def sdk_options(
     timeout: float | None, max_retries: int, default_headers: Mapping[str, str] | None
 ) -> dict[str, Any]:
-    from ..errors import ArgumentTypeError, InvalidArgumentError
+    from ..errors import InvalidArgumentError
 
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise ArgumentTypeError(
-                f"timeout must be a number of seconds or None, not {timeout!r}.",
-                argument="timeout",
-            )
-        if not timeout > 0:
-            raise InvalidArgumentError(
-                f"timeout must be > 0 seconds (or None to wait forever), not {timeout!r}.",
-                argument="timeout",
-            )
+    _seconds_or_none(timeout, "timeout", none_means="to wait forever")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise InvalidArgumentError(
             f"max_retries must be an int >= 0, not {max_retries!r}.", argument="max_retries"

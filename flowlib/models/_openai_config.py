@@ -30,14 +30,14 @@ __all__ = [
     "SECRET_HEADERS",
     "AzureOpenAIClientConfig",
     "OpenAIClientConfig",
+    "client_options_of",
     "create_args_of",
-    "deadline_of",
     "env_key_belongs_to",
     "is_masked",
     "key_of",
     "model_info_of",
     "same_endpoint",
-    "timeout_of",
+    "seconds_of",
 ]
 
 DEFAULT_TIMEOUT = 60.0
@@ -103,15 +103,30 @@ def is_masked(value: str | None) -> bool:
     return value is not None and set(value) == {"*"}
 
 
-def create_args_of(config: _OpenAIBase) -> dict[str, Any]:
+def create_args_of(config: BaseModel) -> dict[str, Any]:
     """The default create arguments of a config: its fields beyond the fixed ones."""
     fixed = type(config).model_fields
     return {name: value for name, value in (config.model_extra or {}).items() if name not in fixed}
 
 
-def model_info_of(config: _OpenAIBase) -> ModelInfo | None:
-    """The config's ``model_info`` as a [`ModelInfo`][flowlib.models.ModelInfo]."""
-    return None if config.model_info is None else cast(ModelInfo, config.model_info)
+def model_info_of(info: dict[str, Any] | None) -> ModelInfo | None:
+    """A config's ``model_info`` field as a [`ModelInfo`][flowlib.models.ModelInfo]."""
+    return None if info is None else cast(ModelInfo, info)
+
+
+def client_options_of(config: _OpenAIBase) -> dict[str, Any]:
+    """The constructor keywords every OpenAI-based client's config gives the same way:
+    ``model_info``, the times, retries, headers, window, names and create arguments."""
+    return {
+        "model_info": model_info_of(config.model_info),
+        "timeout": seconds_of(config.timeout, DEFAULT_TIMEOUT),
+        "deadline": seconds_of(config.deadline, DEFAULT_DEADLINE),
+        "max_retries": config.max_retries,
+        "default_headers": config.default_headers,
+        "context_window": config.context_window,
+        "include_name_in_message": config.include_name_in_message,
+        **create_args_of(config),
+    }
 
 
 def same_endpoint(url: str | None, other: str | None) -> bool:
@@ -154,17 +169,9 @@ def key_of(config: _OpenAIBase, *, owner: str | None = None) -> str | None:
     return None
 
 
-def deadline_of(config: _OpenAIBase) -> float | None:
-    """The config's deadline in seconds: ``"none"`` is no deadline, a missing or null one
-    the default."""
-    if config.deadline == "none":
+def seconds_of(value: float | str | None, default: float) -> float | None:
+    """A config's time in seconds (a timeout, a deadline): ``"none"`` is no bound, a
+    missing or null one the default."""
+    if value == "none":
         return None
-    return DEFAULT_DEADLINE if config.deadline is None else float(config.deadline)
-
-
-def timeout_of(config: _OpenAIBase) -> float | None:
-    """The config's timeout in seconds: ``"none"`` is no timeout, a missing or null one
-    the default."""
-    if config.timeout == "none":
-        return None
-    return DEFAULT_TIMEOUT if config.timeout is None else float(config.timeout)
+    return default if value is None else float(value)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 from array import array
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, cast, overload
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
@@ -14,7 +14,13 @@ from typing_extensions import Self
 from .._cancellation import CancellationToken
 from ..component.internal import register_builtin
 from ..errors import FlowlibError
-from ._client import ChatCompletionClient, ModelInfo, ToolChoice, ToolLike, validate_model_info
+from ._client import (
+    CreateRequest,
+    ModelInfo,
+    RequestClient,
+    ToolLike,
+    validate_model_info,
+)
 from ._types import CreateResult, LLMMessage, RequestUsage
 
 __all__ = ["ReplayChatCompletionClient", "ReplayExhaustedError"]
@@ -44,6 +50,24 @@ def _message_text(message: LLMMessage) -> str:
 
 def _word_count(message: LLMMessage) -> int:
     return len(_message_text(message).split())
+
+
+_Item = TypeVar("_Item")
+
+
+class _ListView(Sequence[_Item]):
+    """A read-only sequence built when read, that compares equal to a list of the same
+    items (and shows as one)."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 class _Trunk:
@@ -88,7 +112,7 @@ class _Trunk:
             del mine[length:]
 
 
-class _RequestLog(Sequence[list[LLMMessage]]):
+class _RequestLog(_ListView[list[LLMMessage]]):
     """The messages of every request, kept in memory linear in the conversation.
 
     A request that repeats an earlier request and adds messages at the end (every turn
@@ -158,20 +182,8 @@ class _RequestLog(Sequence[list[LLMMessage]]):
         for trunk, length in self._entries:
             yield trunk.messages[:length]
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _RequestLog):
-            return list(self) == list(other)
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(list(self))
-
-
-class _CreateCalls(Sequence[dict[str, Any]]):
+class _CreateCalls(_ListView[dict[str, Any]]):
     """``create_calls``: the arguments of every call, built when read."""
 
     def __init__(
@@ -200,16 +212,6 @@ class _CreateCalls(Sequence[dict[str, Any]]):
             "cancellation_token": self._tokens[position],
         }
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(list(self))
-
 
 class ReplayExhaustedError(FlowlibError, ValueError):
     """The replay client was asked for more responses than it was scripted with."""
@@ -226,7 +228,7 @@ class ReplayConfig(BaseModel):
     latency: float | None = None
 
 
-class ReplayChatCompletionClient(ChatCompletionClient):
+class ReplayChatCompletionClient(RequestClient):
     """Plays scripted responses in order: strings become ``stop`` completions, and
     [`CreateResult`][flowlib.models.CreateResult] objects (tool calls included) are returned as
     given.
@@ -245,8 +247,13 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         model_info: What the fake model claims to support; defaults to everything.
         latency: Seconds to wait per response (and per streamed chunk is not delayed).
 
+    ``create`` returns the next scripted response; ``create_stream`` yields it in
+    word-sized chunks (a scripted result with tool calls whole), then the result.
+
     Raises:
         ValueError: If ``model_info`` is incomplete.
+        ReplayExhaustedError: From ``create`` and ``create_stream`` once the script has run
+            out (a ``ValueError``).
 
     Examples:
         >>> import asyncio
@@ -266,6 +273,7 @@ class ReplayChatCompletionClient(ChatCompletionClient):
         model_info: ModelInfo | None = None,
         latency: float = 0.0,
     ) -> None:
+        super().__init__()
         self._script = list(chat_completions)
         self._position = 0
         self._latency = latency
@@ -279,8 +287,6 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             )
         validate_model_info(model_info)
         self._model_info = model_info
-        self._actual = RequestUsage(prompt_tokens=0, completion_tokens=0)
-        self._total = RequestUsage(prompt_tokens=0, completion_tokens=0)
         self._requests = _RequestLog()
         self.request_args: list[dict[str, Any]] = []
         """The keyword arguments (tools, tool_choice, json_output, ...) of every request."""
@@ -344,11 +350,13 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             # A copy, so a caller changing its result cannot change the script (or what
             # a later reset() replays).
             result = item.model_copy(deep=True)
-        self._actual += result.usage
-        self._total += result.usage
+        self._record_usage(result.usage)
         return result
 
-    async def _wait(self, cancellation_token: CancellationToken | None) -> None:
+    async def _play(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
+    ) -> CreateResult:
+        """Wait out the latency, record the call and return the next scripted response."""
         if cancellation_token is not None and cancellation_token.is_cancelled():
             raise asyncio.CancelledError()
         if self._latency:
@@ -356,54 +364,24 @@ class ReplayChatCompletionClient(ChatCompletionClient):
             if cancellation_token is not None:
                 cancellation_token.link_future(sleeper)
             await sleeper
+        args = {
+            **request.options(),
+            "tools": list(request.tools),
+            "extra_create_args": dict(request.extra_create_args or {}),
+        }
+        return self._next(request.messages, args, cancellation_token)
 
-    async def create(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolLike] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def _create(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> CreateResult:
-        """Return the next scripted response.
+        return await self._play(request, cancellation_token)
 
-        Raises:
-            ReplayExhaustedError: When the script has run out (a ``ValueError``).
-        """
-        await self._wait(cancellation_token)
-        args = {
-            "tools": list(tools),
-            "tool_choice": tool_choice,
-            "json_output": json_output,
-            "extra_create_args": dict(extra_create_args or {}),
-        }
-        return self._next(messages, args, cancellation_token)
-
-    async def create_stream(
-        self,
-        messages: Sequence[LLMMessage],
-        *,
-        tools: Sequence[ToolLike] = (),
-        tool_choice: ToolChoice = "auto",
-        json_output: bool | type[BaseModel] | None = None,
-        extra_create_args: Mapping[str, Any] | None = None,
-        cancellation_token: CancellationToken | None = None,
+    async def _create_stream(
+        self, request: CreateRequest, cancellation_token: CancellationToken | None
     ) -> AsyncGenerator[str | CreateResult, None]:
-        """Yield the next scripted response in word-sized chunks, then the result.
-
-        A scripted [`CreateResult`][flowlib.models.CreateResult] with text content is chunked the
-        same way; one with tool calls is yielded whole.
-        """
-        await self._wait(cancellation_token)
-        args = {
-            "tools": list(tools),
-            "tool_choice": tool_choice,
-            "json_output": json_output,
-            "extra_create_args": dict(extra_create_args or {}),
-        }
-        result = self._next(messages, args, cancellation_token)
+        # A scripted result with text content is yielded in word-sized chunks; one with
+        # tool calls whole.
+        result = await self._play(request, cancellation_token)
         if isinstance(result.content, str):
             for chunk in _tokens(result.content):
                 if cancellation_token is not None and cancellation_token.is_cancelled():
@@ -414,14 +392,6 @@ class ReplayChatCompletionClient(ChatCompletionClient):
 
     async def close(self) -> None:
         """Nothing to release."""
-
-    def actual_usage(self) -> RequestUsage:
-        """Usage of every response played so far."""
-        return self._actual
-
-    def total_usage(self) -> RequestUsage:
-        """Usage of every response played so far."""
-        return self._total
 
     def count_tokens(
         self, messages: Sequence[LLMMessage], *, tools: Sequence[ToolLike] = ()

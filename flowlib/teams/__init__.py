@@ -1,6 +1,7 @@
 """Teams: every pattern compiles to the graph IR and runs on the one executor."""
 
 from ..graph import DiGraph, DiGraphEdge, DiGraphNode
+from ..graph.internal import HumanRequest, RunPhase
 from ._builder import DiGraphBuilder
 from ._config import TeamConfig
 from ._graph_flow import GraphFlow
@@ -9,7 +10,6 @@ from ._magentic_one import MagenticOneGroupChat
 from ._options import TeamOptions
 from ._policy import TaskContext, TeamPolicy
 from ._round_robin import RoundRobinGroupChat
-from ._run import HumanRequest, RunPhase
 from ._selector import SelectorGroupChat
 from ._stored_runs import PendingRequest, pending_requests, runs_to_recover
 from ._swarm import Swarm

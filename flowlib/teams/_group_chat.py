@@ -7,6 +7,7 @@ running, streaming, stopping, resetting, pausing and saving state live here, onc
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
-from .._telemetry import trace_team_run
+from .._telemetry import in_team_turn
 from ..agents import UserProxyAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
 from ..base.internal import task_messages
@@ -28,7 +29,6 @@ from ..checkpoint import (
 from ..errors import (
     ArgumentTypeError,
     ContractError,
-    DuplicateNodeError,
     InvalidArgumentError,
     ParticipantMismatchError,
     RunNotFoundError,
@@ -45,7 +45,17 @@ from ..graph import (
     graph_signature,
     register_pattern,
 )
-from ..graph.internal import Participant, check_loop_bounded, validate_graph
+from ..graph.internal import (
+    Checkpointer,
+    Durability,
+    HumanRequest,
+    Participant,
+    Run,
+    RunSpans,
+    check_loop_bounded,
+    validate_graph,
+)
+from ..logging import MessageEvent, event_logger
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -56,10 +66,9 @@ from ..messages import (
 )
 from ._arguments import check_team_arguments
 from ._config import TeamConfig, register_team, team_arguments, team_fields
-from ._durable import Checkpointer, Durability
 from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
-from ._run import HumanRequest, Run
+from ._setup import by_unique_name
 from ._stored_runs import EntryMode, StoredRuns
 from ._team_state import TEAM_STATE_VERSION, TeamStateCodec
 
@@ -199,16 +208,7 @@ class BaseGroupChat(Team, ABC):
             )
         name = name or cls.DEFAULT_NAME or cls.__name__
         description = description or cls.DEFAULT_DESCRIPTION
-        members: list[Participant] = [*routers, *participants]
-        by_name: dict[str, Participant] = {}
-        for participant in members:
-            if participant.name in by_name:
-                raise DuplicateNodeError(
-                    f"Two participants are named `{participant.name}`; participant names must "
-                    "be unique within a team. Rename one of them.",
-                    nodes=[participant.name],
-                )
-            by_name[participant.name] = participant
+        by_name = by_unique_name([*routers, *participants])
         if graph is None:
             graph = self.build_graph(list(participants))
             if not isinstance(graph, DiGraph):
@@ -266,13 +266,15 @@ class BaseGroupChat(Team, ABC):
             dead_end_reason=self._policy.describe_dead_end,
             turn_timeout=turn_timeout,
         )
+        # Telemetry: the run and turn spans observe the executor's trace.
+        self._executor.trace.add_observer(RunSpans(name, type(self).__name__, self._executor.nodes))
         self._emit_team_events = emit_team_events
         self._checkpoint_store = checkpoint_store
         self._durability: Durability = durability
         self._graph_description = graph_description(self._plan)
         self._graph_signature = graph_signature(self._graph_description)
         self._checkpointer: Checkpointer | None = None
-        # One home for the run (teams/_run.py); the lifecycle holds the one running guard
+        # One home for the run (graph/_run.py); the lifecycle holds the one running guard
         # and the run's lease (_lifecycle.py); stored runs are resolved in _stored_runs.py
         # and the state codec is _team_state.py.
         self._run = Run("", executor=self._executor, termination=termination_condition)
@@ -472,8 +474,7 @@ class BaseGroupChat(Team, ABC):
             result = await make_team(store).run(run_id="job-1")
             ```
         """
-        result: TaskResult | None = None
-        async with aclosing(
+        return await _final_result(
             self.run_stream(
                 task=task,
                 cancellation_token=cancellation_token,
@@ -481,13 +482,7 @@ class BaseGroupChat(Team, ABC):
                 fork_from=fork_from,
                 output_task_messages=output_task_messages,
             )
-        ) as stream:
-            async for item in stream:
-                if isinstance(item, TaskResult):
-                    result = item
-        if result is None:  # pragma: no cover - run_stream always ends with a TaskResult
-            raise ContractError("The run ended without a TaskResult.")
-        return result
+        )
 
     async def run_stream(
         self,
@@ -736,16 +731,9 @@ class BaseGroupChat(Team, ABC):
         *,
         answer: tuple[str, str] | None = None,
     ) -> TaskResult:
-        result: TaskResult | None = None
-        async with aclosing(
+        return await _final_result(
             self._execute(mode, task, run_id, fork, token, output_task_messages, answer)
-        ) as stream:
-            async for item in stream:
-                if isinstance(item, TaskResult):
-                    result = item
-        if result is None:  # pragma: no cover - _execute always ends with a TaskResult
-            raise ContractError("The run ended without a TaskResult.")
-        return result
+        )
 
     async def _execute(
         self,
@@ -811,20 +799,22 @@ class BaseGroupChat(Team, ABC):
                 self._checkpointer = checkpointer
                 participants = {node.name for node in self._executor.nodes}
                 held.enter_context(UserProxyAgent.given_answers(self._run.given))
+                # The structured event log of the run's messages, unless an outer team's
+                # turn runs this team (that team logs them).
+                logs = event_logger.isEnabledFor(logging.INFO) and not in_team_turn.get()
                 # Closed at once when the caller stops reading, so the team is free again.
                 async with aclosing(
-                    trace_team_run(  # telemetry (flowlib/_telemetry.py): span and event logs
-                        self,
-                        self._executor.run_stream(
-                            messages,
-                            cancellation_token=cancellation_token,
-                            output_task_messages=output_task_messages,
-                            run_id=run_id,
-                            recorder=checkpointer,
-                        ),
+                    self._executor.run_stream(
+                        messages,
+                        cancellation_token=cancellation_token,
+                        output_task_messages=output_task_messages,
+                        run_id=run_id,
+                        recorder=checkpointer,
                     )
                 ) as stream:
                     async for item in stream:
+                        if logs and not isinstance(item, TaskResult):
+                            event_logger.info(MessageEvent(message=item, team=self._name))
                         if (
                             checkpointer is not None
                             and isinstance(item, UserInputRequestedEvent)
@@ -923,6 +913,20 @@ class BaseGroupChat(Team, ABC):
             TeamRunningError: If the team is running.
         """
         await self._codec.load(state)
+
+
+async def _final_result(
+    stream: AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None],
+) -> TaskResult:
+    """The ``TaskResult`` a run's stream ends with (the stream is closed either way)."""
+    result: TaskResult | None = None
+    async with aclosing(stream) as items:
+        async for item in items:
+            if isinstance(item, TaskResult):
+                result = item
+    if result is None:  # pragma: no cover - a run's stream always ends with a TaskResult
+        raise ContractError("The run ended without a TaskResult.")
+    return result
 
 
 def _stored_id(run_id: object, store: CheckpointStore | None, entry: str) -> str:

@@ -16,8 +16,9 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager, suppress
+from typing import Any
 
 from ..checkpoint import CheckpointStore
 from ..errors import CheckpointError, RunLeaseError, TeamRunningError
@@ -118,7 +119,7 @@ class RunLifecycle:
         owner = new_owner()
         ttl = self.lease_ttl
         try:
-            await store.acquire_lease(run_id, owner, ttl=ttl)
+            await _taken(store.acquire_lease(run_id, owner, ttl=ttl), store, run_id, owner)
         except RunLeaseError as exc:
             # A holder that was a process of this machine and is gone (killed) is not
             # waited for: its lease is released on its behalf (a no-op if it is no longer
@@ -126,7 +127,7 @@ class RunLifecycle:
             if exc.holder is None or not _dead_local(exc.holder):
                 raise
             await store.release_lease(run_id, exc.holder)
-            await store.acquire_lease(run_id, owner, ttl=ttl)
+            await _taken(store.acquire_lease(run_id, owner, ttl=ttl), store, run_id, owner)
         self.owner = owner
         heartbeat = asyncio.ensure_future(self._heartbeat(store, run_id, owner, ttl))
         try:
@@ -154,3 +155,20 @@ class RunLifecycle:
             except CheckpointError:
                 continue
             self.renewals += 1
+
+
+async def _taken(acquire: Awaitable[Any], store: CheckpointStore, run_id: str, owner: str) -> None:
+    """Take a lease; cancelled while the store writes it, give it back once written.
+
+    A store's write goes on after its caller is cancelled (a SQLite store writes in a
+    thread): without this, the lease it granted would hold the run for a whole TTL
+    against the next executor, in a process that is alive.
+    """
+    taking = asyncio.ensure_future(acquire)
+    try:
+        await asyncio.shield(taking)
+    except asyncio.CancelledError:
+        with suppress(Exception):
+            await taking
+            await store.release_lease(run_id, owner)
+        raise

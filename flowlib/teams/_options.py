@@ -9,8 +9,8 @@ from typing import Any, TypedDict
 
 from ..base import TerminationCondition
 from ..checkpoint import CheckpointStore
+from ..graph.internal import Durability
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._durable import Durability
 
 __all__ = ["TeamOptions"]
 

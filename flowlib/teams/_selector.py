@@ -25,7 +25,6 @@ from ..checkpoint import (
     Journal,
     StateChange,
     appended,
-    diff_state,
     json_state,
     patch_of,
     state_change,
@@ -478,9 +477,7 @@ class SelectorRouter(Router):
         if not self._journal.fits(base, [thread]) or type(self).save_state is not (
             SelectorRouter.save_state
         ):
-            state = json_state(await self.save_state())
-            self._journal.keep(state, [thread])
-            return StateChange(state, diff_state(base, state))
+            return self._journal.whole(base, json_state(await self.save_state()), [thread])
         added = [message.dump() for message in thread[self._journal.start(0) :]]
         context = await state_change(self._context, base["model_context"])
         small = _SelectorState(
@@ -492,11 +489,7 @@ class SelectorRouter(Router):
             "model_context": context.state,
         }
         known = {"message_thread": appended(added), "model_context": context.patch}
-        patch = patch_of(base, state, known)
-        if not patch:
-            return StateChange(base, {})
-        self._journal.keep(state, [thread])
-        return StateChange(state, patch)
+        return self._journal.grown(base, state, patch_of(base, state, known), [thread])
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore [`save_state`][flowlib.graph.Router.save_state] output.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from ..base import ChatAgent, Team
 from ..errors import DuplicateNodeError, InvalidArgumentTypeError
+from ..graph import Router
 
-__all__ = ["check_agents_only", "check_router_name"]
+__all__ = ["by_unique_name", "check_agents_only", "check_router_name"]
 
 
 def check_agents_only(team: str, participants: Sequence[ChatAgent | Team]) -> None:
@@ -28,6 +30,27 @@ def check_agents_only(team: str, participants: Sequence[ChatAgent | Team]) -> No
             )
 
 
+_Named = TypeVar("_Named", bound=ChatAgent | Team | Router)
+
+
+def by_unique_name(participants: Sequence[_Named]) -> dict[str, _Named]:
+    """The participants by name.
+
+    Raises:
+        DuplicateNodeError: Two have one name (the message names it).
+    """
+    found: dict[str, _Named] = {}
+    for participant in participants:
+        if participant.name in found:
+            raise DuplicateNodeError(
+                f"Two participants are named `{participant.name}`; participant names must "
+                "be unique within a team. Rename one of them.",
+                nodes=[participant.name],
+            )
+        found[participant.name] = participant
+    return found
+
+
 def check_router_name(
     participants: Sequence[ChatAgent | Team], router: str, *, role: str, fix: str
 ) -> None:
@@ -37,16 +60,7 @@ def check_router_name(
     Raises:
         DuplicateNodeError: Names collide; the message says which and ``fix``.
     """
-    seen: set[str] = set()
-    for participant in participants:
-        if participant.name in seen:
-            raise DuplicateNodeError(
-                f"Two participants are named `{participant.name}`; participant names must "
-                "be unique within a team. Rename one of them.",
-                nodes=[participant.name],
-            )
-        seen.add(participant.name)
-    if router in seen:
+    if router in by_unique_name(participants):
         raise DuplicateNodeError(
             f"A participant is named `{router}`, the name of the team's {role} node; {fix}",
             nodes=[router],

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from ..base import TaskResult
 from ..checkpoint import CheckpointStore, FoldedRun, RunRecord
-from ..checkpoint.internal import base_record, fork_run
+from ..checkpoint.internal import base_record, fork_run, load_to_resume
 from ..errors import (
     InvalidArgumentError,
     RunExistsError,
@@ -28,11 +28,19 @@ from ..errors import (
     StateError,
 )
 from ..graph import GraphExecutor, graph_difference
-from ..graph.internal import GRAPH_STATE_VERSION, Budget
+from ..graph.internal import (
+    GRAPH_STATE_VERSION,
+    Budget,
+    Checkpointer,
+    Durability,
+    HumanRequest,
+    Run,
+    RunPhase,
+    RunState,
+    StoredRun,
+)
 from ..messages import BaseChatMessage
-from ._durable import Checkpointer, Durability, StoredRun
 from ._lifecycle import new_owner
-from ._run import HumanRequest, Run, RunPhase, RunState
 
 __all__ = [
     "EntryMode",
@@ -285,7 +293,7 @@ class StoredRuns:
             or current.run_id != run_id
             or current.last_checkpoint != run.last_checkpoint
         ):
-            folded = await store.load(run_id)
+            folded = await load_to_resume(store, run_id)
             await self._install(folded)
             current = StoredRun(
                 run_id,

@@ -40,7 +40,16 @@ def _handoff_targets(agent: ChatAgent, names: Sequence[str]) -> list[str]:
     """
     if not hasattr(agent, "handoffs"):
         return list(names)
-    declared: Any = agent.handoffs or ()
+    return declared_handoff_targets(agent)
+
+
+def declared_handoff_targets(agent: object) -> list[str]:
+    """The handoff targets ``agent`` declares (participants or not), in order, each once.
+
+    ``handoffs`` may be a list or a mapping of ``Handoff`` objects or target names; an
+    agent without it declares none.
+    """
+    declared: Any = getattr(agent, "handoffs", None) or ()
     handoffs = list(declared.values()) if isinstance(declared, Mapping) else list(declared)
     targets: list[str] = []
     for handoff in handoffs:

@@ -15,15 +15,12 @@ from ..checkpoint import (
     Journal,
     StateChange,
     appended,
-    diff_state,
     json_state,
     patch_of,
 )
 from ..errors import StateError
 from ..graph import ExecutionPlan, GraphExecutor, GraphManagerState, Node
-from ..graph.internal import Budget, Participant
-from ._durable import Checkpointer
-from ._run import Run
+from ..graph.internal import Budget, Checkpointer, Participant, Run
 
 __all__ = ["TEAM_STATE_VERSION", "TeamStateCodec"]
 
@@ -75,14 +72,7 @@ class TeamStateCodec:
         self._journal = Journal()  # what save_since returned last
 
     async def save(self) -> Mapping[str, Any]:
-        """Return the team's state: every participant's state by name, plus the executor's.
-
-        The result is JSON-serialisable and versioned;
-        [`load_state`][flowlib.teams.BaseGroupChat.load_state] on a freshly built team with the same
-        participants and graph resumes exactly here. During a run it is the last consistent
-        point: finished turns are in, running ones are marked to run again (with a
-        checkpoint store, their participants' states are the ones from before the turn).
-        """
+        """The team's ``save_state`` (its docstring says what the state holds)."""
         running = {
             name
             for name, run in zip(self._plan.names, self._executor.scheduler.nodes, strict=True)
@@ -116,10 +106,7 @@ class TeamStateCodec:
         journal = self._journal
         idle = not (self._busy() or executor.is_running)
         if not idle or not plain or not journal.fits(base, lists):
-            state = json_state(await self._save())
-            if idle:
-                journal.keep(state, lists)
-            return StateChange(state, diff_state(base, state))
+            return journal.whole(base, json_state(await self._save()), lists, keep=idle)
         base_states = base["agent_states"]
         states: dict[str, Any] = {}
         known: dict[str, Any] = {}
@@ -143,21 +130,10 @@ class TeamStateCodec:
         states[key] = manager
         state = {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": states}
         patch = patch_of(base, state, {"agent_states": patch_of(base_states, states, known)})
-        if not patch:
-            return StateChange(base, {})
-        journal.keep(state, lists)
-        return StateChange(state, patch)
+        return journal.grown(base, state, patch, lists)
 
     async def load(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by [`save_state`][flowlib.teams.BaseGroupChat.save_state].
-
-        Everything is checked before the team changes: a state that does not load leaves
-        the team as it was.
-
-        Raises:
-            StateError: If the state's version, participants or graph do not fit this team.
-            TeamRunningError: If the team is running.
-        """
+        """The team's ``load_state`` (its docstring says what is checked and raised)."""
         check_state_argument(state, self._name)
         self._require_stopped("load state into")
         await load_atomically(self._name, state, self._save, self._load_state)

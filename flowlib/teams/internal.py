@@ -1,11 +1,9 @@
-"""Names flowlib's other packages share from ``flowlib.teams``'s private modules.
-
-Not public API: users import from ``flowlib.teams``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
+"""What flowlib's other packages use of ``flowlib.teams``'s private modules (not public API)."""
 
 from ._selector import SelectorRouter
+from ._swarm import declared_handoff_targets
 
 __all__ = [
     "SelectorRouter",
+    "declared_handoff_targets",
 ]

@@ -54,6 +54,7 @@ from ..errors import (
 from ..graph import DiGraph, ExecutionPlan, GraphExecutor, Router, RunTrace, validate_graph
 from ..messages import BaseAgentEvent, BaseChatMessage, MessageFactory, StopMessage, TextMessage
 from ..teams import TeamPolicy
+from ..teams.internal import declared_handoff_targets
 from ._standins import (
     Draw,
     GuardedDraw,
@@ -63,7 +64,6 @@ from ._standins import (
     StandInSelector,
     Turn,
     collect_vocabulary,
-    handoff_targets,
     inner_speakers,
     termination_leaves,
 )
@@ -362,7 +362,7 @@ class _Flow:
                 self.out_edges[name],
                 draw,
                 self.vocabulary,
-                handoffs=handoff_targets(participant),
+                handoffs=declared_handoff_targets(participant),
                 speakers=inner_speakers(participant),
                 record=record,
             )

@@ -28,7 +28,6 @@ from ..agents import BaseChatAgent
 from ..base import (
     AndTerminationCondition,
     CancellationToken,
-    Handoff,
     OrTerminationCondition,
     Response,
     Team,
@@ -182,18 +181,6 @@ def termination_leaves(condition: TerminationCondition | None) -> list[Terminati
         else:
             found.append(item)
     return found
-
-
-def handoff_targets(participant: object) -> list[str]:
-    """The declared handoff targets of an agent (participants or not), in order."""
-    declared: Any = getattr(participant, "handoffs", None) or ()
-    handoffs = list(declared.values()) if isinstance(declared, Mapping) else list(declared)
-    targets: list[str] = []
-    for handoff in handoffs:
-        target = handoff.target if isinstance(handoff, Handoff) else str(handoff)
-        if target not in targets:
-            targets.append(target)
-    return targets
 
 
 def inner_speakers(participant: object) -> list[str]:

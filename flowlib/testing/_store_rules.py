@@ -837,16 +837,21 @@ async def _lease_one_owner(stores: _Stores) -> None:
     )
 
 
+def _append_as(store: CheckpointStore, checkpoint: int, owner: str) -> Awaitable[None]:
+    """``append`` of run ``r1``'s checkpoint ``checkpoint`` under ``owner``'s lease."""
+    return store.append(_record("r1", checkpoint), status="running", lease_owner=owner)
+
+
 async def _lease_take_over(stores: _Stores) -> None:
     store = await stores.new()
     await store.create_run(_run())
     old = await store.acquire_lease("r1", "dead", ttl=0.05)
-    await store.append(_record("r1", 1), status="running", lease_owner="dead")
+    await _append_as(store, 1, "dead")
     await _until_expired(old)
     # An expired lease still names its owner until someone takes it over ...
     _same(await store.get_lease("r1"), old, "get_lease of an expired lease")
     await _refused(
-        store.append(_record("r1", 2), status="running", lease_owner="dead"),
+        _append_as(store, 2, "dead"),
         RunLeaseError,
         "expired",
         "append under an expired lease",
@@ -864,7 +869,7 @@ async def _lease_take_over(stores: _Stores) -> None:
         "the RunLeaseError of a lost lease names its new holder",
     )
     await _refused(
-        store.append(_record("r1", 2), status="running", lease_owner="dead"),
+        _append_as(store, 2, "dead"),
         RunLeaseError,
         "held by `alive`",
         "append by the owner whose lease was taken over",
@@ -873,7 +878,7 @@ async def _lease_take_over(stores: _Stores) -> None:
     _same(await store.get_lease("r1"), new, "the lease after a release by a non-holder")
     _same(_ids(await store.records("r1")), [1], "the records after refused appends")
 
-    await store.append(_record("r1", 2), status="running", lease_owner="alive")
+    await _append_as(store, 2, "alive")
     renewed = await store.renew_lease("r1", "alive", ttl=90)
     _check(
         renewed.owner == "alive" and renewed.expires_at > new.expires_at,
@@ -894,7 +899,7 @@ async def _lease_take_over(stores: _Stores) -> None:
         "renew of a released lease",
     )
     await _refused(
-        store.append(_record("r1", 3), status="running", lease_owner="alive"),
+        _append_as(store, 3, "alive"),
         RunLeaseError,
         "nobody holds",
         "append under a released lease",

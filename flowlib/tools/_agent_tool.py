@@ -128,6 +128,14 @@ class TaskRunnerTool(BaseTool[TaskRunnerToolArgs, Any]):
         await self._task_runner.load_state(state)
 
 
+def _load_runner(model: ComponentModel, field: str, kind: type, tool: str) -> Any:
+    """Build the agent or team of a tool's config and check its kind."""
+    runner = load_field(model, field)
+    if not isinstance(runner, kind):
+        raise AgentToolTypeError(f"{tool}'s config builds {a(type(runner).__name__)}.")
+    return runner
+
+
 def _is_result(value: object) -> bool:
     from ..base import TaskResult
 
@@ -206,9 +214,7 @@ class AgentTool(TaskRunnerTool):
     def _from_config(cls, config: AgentToolConfig) -> AgentTool:
         from ..base import ChatAgent
 
-        agent = load_field(config.agent, "agent")
-        if not isinstance(agent, ChatAgent):
-            raise AgentToolTypeError(f"AgentTool's config builds {a(type(agent).__name__)}.")
+        agent = _load_runner(config.agent, "agent", ChatAgent, "AgentTool")
         return cls(agent, return_value_as_last_message=config.return_value_as_last_message)
 
 
@@ -281,9 +287,7 @@ class TeamTool(TaskRunnerTool):
     def _from_config(cls, config: TeamToolConfig) -> TeamTool:
         from ..base import Team
 
-        team = load_field(config.team, "team")
-        if not isinstance(team, Team):
-            raise AgentToolTypeError(f"TeamTool's config builds {a(type(team).__name__)}.")
+        team = _load_runner(config.team, "team", Team, "TeamTool")
         return cls(
             team,
             config.name,

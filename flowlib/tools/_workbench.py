@@ -14,13 +14,12 @@ import asyncio
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import Self
 
 from .._cancellation import CancellationToken
+from .._lifecycle import AsyncResource
 from ..errors import (
     ArgumentTypeError,
     FlowlibError,
@@ -33,6 +32,7 @@ from ._schema import Tool, ToolSchema
 
 __all__ = [
     "ImageResultContent",
+    "ListedTool",
     "ResultContent",
     "StaticWorkbench",
     "TextResultContent",
@@ -88,7 +88,7 @@ class WorkbenchToolError(FlowlibError, RuntimeError):
     ``is_error=True``); the message is the result's text."""
 
 
-class Workbench(ABC):
+class Workbench(AsyncResource):
     """A group of tools that are listed and called together and may share state or a
     connection (an MCP server, ...).
 
@@ -120,33 +120,21 @@ class Workbench(ABC):
             asyncio.CancelledError: If ``cancellation_token`` is cancelled.
         """
 
-    async def start(self) -> None:  # noqa: B027
+    async def start(self) -> None:
         """Acquire what the tools need (a connection, a process); nothing by default."""
 
-    async def stop(self) -> None:  # noqa: B027
+    async def stop(self) -> None:
         """Release what `start()` acquired; nothing by default."""
 
-    async def reset(self) -> None:  # noqa: B027
+    async def reset(self) -> None:
         """Bring the tools back to their initial state; nothing by default."""
 
     async def save_state(self) -> Mapping[str, Any]:
         """The workbench's state as JSON-serialisable data; empty by default."""
         return {}
 
-    async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027
+    async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore a state from `save_state()`; ignored by default."""
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 class StaticWorkbench(Workbench):
@@ -254,23 +242,28 @@ def _error(name: str, text: str) -> ToolResult:
     return ToolResult(name=name, result=[TextResultContent(content=text)], is_error=True)
 
 
-class _WorkbenchTool:
-    """A tool listed by a workbench, as the ``Tool`` protocol an agent calls."""
+class ListedTool(ABC):
+    """A tool known by the schema a workbench or server listed, whose calls return a
+    [`ToolResult`][flowlib.tools.ToolResult]: an error result raises
+    [`WorkbenchToolError`][flowlib.tools.WorkbenchToolError] (an agent turns it into an error
+    result for the model)."""
 
-    def __init__(self, workbench: Workbench, schema: ToolSchema) -> None:
-        self._workbench = workbench
+    def __init__(self, schema: ToolSchema) -> None:
         self._schema = schema
 
     @property
     def name(self) -> str:
+        """The tool's name, as listed."""
         return self._schema["name"]
 
     @property
     def description(self) -> str:
+        """The listed description of the tool."""
         return self._schema.get("description", "")
 
     @property
     def schema(self) -> ToolSchema:
+        """The schema sent to the model."""
         return self._schema
 
     async def run_json(
@@ -279,17 +272,38 @@ class _WorkbenchTool:
         cancellation_token: CancellationToken,
         call_id: str | None = None,
     ) -> ToolResult:
-        result = await self._workbench.call_tool(
-            self.name, args, cancellation_token=cancellation_token, call_id=call_id
-        )
+        """Call the tool; an error result raises ``WorkbenchToolError``."""
+        result = await self._call(args, cancellation_token, call_id)
         if result.is_error:
             raise WorkbenchToolError(result.to_text(replace_image="[image]"))
         return result
 
+    @abstractmethod
+    async def _call(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None
+    ) -> ToolResult:
+        """Run the call where the tool lives."""
+
     def return_value_as_string(self, value: Any) -> str:
+        """The result's text (images as ``[image]``)."""
         if isinstance(value, ToolResult):
             return value.to_text(replace_image="[image]")
         return json.dumps(value) if isinstance(value, dict | list) else str(value)
+
+
+class _WorkbenchTool(ListedTool):
+    """A tool listed by a workbench, as the ``Tool`` protocol an agent calls."""
+
+    def __init__(self, workbench: Workbench, schema: ToolSchema) -> None:
+        super().__init__(schema)
+        self._workbench = workbench
+
+    async def _call(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None
+    ) -> ToolResult:
+        return await self._workbench.call_tool(
+            self.name, args, cancellation_token=cancellation_token, call_id=call_id
+        )
 
 
 async def workbench_tools(agent: str, workbenches: Sequence[Workbench]) -> list[Tool]:

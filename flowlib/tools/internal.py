@@ -1,8 +1,4 @@
-"""Names flowlib's other packages share from ``flowlib.tools``'s private modules.
-
-Not public API: users import from ``flowlib.tools``. flowlib's own packages import these
-names from here, never from a private module of the package (``tests/test_layers.py``).
-"""
+"""What flowlib's other packages use of ``flowlib.tools``'s private modules (not public API)."""
 
 from ._base import BaseTool
 from ._function_tool import FunctionTool

@@ -9,6 +9,7 @@ import pytest
 
 from flowlib.agents import BaseChatAgent, FunctionAgent
 from flowlib.base import CancellationToken, Handoff, Response, TaskResult
+from flowlib.errors import AgentError
 from flowlib.messages import (
     BaseAgentEvent,
     BaseChatMessage,
@@ -86,6 +87,27 @@ async def test_run_stream_yields_chunks_but_result_drops_them() -> None:
     result = items[-1]
     assert isinstance(result, TaskResult)
     assert not any(isinstance(m, ModelClientStreamingChunkEvent) for m in result.messages)
+
+
+class _NoResult(Streamer):
+    """A run_stream that breaks the contract: it ends without a TaskResult."""
+
+    async def run_stream(  # type: ignore[override]
+        self, **kwargs: object
+    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
+        yield TextMessage(content="half a turn", source=self.name)
+
+
+async def test_run_returns_what_run_stream_ends_with_or_says_it_did_not_end() -> None:
+    streamed = [item async for item in Streamer().run_stream(task="hi")]
+    ran = await Streamer().run(task="hi")
+    assert isinstance(streamed[-1], TaskResult)
+    assert [(type(m), m.to_text()) for m in ran.messages] == [
+        (type(m), m.to_text()) for m in streamed[-1].messages
+    ]
+    with pytest.raises(AgentError, match="ended without yielding a TaskResult") as raised:
+        await _NoResult("broken").run(task="hi")
+    assert raised.value.agent == "broken"
 
 
 async def test_task_forms_and_output_task_messages() -> None:

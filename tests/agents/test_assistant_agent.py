@@ -175,6 +175,20 @@ async def test_scenario_3_reflection_gives_text_message() -> None:
     assert client.request_args[1]["tools"] == []
 
 
+async def test_a_reflection_answered_with_tool_calls_is_refused() -> None:
+    # The reflection call offers no tools; a model that calls one anyway is an error,
+    # and the tool is not run a second time.
+    client = ReplayChatCompletionClient(
+        [calls(call("get_weather", {"city": "Paris"})), calls(call("get_weather", {}))]
+    )
+    agent = AssistantAgent("assistant", client, tools=[get_weather], reflect_on_tool_use=True)
+
+    with pytest.raises(ValueError, match="reflection call"):
+        await agent.run(task="Weather in Paris?")
+    assert client.request_args[1]["tools"] == []
+    assert len(client.requests) == 2
+
+
 async def test_scenario_4_max_tool_iterations_counter() -> None:
     counter = 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _agents import Fake, texts
@@ -378,6 +379,35 @@ async def test_model_streaming(executor: LocalCommandLineCodeExecutor) -> None:
     assert by_message == {generation.id: generation.content, final.id: "Seven it is."}
     result = streamed[-1]
     assert not any(isinstance(m, ModelClientStreamingChunkEvent) for m in result.messages)  # type: ignore[union-attr]
+
+
+class _TokenDeafModel(ReplayChatCompletionClient):
+    """Streams its script without looking at the cancellation token."""
+
+    async def create_stream(  # type: ignore[override]
+        self, messages: Any, *, cancellation_token: CancellationToken | None = None, **kwargs: Any
+    ) -> AsyncIterator[str | CreateResult]:
+        async for chunk in super().create_stream(messages, **kwargs):
+            yield chunk
+
+
+async def test_a_cancelled_token_stops_the_model_stream(
+    executor: LocalCommandLineCodeExecutor,
+) -> None:
+    # The agent stops between two chunks itself, even when the client does not check.
+    model = _TokenDeafModel(["```python\nprint('never run')\n```"])
+    agent = CodeExecutorAgent(
+        "coder", code_executor=executor, model_client=model, model_client_stream=True
+    )
+    token = CancellationToken()
+    seen: list[object] = []
+    with pytest.raises(asyncio.CancelledError):
+        async for item in agent.run_stream(task="go", cancellation_token=token):
+            seen.append(item)
+            if isinstance(item, ModelClientStreamingChunkEvent):
+                token.cancel()
+    assert sum(isinstance(item, ModelClientStreamingChunkEvent) for item in seen) == 1
+    assert not any(isinstance(item, CodeGenerationEvent) for item in seen)
 
 
 async def test_state_and_reset(executor: LocalCommandLineCodeExecutor) -> None:

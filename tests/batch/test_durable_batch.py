@@ -6,6 +6,7 @@ import asyncio
 import collections
 import functools
 from pathlib import Path
+from typing import Any
 
 from _batch_flows import FAIL_ON, NODES, build, lines, transcript
 
@@ -217,3 +218,38 @@ async def test_runs_cancelled_as_they_complete_stay_complete(tmp_path: Path) -> 
     again = await LocalRunner(factory, checkpoint_store=url).run_many(tasks, run_ids=tasks)
     assert [transcript(r.messages) for r in again] == await reference(tasks)
     assert max(collections.Counter(lines(tmp_path, "ends.txt")).values()) <= 2
+
+
+class SlowLeaseStore(SQLiteCheckpointStore):
+    """Takes a lease slowly, as a loaded machine does: the write goes on in the store's
+    thread whatever happens to the caller (as ``run_in_executor`` work does)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.inside = asyncio.Event()
+
+    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Any:
+        taking = asyncio.ensure_future(super().acquire_lease(run_id, owner, ttl=ttl))
+        self.inside.set()
+        await asyncio.sleep(0.3)
+        return await taking
+
+
+async def test_a_run_cancelled_while_taking_its_lease_runs_again_at_once(tmp_path: Path) -> None:
+    """A batch cancelled while a run takes its lease: the lease the store granted after
+    the cancel is given back, so the batch run again at once does not find the run held
+    by a live owner for the lease's 30 s (its run failed with RunLeaseError)."""
+    store = SlowLeaseStore(tmp_path / "runs.db")
+    runner = LocalRunner(functools.partial(build, think=0), checkpoint_store=store)
+    try:
+        batch = asyncio.ensure_future(runner.run_many(["l0"], run_ids=["l0"]))
+        await store.inside.wait()
+        batch.cancel()
+        await asyncio.gather(batch, return_exceptions=True)
+        assert batch.cancelled()
+        await asyncio.sleep(0.5)  # the store's write has long ended
+        [result] = await runner.run_many(["l0"], run_ids=["l0"])
+        assert isinstance(result, TaskResult), getattr(result, "traceback", result)
+        assert transcript(result.messages) == (await reference(["l0"]))[0]
+    finally:
+        await store.close()

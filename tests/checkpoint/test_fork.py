@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from _fork_team import FaultyConnection, chain, lease_gone, with_fault
+from _forked import run_script_async
 
 from flowlib.checkpoint import (
     CheckpointRecord,
@@ -225,21 +226,20 @@ async def test_a_sqlite_fork_killed_at_every_write_is_whole_or_absent(tmp_path: 
     for point in range(first, commit + 1):
         for after in (False, True) if point == commit else (False,):
             fork = f"fork-{point}-{after}"
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(CHILD),
+            # A fork of a process that has flowlib imported (tests/_forked.py), not a
+            # new interpreter: the same script, SIGKILLed for real, without the import.
+            done = await run_script_async(
+                CHILD,
                 f"sqlite:///{path}",
                 "orig",
                 str(at),
                 fork,
                 str(point),
                 "after" if after else "before",
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                paths=sys.path,
+                timeout=120,
             )
-            _, err = await asyncio.wait_for(proc.communicate(), 120)
-            assert proc.returncode == -9, err.decode()
+            assert done.returncode == -9, done.stderr
             whole = await _whole_or_absent(store, fork)
             outcomes.append(whole)
             assert whole == after

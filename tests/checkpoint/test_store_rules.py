@@ -17,6 +17,7 @@ from flowlib.checkpoint import (
     RunRecord,
     RunStatus,
 )
+from flowlib.checkpoint.rules import RunFilter, RunListing
 from flowlib.errors import CheckpointArgumentError
 from flowlib.testing import (
     STORE_RULES,
@@ -147,3 +148,40 @@ async def test_make_store_may_be_async_and_must_make_stores() -> None:
 def test_every_rule_has_a_sentence() -> None:
     error = CheckpointStoreRuleError([(rule, "x") for rule in STORE_RULES])
     assert len(str(error).splitlines()) == len(STORE_RULES) + 1
+
+
+async def test_run_listing_checks_the_arguments_before_the_store_selects() -> None:
+    """A store that inherits ``RunListing`` writes only ``select_runs``: ``list_runs``
+    refuses bad filters before asking it, and hands it the checked filters."""
+
+    def run(run_id: str, created_at: float, status: RunStatus) -> RunRecord:
+        return RunRecord(
+            run_id=run_id,
+            team_type="T",
+            graph_signature="sig",
+            graph={},
+            state_version=1,
+            status=status,
+            created_at=created_at,
+            updated_at=created_at,
+        )
+
+    asked: list[RunFilter] = []
+    runs = [run("a", 1.0, "complete"), run("b", 2.0, "failed"), run("c", 3.0, "complete")]
+
+    class Listing(RunListing):
+        async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
+            asked.append(filters)
+            return filters.select(runs)
+
+    listing = Listing()
+    with pytest.raises(CheckpointArgumentError, match="`limit` must be an int >= 1"):
+        await listing.list_runs(limit=0)
+    with pytest.raises(CheckpointArgumentError, match="`status` must be one of"):
+        await listing.list_runs(status="lost")  # type: ignore[arg-type]
+    assert asked == []
+    page = await listing.list_runs(status="complete", limit=1)
+    assert [r.run_id for r in page] == ["c"]
+    assert asked[0].statuses == ("complete",) and asked[0].limit == 1
+    assert [r.run_id for r in await listing.list_runs(cursor=page[0].cursor)] == ["b", "a"]
+    assert await listing.list_pending() == []  # no stopped or running run

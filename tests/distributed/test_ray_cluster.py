@@ -1,20 +1,26 @@
 """A two-node Ray cluster on this machine (``ray start --head`` plus ``ray start
 --address`` with resources of its own): Ray Client (``ray://``) streams, workers go where
-their resources are, and a node killed mid-batch leaves its runs to the other node."""
+their resources are, a node killed mid-batch leaves its runs to the other node, and
+``runtime_env`` ships code (``working_dir``) and installs packages (``pip``)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import contextlib
 import functools
+import hashlib
+import importlib.util
 import os
 import signal
 import socket
 import subprocess
-import sys
+import sysconfig
 import tempfile
 import time
+import venv
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +39,33 @@ pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).parents[1]
 ROOT = TESTS.parent
-RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _small_virtualenv(folder: Path) -> str:
+    """A virtualenv of a few files that sees this one's packages (a ``.pth`` file), and
+    its ``ray`` command.
+
+    The nodes run from it: Ray builds a ``pip`` runtime environment by copying the
+    virtualenv its node runs in, and this project's is 786 MB (two such copies at once
+    failed here). A copy of this one is a few kilobytes, and still sees every package.
+    """
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(folder)
+    python = folder / "bin" / "python"
+    found = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    packages = sysconfig.get_paths()["purelib"]
+    Path(found.stdout.strip(), "flowlib_tests_packages.pth").write_text(packages + "\n", "utf-8")
+    ray_command = folder / "bin" / "ray"
+    ray_command.write_text(
+        f"#!{python}\nimport sys\nfrom ray.scripts.scripts import main\nsys.exit(main())\n",
+        encoding="utf-8",
+    )
+    ray_command.chmod(0o755)
+    return str(ray_command)
 
 
 def _free_port() -> int:
@@ -103,15 +135,21 @@ class TwoNodes:
 def two_nodes() -> Iterator[TwoNodes]:
     """Head: 1 CPU and resource ``head``; second node: 1 CPU and resource ``side``."""
     temp = tempfile.mkdtemp(prefix="frc", dir="/tmp")  # short: Ray puts sockets in it
+    ray_command = _small_virtualenv(Path(temp, "venv"))
     port, client = _free_port(), _free_port()
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}", "RAY_USAGE_STATS_ENABLED": "0"}
     # A driver joining a `ray start` cluster sends no token unless told to: this test
     # cluster runs without Ray's token authentication.
     env["RAY_AUTH_MODE"] = "disabled"
-    head = [RAY, "start", "--head", f"--port={port}", f"--ray-client-server-port={client}"]
+    head = [ray_command, "start", "--head", f"--port={port}", f"--ray-client-server-port={client}"]
     head += ["--num-cpus=1", '--resources={"head": 1}', f"--temp-dir={temp}"]
     head += ["--include-dashboard=false", *_node_ports()]
     side: subprocess.Popen[bytes] | None = None
+    # This process joins without a token too: a local `ray.init()` earlier in the same
+    # process (another module's cluster) turns Ray's token mode on in os.environ, and a
+    # driver in token mode sees this cluster's calls as unauthorized.
+    auth_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     try:
         for attempt in range(3):  # Ray gives a node 30 s to start: few on a loaded machine
             done = subprocess.run(head, env=env, timeout=240, capture_output=True)
@@ -120,7 +158,7 @@ def two_nodes() -> Iterator[TwoNodes]:
             _stop(temp)
             if attempt == 2:
                 raise AssertionError(f"`ray start --head` failed:\n{done.stderr.decode()}")
-        second = [RAY, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1"]
+        second = [ray_command, "start", f"--address=127.0.0.1:{port}", "--num-cpus=1"]
         second += ['--resources={"side": 1}', "--block", *_node_ports()]
         side = subprocess.Popen(
             second, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -143,6 +181,10 @@ def two_nodes() -> Iterator[TwoNodes]:
             except subprocess.TimeoutExpired:
                 side.kill()
         _stop(temp)
+        if auth_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
 
 
 def _stop(temp: str) -> None:
@@ -294,3 +336,68 @@ async def test_runtime_env_working_dir_ships_the_factory_to_the_workers(
         async with runner:
             [result] = await runner.run_many(["shipped"])
         assert transcript(result.messages)[-1] == "join:join|shipped"  # type: ignore[union-attr]
+
+
+def _wheel(folder: Path, name: str, version: str, module: str, source: str) -> Path:
+    """A wheel of one module, written here (no build tool, no index)."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    files = {
+        f"{module}.py": source.encode(),
+        f"{dist}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+        ),
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: flowlib-tests\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{dist}.dist-info/RECORD,,")
+    files[f"{dist}.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    wheel = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+@pytest.mark.timeout(1200)
+async def test_runtime_env_pip_installs_a_package_for_the_workers(
+    two_nodes: TwoNodes, tmp_path: Path
+) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _wheel(wheels, "flowlib-pip-probe", "1.0", "flowlib_pip_probe", "VALUE = 'from pip'\n")
+    assert importlib.util.find_spec("flowlib_pip_probe") is None  # installed nowhere yet
+    flows = tmp_path / "pip_flows.py"
+    flows.write_text(
+        "from flowlib.agents import FunctionAgent\n"
+        "from flowlib.teams import RoundRobinGroupChat\n\n\n"
+        "def build(*, checkpoint_store=None):\n"
+        "    import flowlib_pip_probe  # only in the runtime environment\n\n"
+        "    async def answer(messages):\n"
+        "        return f'{flowlib_pip_probe.VALUE} {flowlib_pip_probe.__file__}'\n\n"
+        "    return RoundRobinGroupChat([FunctionAgent(answer, name='probe')], max_turns=1)\n",
+        encoding="utf-8",
+    )
+    # Ray's pip plugin with pip's own options: the wheel from a folder, no index.
+    pip = {
+        "packages": ["flowlib-pip-probe==1.0"],
+        "pip_install_options": ["--no-index", "--find-links", str(wheels), "--no-cache-dir"],
+    }
+    runner = RayRunner(
+        f"{flows}:build",
+        checkpoint_store=None,
+        address=two_nodes.address,
+        workers=1,
+        resources={"head": 1},
+        # Built where a worker needs it (not on every node as the job starts).
+        runtime_env={"pip": pip, "config": {"eager_install": False}},
+    )
+    async with runner:
+        [result] = await runner.run_many(["which"])
+    value, where = result.messages[-1].content.rsplit(" ", 1)  # type: ignore[union-attr]
+    assert value == "from pip"
+    # Installed into the environment Ray built for the job, under the cluster's folder.
+    assert where.startswith(two_nodes.temp) and "/runtime_resources/pip/" in where, where

@@ -1,5 +1,9 @@
 """RayRunner on a local two-CPU Ray cluster: 200 runs, agent errors, a worker SIGKILLed
-mid-batch (SQLite and PostgreSQL stores)."""
+mid-batch (SQLite and PostgreSQL stores), cancellation, backpressure, and `flowlib batch
+--ray` (Ctrl-C included) joining the same cluster.
+
+One cluster for the module, and one pair of workers for the tests that need nothing of
+their own (each worker is a process that imports Ray and flowlib: seconds of CPU)."""
 
 from __future__ import annotations
 
@@ -7,8 +11,11 @@ import asyncio
 import collections
 import contextlib
 import functools
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +36,7 @@ from _batch_flows import (  # noqa: E402
 )
 
 from flowlib.base import TaskResult  # noqa: E402
-from flowlib.batch import open_store  # noqa: E402
+from flowlib.batch import LocalRunner, open_store  # noqa: E402
 from flowlib.distributed import RayRunner  # noqa: E402
 from flowlib.errors import (  # noqa: E402
     CheckpointArgumentError,
@@ -47,11 +54,12 @@ ROOT = TESTS.parent
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    """A local Ray cluster whose workers import this worktree's flowlib and the tests."""
+def cluster() -> Iterator[str]:
+    """A local Ray cluster whose workers import this worktree's flowlib and the tests;
+    yields its address (for commands that join it)."""
     for attempt in range(3):
         try:
-            ray.init(
+            context = ray.init(
                 num_cpus=2,
                 include_dashboard=False,
                 log_to_driver=False,
@@ -63,9 +71,32 @@ def cluster() -> Iterator[None]:
             if attempt == 2:
                 raise
     try:
-        yield
+        yield str(context.address_info["gcs_address"])
     finally:
         ray.shutdown()
+
+
+SHARED_CONCURRENCY = 5
+
+
+@pytest.fixture(scope="module")
+def shared(cluster: str) -> Iterator[RayRunner]:
+    """Two workers of the plain flow (no store, 5 runs at once each), started once for
+    the tests that only run batches on them."""
+    # A module:function factory; no CPU reserved, so the other tests' workers still
+    # find the cluster's two CPUs free.
+    runner = RayRunner(
+        "_batch_flows:build",
+        checkpoint_store=None,
+        workers=2,
+        num_cpus=0,
+        max_concurrency=SHARED_CONCURRENCY,
+    )
+    asyncio.run(runner.start())
+    try:
+        yield runner
+    finally:
+        asyncio.run(runner.close())
 
 
 async def reference(tasks: list[str]) -> list[list[str]]:
@@ -73,17 +104,18 @@ async def reference(tasks: list[str]) -> list[list[str]]:
     return [transcript((await build(think=0).run(task=task)).messages) for task in tasks]
 
 
-async def test_200_runs_on_two_workers_match_the_one_process_reference(cluster: None) -> None:
+async def test_200_runs_on_two_workers_match_the_one_process_reference(
+    shared: RayRunner,
+) -> None:
     tasks = [f"task-{i}" for i in range(200)]
-    async with RayRunner("_batch_flows:build", checkpoint_store=None, workers=2) as runner:
-        pids = {await actor.pid.remote() for actor in runner.actors}
-        assert len(pids) == 2 and os.getpid() not in pids  # two worker processes
-        results = await runner.run_many(tasks)
+    pids = {await actor.pid.remote() for actor in shared.actors}
+    assert len(pids) == 2 and os.getpid() not in pids  # two worker processes
+    results = await shared.run_many(tasks)
     assert all(isinstance(r, TaskResult) for r in results)
     assert [transcript(r.messages) for r in results] == await reference(tasks)
 
 
-async def test_an_agent_error_is_reported_not_retried(cluster: None, tmp_path: Path) -> None:
+async def test_an_agent_error_is_reported_not_retried(cluster: str, tmp_path: Path) -> None:
     factory = functools.partial(build, log_dir=str(tmp_path))
     async with RayRunner(factory, checkpoint_store=None, workers=1) as runner:
         results = await runner.run_many(["ok", FAIL_ON], run_ids=["ok", "bad"])
@@ -98,16 +130,15 @@ async def test_an_agent_error_is_reported_not_retried(cluster: None, tmp_path: P
     assert lines(tmp_path, "starts.txt").count(f"{FAIL_ON} middle") == 1  # ran once
 
 
-async def test_stream_many_tags_items_with_their_run(cluster: None) -> None:
-    async with RayRunner(build, checkpoint_store=None, workers=2) as runner:
-        events = [e async for e in runner.stream_many(["x", "y"], run_ids=["rx", "ry"])]
+async def test_stream_many_tags_items_with_their_run(shared: RayRunner) -> None:
+    events = [e async for e in shared.stream_many(["x", "y"], run_ids=["rx", "ry"])]
     for run_id, key in (("rx", "x"), ("ry", "y")):
         mine = [e for e in events if e.run_id == run_id]
         assert [e.done for e in mine] == [False] * (len(mine) - 1) + [True]
         assert transcript([e.item for e in mine[:-1]])[-1] == f"join:join|{key}"
 
 
-async def test_bad_factories_and_stores_are_refused_up_front(cluster: None) -> None:
+async def test_bad_factories_and_stores_are_refused_up_front(cluster: str) -> None:
     runner = RayRunner("_batch_flows:no_such_function", checkpoint_store=None, workers=1)
     with pytest.raises(InvalidArgumentError, match="no function `no_such_function`"):
         await runner.start()
@@ -203,7 +234,7 @@ async def _check_no_finished_turn_ran_twice(
     assert max(ends.values()) <= 2
 
 
-async def test_a_killed_worker_resumes_its_runs_from_sqlite(cluster: None, tmp_path: Path) -> None:
+async def test_a_killed_worker_resumes_its_runs_from_sqlite(cluster: str, tmp_path: Path) -> None:
     tasks = [f"k{i}" for i in range(200)]
     store = f"sqlite:///{tmp_path}/runs.db"
     results, recorded = await _batch_with_a_kill(store, tmp_path, tasks)
@@ -211,14 +242,14 @@ async def test_a_killed_worker_resumes_its_runs_from_sqlite(cluster: None, tmp_p
 
 
 async def test_a_killed_worker_resumes_its_runs_from_postgres(
-    cluster: None, tmp_path: Path, postgres_dsn: str
+    cluster: str, tmp_path: Path, postgres_dsn: str
 ) -> None:
     tasks = [f"p{i}" for i in range(200)]
     results, recorded = await _batch_with_a_kill(postgres_dsn, tmp_path, tasks)
     await _check_no_finished_turn_ran_twice(results, recorded, tasks, tmp_path)
 
 
-def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
+def test_cli_batch_on_ray_then_rerun(cluster: str, tmp_path: Path) -> None:
     import io
     import json
 
@@ -236,7 +267,7 @@ def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
         "--ray",
         "local",
         "--workers",
-        "2",
+        "1",
         "--concurrency",
         "10",
         "--out",
@@ -255,7 +286,7 @@ def test_cli_batch_on_ray_then_rerun(cluster: None, tmp_path: Path) -> None:
     assert "done     30 (30 already finished in the store)" in report.getvalue()
 
 
-async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Path) -> None:
+async def test_stream_many_survives_a_killed_worker(cluster: str, tmp_path: Path) -> None:
     tasks = [f"s{i}" for i in range(60)]
     factory = functools.partial(build, log_dir=str(tmp_path))
     store = f"sqlite:///{tmp_path}/runs.db"
@@ -279,7 +310,7 @@ async def test_stream_many_survives_a_killed_worker(cluster: None, tmp_path: Pat
 
 
 async def test_runs_whose_worker_died_too_often_fail_then_resume(
-    cluster: None, tmp_path: Path
+    cluster: str, tmp_path: Path
 ) -> None:
     tasks = [f"d{i}" for i in range(30)]
     factory = functools.partial(build, log_dir=str(tmp_path))
@@ -318,7 +349,7 @@ async def _statuses(store_url: str, run_ids: list[str]) -> collections.Counter[s
 
 @pytest.mark.timeout(1500)
 async def test_a_cancelled_batch_stops_on_the_workers_then_resumes(
-    cluster: None, tmp_path: Path
+    cluster: str, tmp_path: Path
 ) -> None:
     tasks = [f"x{i}" for i in range(60)]
     store = f"sqlite:///{tmp_path}/runs.db"
@@ -353,21 +384,10 @@ async def test_a_cancelled_batch_stops_on_the_workers_then_resumes(
         assert after_cancel < len(tasks) * len(NODES)  # the batch was really cut short
         # The same runner goes on: the batch again resumes every run to its end.
         results = await runner.run_many(tasks, run_ids=tasks)
-        # Once, in a whole test run on a loaded machine, a run failed in this second batch
-        # (cause not found: not reproduced alone). Its failure is printed, and the batch
-        # once more must finish it from its checkpoints with no turn run a third time.
-        failed = [i for i, r in enumerate(results) if not isinstance(r, TaskResult)]
-        if failed:
-            print(
-                "failed on the resumed batch:",
-                [getattr(results[i], "traceback", results[i]) for i in failed],
-            )
-            again = await runner.run_many(
-                [tasks[i] for i in failed], run_ids=[tasks[i] for i in failed]
-            )
-            for i, result in zip(failed, again, strict=True):
-                results[i] = result
-    assert all(isinstance(r, TaskResult) for r in results), results
+        # Every run resumes at once (a run cancelled while its lease was being written
+        # once failed here, held by its own cancelled attempt: tests/batch covers it).
+    failed = [getattr(r, "traceback", r) for r in results if not isinstance(r, TaskResult)]
+    assert not failed, failed
     assert [transcript(r.messages) for r in results] == await reference(tasks)
     ends = collections.Counter(lines(tmp_path, "ends.txt"))
     assert sorted(ends) == sorted(f"{t} {n}" for t in tasks for n in NODES)
@@ -376,24 +396,23 @@ async def test_a_cancelled_batch_stops_on_the_workers_then_resumes(
 
 @pytest.mark.timeout(1500)
 async def test_stream_many_yields_early_holds_a_window_and_stops_when_left(
-    cluster: None,
+    shared: RayRunner,
 ) -> None:
     tasks = [f"w{i}" for i in range(2000)]
-    concurrency, workers = 5, 2
-    async with RayRunner(
-        build, checkpoint_store=None, workers=workers, max_concurrency=concurrency
-    ) as runner:
-        async with contextlib.aclosing(runner.stream_many(tasks)) as stream:
-            async for event in stream:
-                if event.done:
-                    break
-        held = [await a.stats.remote() for a in runner.actors]
-        # The first result came while nearly every task still waited in the driver:
-        # a worker gets a few runs beyond its concurrency, not the batch.
-        assert sum(s["started"] for s in held) <= 2 * workers * (concurrency + 1)
-        # Leaving the loop cancelled the runs on the workers; the runner goes on.
-        assert [s["holding"] for s in held] == [0, 0]
-        again = await runner.run_many(tasks[:3])
+    concurrency, workers = SHARED_CONCURRENCY, 2
+    runner = shared
+    before = sum([(await a.stats.remote())["started"] for a in runner.actors])
+    async with contextlib.aclosing(runner.stream_many(tasks)) as stream:
+        async for event in stream:
+            if event.done:
+                break
+    held = [await a.stats.remote() for a in runner.actors]
+    # The first result came while nearly every task still waited in the driver:
+    # a worker gets a few runs beyond its concurrency, not the batch.
+    assert sum(s["started"] for s in held) - before <= 2 * workers * (concurrency + 1)
+    # Leaving the loop cancelled the runs on the workers; the runner goes on.
+    assert [s["holding"] for s in held] == [0, 0]
+    again = await runner.run_many(tasks[:3])
     assert [transcript(r.messages) for r in again] == await reference(tasks[:3])  # type: ignore[union-attr]
 
 
@@ -429,7 +448,7 @@ async def _queued_growth(runner: Any, tasks: list[str], ready: Any) -> tuple[flo
 
 @pytest.mark.timeout(1500)
 async def test_10000_queued_tasks_keep_driver_memory_near_the_local_runners(
-    cluster: None,
+    cluster: str,
 ) -> None:
     from flowlib.batch import LocalRunner
 
@@ -463,7 +482,7 @@ async def test_10000_queued_tasks_keep_driver_memory_near_the_local_runners(
     assert ray_rss <= max(2 * local_rss, 64), (ray_rss, local_rss)
 
 
-async def test_workers_beyond_the_cluster_are_refused_at_once(cluster: None) -> None:
+async def test_workers_beyond_the_cluster_are_refused_at_once(cluster: str) -> None:
     started = time.monotonic()
     with pytest.raises(RayWorkersError, match=r"3 workers need 3 `CPU` .* the cluster has 2"):
         await RayRunner(build, checkpoint_store=None, workers=3).start()
@@ -473,7 +492,7 @@ async def test_workers_beyond_the_cluster_are_refused_at_once(cluster: None) -> 
 
 
 @pytest.mark.timeout(900)
-async def test_workers_that_never_become_ready_raise_within_ready_timeout(cluster: None) -> None:
+async def test_workers_that_never_become_ready_raise_within_ready_timeout(cluster: str) -> None:
     hanging = functools.partial(build_hanging, seconds=300)
     started = time.monotonic()
     with pytest.raises(RayWorkersError, match=r"1 of 1 Ray workers were not ready after 3 s"):
@@ -492,10 +511,77 @@ async def test_workers_that_never_become_ready_raise_within_ready_timeout(cluste
 
 
 async def test_a_local_working_dir_needs_the_runner_to_join_ray(
-    cluster: None, tmp_path: Path
+    cluster: str, tmp_path: Path
 ) -> None:
     # This process joined Ray in the fixture: Ray uploads folders only for a job.
     runner = RayRunner(build, checkpoint_store=None, runtime_env={"working_dir": str(tmp_path)})
     with pytest.raises(InvalidArgumentError, match="joined Ray before the runner did"):
         await runner.start()
     assert runner.actors == []
+
+
+MARK = "flowlib-worker-says-hello-from"
+
+
+@pytest.mark.timeout(1800)
+async def test_ctrl_c_stops_the_runs_on_the_workers_and_a_rerun_completes_them(
+    cluster: str, tmp_path: Path
+) -> None:
+    # The command joins this module's cluster (`--ray ADDRESS`): what Ctrl-C does to the
+    # workers' runs does not depend on who started the cluster, and a cluster of its own
+    # would cost seconds of CPU. (`--ray local` is shown in test_ray_cli.py.)
+    flows = tmp_path / "flows.py"
+    # The factory prints a line on each worker: Ray's log_to_driver brings it to the
+    # command's output, as Ray users expect.
+    flows.write_text(
+        "import os\nfrom _batch_flows import build as _build\n\n\n"
+        "def build(**options):\n"
+        f"    print({MARK!r}, os.getpid(), flush=True)\n"
+        f"    return _build(log_dir={str(tmp_path)!r}, **options)\n",
+        encoding="utf-8",
+    )
+    ids = [f"q{i}" for i in range(60)]
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": t, "run_id": t}) + "\n" for t in ids), "utf-8")
+    url = f"sqlite:///{tmp_path}/runs.db"
+    argv = [sys.executable, "-m", "flowlib", "batch", f"{flows}:build", str(tasks)]
+    path = os.pathsep.join([str(ROOT), str(TESTS), str(tmp_path)])
+    argv += ["--store", url, "--out", str(tmp_path / "out.jsonl"), "--ray", cluster]
+    argv += ["--workers", "1", "--concurrency", "4"]
+    # The command's job gets its own environment: its workers import the flows from here.
+    argv += ["--runtime-env", json.dumps({"env_vars": {"PYTHONPATH": path}})]
+    env = {**os.environ, "PYTHONPATH": path}
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while len(lines(tmp_path, "ends.txt")) < 40:
+            if child.poll() is not None:
+                raise AssertionError(child.communicate())
+            assert time.monotonic() < deadline, "the batch did not get going"
+            await asyncio.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=240)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode != 0 and b"interrupted" in err, (out, err)
+    statuses = await _statuses(url, ids)
+    # The runs that began recorded their stop before the workers went away.
+    assert statuses["running"] == 0, statuses
+    # The worker's print reached the command's output, prefixed with the worker's pid.
+    printed = [line for line in (out + err).decode().splitlines() if MARK in line]
+    printed = [line for line in printed if "pid=" in line]  # not the driver's own
+    assert printed, (out, err)
+    worker_pid = printed[0].split()[-1]
+    assert f"pid={worker_pid}" in printed[0] and worker_pid != str(child.pid), printed
+    assert statuses["stopped"] + statuses["complete"] > 0, statuses
+    ends_before = len(lines(tmp_path, "ends.txt"))
+    assert ends_before < len(ids) * len(NODES)
+    results = await LocalRunner(
+        f"{flows}:build", checkpoint_store=url, max_concurrency=20
+    ).run_many(ids, run_ids=ids)
+    reference = [transcript((await build(think=0).run(task=t)).messages) for t in ids]
+    assert [transcript(r.messages) for r in results] == reference  # type: ignore[union-attr]
+    ends = collections.Counter(lines(tmp_path, "ends.txt"))
+    assert sorted(ends) == sorted(f"{t} {n}" for t in ids for n in NODES)
+    assert max(ends.values()) <= 2

@@ -10,14 +10,12 @@ the uninterrupted run's. (The same, in one process, at every call and every writ
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from _bounded import BOUNDS, KINDS, build
+from _forked import run_script_async
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_bounded_resume import outcome
@@ -29,17 +27,11 @@ CHILD = HERE / "_bounded_child.py"
 
 
 async def _child(*args: str) -> int:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(CHILD),
-        *args,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    _, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode in (0, -9), err.decode()
-    return proc.returncode
+    # A fork of a process that has flowlib imported (tests/_forked.py), not a new
+    # interpreter: the same script, SIGKILLed for real, without paying the import.
+    done = await run_script_async(CHILD, *args, paths=sys.path, timeout=120)
+    assert done.returncode in (0, -9), done.stderr
+    return done.returncode
 
 
 async def _reference(kind: str, bound: str) -> tuple[tuple[list[str], str | None], int]:

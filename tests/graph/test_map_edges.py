@@ -259,12 +259,20 @@ async def test_a_map_resumed_from_its_checkpoints_runs_only_the_unfinished_insta
 
     broken = {"c"}
     started: list[str] = []
+    first = Watcher()
 
     async def researcher(messages: list[BaseChatMessage]) -> str:
         item = messages[0].to_text()
         started.append(item)
         await asyncio.sleep(0.01)
         if item in broken:
+            # Fail only once the watcher's turn on b's output has run (it runs beside the
+            # map: on a loaded machine it might not have started yet, and would rightly
+            # run again on resume).
+            for _ in range(2000):
+                if any("about b" in seen for seen in first.turns):
+                    break
+                await asyncio.sleep(0.005)
             raise ConnectionError(f"{item} is down")
         return f"about {item}"
 
@@ -280,7 +288,7 @@ async def test_a_map_resumed_from_its_checkpoints_runs_only_the_unfinished_insta
         return GraphFlow(builder.get_participants(), builder.build(), checkpoint_store=store)
 
     with pytest.raises(NodeExecutionError):
-        await team(Watcher()).run(task="go", run_id="job")
+        await team(first).run(task="go", run_id="job")
     assert started == ["a", "b", "c"]
     broken.clear()
     started.clear()

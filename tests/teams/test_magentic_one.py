@@ -30,11 +30,11 @@ from flowlib.models import (
 from flowlib.teams import MagenticOneGroupChat, RoundRobinGroupChat
 from flowlib.teams._magentic_one import (
     LEDGER_ATTEMPTS,
-    ORCHESTRATOR_FINAL_ANSWER_PROMPT,
     ORCHESTRATOR_NAME,
     OrchestratorError,
     parse_progress_ledger,
 )
+from flowlib.teams._magentic_one._prompts import ORCHESTRATOR_FINAL_ANSWER_PROMPT
 from flowlib.testing import ScriptedAgent
 
 ORC = ORCHESTRATOR_NAME

@@ -1,5 +1,5 @@
 """The run state machine drawn in docs/state.md is the one the code defines
-(``flowlib.teams._run.TRANSITIONS``), drawn by flowlib's renderer."""
+(``flowlib.graph._run.TRANSITIONS``), drawn by flowlib's renderer."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import get_args
 
+from flowlib.graph._run import TRANSITIONS, RunPhase, state_machine
 from flowlib.render import to_dot
-from flowlib.teams._run import TRANSITIONS, RunPhase, state_machine
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

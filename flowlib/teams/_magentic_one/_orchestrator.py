@@ -272,42 +272,33 @@ class MagenticOneOrchestrator(Router):
         return context
 
     async def _make_plan(self, turn: _Turn, token: CancellationToken) -> RequestUsage:
-        conversation: list[LLMMessage] = [
-            UserMessage(
-                content=fill(ORCHESTRATOR_TASK_LEDGER_FACTS_PROMPT, task=turn.task),
-                source=self.name,
-            )
-        ]
-        turn.facts, facts_usage = await self._ask(conversation, token)
-        conversation.append(AssistantMessage(content=turn.facts, source=self.name))
-        conversation.append(
-            UserMessage(
-                content=fill(ORCHESTRATOR_TASK_LEDGER_PLAN_PROMPT, team=self._team),
-                source=self.name,
-            )
-        )
-        turn.plan, plan_usage = await self._ask(conversation, token)
-        return _add(facts_usage, plan_usage)
+        facts_prompt = fill(ORCHESTRATOR_TASK_LEDGER_FACTS_PROMPT, task=turn.task)
+        plan_prompt = fill(ORCHESTRATOR_TASK_LEDGER_PLAN_PROMPT, team=self._team)
+        return await self._facts_then_plan(turn, [], facts_prompt, plan_prompt, token)
 
     async def _update_plan(self, turn: _Turn, token: CancellationToken) -> RequestUsage:
+        facts_prompt = fill(
+            ORCHESTRATOR_TASK_LEDGER_FACTS_UPDATE_PROMPT, task=turn.task, facts=turn.facts
+        )
+        plan_prompt = fill(ORCHESTRATOR_TASK_LEDGER_PLAN_UPDATE_PROMPT, team=self._team)
         context = self._context(turn.thread)
-        context.append(
-            UserMessage(
-                content=fill(
-                    ORCHESTRATOR_TASK_LEDGER_FACTS_UPDATE_PROMPT, task=turn.task, facts=turn.facts
-                ),
-                source=self.name,
-            )
-        )
-        turn.facts, facts_usage = await self._ask(context, token)
-        context.append(AssistantMessage(content=turn.facts, source=self.name))
-        context.append(
-            UserMessage(
-                content=fill(ORCHESTRATOR_TASK_LEDGER_PLAN_UPDATE_PROMPT, team=self._team),
-                source=self.name,
-            )
-        )
-        turn.plan, plan_usage = await self._ask(context, token)
+        return await self._facts_then_plan(turn, context, facts_prompt, plan_prompt, token)
+
+    async def _facts_then_plan(
+        self,
+        turn: _Turn,
+        conversation: list[LLMMessage],
+        facts_prompt: str,
+        plan_prompt: str,
+        token: CancellationToken,
+    ) -> RequestUsage:
+        """Ask for the facts, then (with the facts answer in the conversation) the plan;
+        both go into ``turn``. The usage is both calls'."""
+        conversation.append(UserMessage(content=facts_prompt, source=self.name))
+        turn.facts, facts_usage = await self._ask(conversation, token)
+        conversation.append(AssistantMessage(content=turn.facts, source=self.name))
+        conversation.append(UserMessage(content=plan_prompt, source=self.name))
+        turn.plan, plan_usage = await self._ask(conversation, token)
         return _add(facts_usage, plan_usage)
 
     def _open_ledger(self, turn: _Turn, usage: RequestUsage) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..._cancellation import CancellationToken
 from .._keys import mcp_meta
 from .._schema import ToolSchema
-from .._workbench import ToolResult, WorkbenchToolError
+from .._workbench import ListedTool, ToolResult
 from ._params import McpServerParams
 from ._workbench import DEFAULT_MAX_RESULT_BYTES, McpWorkbench, _tool_result, call_with_key
 
@@ -20,14 +19,15 @@ if TYPE_CHECKING:
 __all__ = ["McpToolAdapter", "mcp_server_tools"]
 
 
-class McpToolAdapter:
+class McpToolAdapter(ListedTool):
     """One tool of an MCP server, usable anywhere a tool is (``AssistantAgent(tools=...)``).
 
     Without a ``session``, each call opens its own connection (for stdio: starts the
     server) and closes it afterwards, as AutoGen's adapters do; give a
     `McpWorkbench` to an agent instead to keep one connection open. A tool error
     raises [`WorkbenchToolError`][flowlib.tools.WorkbenchToolError] (an agent turns it into an error
-    result for the model).
+    result for the model); a server that cannot be reached, or dies during the call,
+    raises ``McpServerError``.
     """
 
     def __init__(
@@ -36,65 +36,30 @@ class McpToolAdapter:
         schema: ToolSchema,
         session: ClientSession | None = None,
     ) -> None:
+        super().__init__(schema)
         self._params = server_params
-        self._schema = schema
         self._session = session
-
-    @property
-    def name(self) -> str:
-        """The tool's name on the server."""
-        return self._schema["name"]
-
-    @property
-    def description(self) -> str:
-        """The server's description of the tool."""
-        return self._schema.get("description", "")
-
-    @property
-    def schema(self) -> ToolSchema:
-        """The schema sent to the model."""
-        return self._schema
 
     @property
     def server_params(self) -> McpServerParams:
         """Where the server is."""
         return self._params
 
-    async def run_json(
-        self,
-        args: Mapping[str, Any],
-        cancellation_token: CancellationToken,
-        call_id: str | None = None,
+    async def _call(
+        self, args: Mapping[str, Any], cancellation_token: CancellationToken, call_id: str | None
     ) -> ToolResult:
-        """Call the tool on the server.
-
-        Raises:
-            WorkbenchToolError: If the server reports a tool error.
-            McpServerError: If the server cannot be reached or dies during the call.
-        """
-        if self._session is not None:
-            session = self._session
-            future = cancellation_token.link_future(
-                asyncio.ensure_future(call_with_key(session, self.name, dict(args), mcp_meta()))
-            )
-            try:
-                result = _tool_result(self.name, await future, DEFAULT_MAX_RESULT_BYTES)
-            finally:
-                cancellation_token.remove_callback(future.cancel)
-        else:
+        if self._session is None:
             async with McpWorkbench(self._params) as workbench:
-                result = await workbench.call_tool(
+                return await workbench.call_tool(
                     self.name, args, cancellation_token=cancellation_token, call_id=call_id
                 )
-        if result.is_error:
-            raise WorkbenchToolError(result.to_text(replace_image="[image]"))
-        return result
-
-    def return_value_as_string(self, value: Any) -> str:
-        """The result's text (images as ``[image]``)."""
-        if isinstance(value, ToolResult):
-            return value.to_text(replace_image="[image]")
-        return json.dumps(value) if isinstance(value, dict | list) else str(value)
+        future = cancellation_token.link_future(
+            asyncio.ensure_future(call_with_key(self._session, self.name, dict(args), mcp_meta()))
+        )
+        try:
+            return _tool_result(self.name, await future, DEFAULT_MAX_RESULT_BYTES)
+        finally:
+            cancellation_token.remove_callback(future.cancel)
 
     def __repr__(self) -> str:
         return f"McpToolAdapter(name={self.name!r})"

@@ -24,8 +24,8 @@ from ..checkpoint import (
 )
 from ..checkpoint.internal import Patch
 from ..errors import CheckpointConflictError, CheckpointError
-from ..graph import GraphExecutor, Node
-from ..graph.internal import RunOutcome
+from ._executor import GraphExecutor, RunOutcome
+from ._node import Node
 from ._run import Run
 
 __all__ = ["Checkpointer", "Durability", "StoredRun"]

@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..base import TerminationCondition, saves_state
 from ..errors import HumanRequestError, RequestAlreadyAnsweredError, StateError
-from ..graph import DiGraph, DiGraphEdge, DiGraphNode, GraphExecutor
-from ..graph.internal import Budget
 from ..messages import BaseChatMessage, HandoffMessage
+from ._executor import Budget, GraphExecutor
+from ._model import DiGraph, DiGraphEdge, DiGraphNode
 
 __all__ = [
     "RUN_STATE_VERSION",

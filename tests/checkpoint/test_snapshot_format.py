@@ -1,0 +1,157 @@
+"""A SQL store's snapshot keeps one message per line, and a resume keeps those lines as
+text until a message is read (issue 20 item 9: resume time independent of the run's
+length). Parsing every stored message on resume was most of a 10,000-turn resume.
+
+SQLite against a file in ``tmp_path``; PostgreSQL against the real server of the
+``postgres_dsn`` fixture (tests/_postgres.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from flowlib.checkpoint import (
+    CheckpointStore,
+    PostgresCheckpointStore,
+    SQLiteCheckpointStore,
+    fold,
+)
+from flowlib.checkpoint.internal import MessageDumps, load_to_resume
+from flowlib.errors import CheckpointError, StateError
+from flowlib.graph import Thread
+from flowlib.messages import MessageFactory, TextMessage
+from flowlib.testing._store_rules import _run, _write
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """A store's kind and its file or DSN."""
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "runs.db")
+    return "postgres", str(request.getfixturevalue("postgres_dsn"))
+
+
+def _open(kind: str, where: str) -> CheckpointStore:
+    if kind == "sqlite":
+        return SQLiteCheckpointStore(where, snapshot_every=4)
+    return PostgresCheckpointStore(where, snapshot_every=4)
+
+
+def _sql(kind: str, where: str, query: str, *params: object) -> list[tuple[object, ...]]:
+    if kind == "sqlite":
+        with sqlite3.connect(where) as conn:
+            return list(conn.execute(query.format(p="?"), params))
+    import psycopg
+
+    with psycopg.connect(where, autocommit=True) as conn:
+        cur = conn.execute(query.format(p="%s"), params)
+        return list(cur.fetchall()) if cur.description else []
+
+
+async def test_a_resume_keeps_the_snapshot_messages_as_text_until_read(
+    where: tuple[str, str],
+) -> None:
+    kind, path = where
+    store = _open(kind, path)
+    await store.create_run(_run())
+    await _write(store, "r1", 10)  # snapshots at 4 and 8; the newest is kept
+    ((checkpoint_id, body),) = _sql(
+        kind, path, "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = {p}", "r1"
+    )
+    assert checkpoint_id == 8
+    assert isinstance(body, str)
+    lines = body.split("\n")
+    assert body.startswith("v2 ")
+    assert len(lines) == 2 + 8  # header, participants, one line per message
+    assert lines[2:4] == [
+        '{"type":"TextMessage","source":"a","content":"m1"}',
+        '{"type":"TextMessage","source":"a","content":"m2"}',
+    ]
+
+    expected = fold(await store.records("r1"))
+    resumed = await load_to_resume(store, "r1")
+    messages = resumed.messages
+    assert isinstance(messages, MessageDumps)
+    # The snapshot's eight messages are still their text; the two records after it parsed.
+    assert [type(item).__name__ for item in messages.raw()] == ["str"] * 8 + ["dict"] * 2
+    assert messages.types == {"TextMessage"}
+    assert messages[0] == {"type": "TextMessage", "source": "a", "content": "m1"}
+    assert type(messages.raw()[0]) is dict and type(messages.raw()[1]) is str  # read once
+    assert resumed == expected
+    # Callers of `load` get a plain list of their own.
+    loaded = await store.load("r1")
+    assert type(loaded.messages) is list and loaded == expected
+    await store.close()
+
+
+async def test_snapshots_of_every_format_load_and_a_new_one_is_written_in_lines(
+    where: tuple[str, str],
+) -> None:
+    """Stores written before the line format (a BLAKE2b checksum and one JSON object;
+    before that, the JSON alone) still load; the next snapshot is written in lines,
+    keeping the messages it did not read as the text they were."""
+    kind, path = where
+    store = _open(kind, path)
+    await store.create_run(_run())
+    await _write(store, "r1", 6)
+    expected = fold(await store.records("r1", upto=4))
+    text = expected.model_dump_json()
+    checksum = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    for old in (f"{checksum} {text}", text):
+        _sql(kind, path, "UPDATE flowlib_snapshots SET body = {p} WHERE run_id = 'r1'", old)
+        assert await store.load("r1") == fold(await store.records("r1"))
+        assert await store.load("r1", upto=4) == expected
+    await _write(store, "r1", 2, start=7)  # a snapshot at 8, from the old one at 4
+    ((body,),) = _sql(kind, path, "SELECT body FROM flowlib_snapshots WHERE run_id = 'r1'")
+    assert isinstance(body, str) and body.startswith("v2 ") and body.count("\n") == 1 + 8
+    assert await store.load("r1") == fold(await store.records("r1"))
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ("replace(body, 'm3', 'mX')", "does not match its checksum"),
+        ("substr(body, 1, 12) || 'x' || substr(body, 13)", "does not match its checksum"),
+        ("'v2 0000'", "no checksum"),
+    ],
+)
+async def test_an_edited_line_snapshot_is_refused_by_name(
+    where: tuple[str, str], edit: str, says: str
+) -> None:
+    kind, path = where
+    store = _open(kind, path)
+    await store.create_run(_run())
+    await _write(store, "r1", 5)
+    _sql(kind, path, f"UPDATE flowlib_snapshots SET body = {edit} WHERE run_id = 'r1'")
+    with pytest.raises(CheckpointError, match="flowlib_snapshots") as refused:
+        await store.load("r1")
+    assert says in str(refused.value)
+    assert "run `r1`, checkpoint 4" in str(refused.value)
+    await store.close()
+
+
+def test_a_thread_keeps_text_entries_until_read() -> None:
+    first, second = TextMessage(content="x", source="a"), TextMessage(content="y", source="b")
+    texts = [first.model_dump_json(), second.model_dump_json()]
+    thread = Thread(MessageFactory())
+    thread.load(MessageDumps(texts, {"TextMessage"}))
+    assert len(thread) == 2
+    assert thread.dumps() == [first.dump(), second.dump()]  # unread: as stored
+    assert thread[1] == second
+    assert list(thread) == [first, second]
+
+    refused = Thread(MessageFactory())
+    mystery = MessageDumps([texts[0], '{"type": "Mystery"}'], {"TextMessage", "Mystery"})
+    with pytest.raises(StateError, match="type `Mystery` at thread position 1"):
+        refused.load(mystery)
+    assert len(refused) == 0  # a refused load adds nothing
+
+    damaged = Thread(MessageFactory())
+    damaged.load(MessageDumps(['{"type": "TextMessage", "content": 3'], {"TextMessage"}))
+    with pytest.raises(StateError, match="thread position 0 that does not load"):
+        damaged[0]
