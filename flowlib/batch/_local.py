@@ -14,7 +14,7 @@ from ..base import TaskResult
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
 from ._factory import Factory, resolve_factory
-from ._run import BatchTask, RunEvent, TeamPool, run_items
+from ._run import BatchTask, Results, RunEvent, TeamPool, run_items
 from ._stores import open_store
 
 __all__ = ["LocalRunner", "check_batch"]
@@ -146,11 +146,10 @@ class LocalRunner:
             tasks: The tasks (strings, chat messages or lists of chat messages).
             run_ids: One id per task (default: new ids). Reuse the ids to resume a batch.
         """
-        results: list[TaskResult | RunFailedError | None] = [None] * len(tasks)
+        results = Results(len(tasks))
         async for event in self.stream_many(tasks, run_ids=run_ids, events=False):
-            if isinstance(event.item, (TaskResult, RunFailedError)):
-                results[event.index] = event.item
-        return [r for r in results if r is not None]
+            results.take(event.index, event.item)
+        return results.in_order()
 
     async def stream_many(
         self,

@@ -70,6 +70,22 @@ class RunEvent:
         return isinstance(self.item, (TaskResult, RunFailedError))
 
 
+class Results:
+    """A batch's results in task order, filled in as each run's last item comes."""
+
+    def __init__(self, count: int) -> None:
+        self._slots: list[TaskResult | RunFailedError | None] = [None] * count
+
+    def take(self, index: int, item: RunItem) -> None:
+        """Keep ``item`` if it is the run's result (or its failure)."""
+        if isinstance(item, (TaskResult, RunFailedError)):
+            self._slots[index] = item
+
+    def in_order(self) -> list[TaskResult | RunFailedError]:
+        """The results taken, in task order."""
+        return [result for result in self._slots if result is not None]
+
+
 def is_finished(record: RunRecord) -> bool:
     """Whether a stored run needs no more work: it completed, or a termination condition
     (or ``max_turns``) stopped it. A cancelled or failed run, or one whose process died,

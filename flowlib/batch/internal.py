@@ -2,8 +2,10 @@
 
 from ._factory import factory_reference
 from ._local import check_batch, check_concurrency
+from ._run import Results
 
 __all__ = [
+    "Results",
     "check_batch",
     "check_concurrency",
     "factory_reference",

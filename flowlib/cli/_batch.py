@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import hashlib
 import json
 import os
@@ -149,7 +150,7 @@ def load_tasks(path: Path) -> tuple[list[str], list[str]]:
             )
         tasks.append(value)
         run_ids.append(run_id or _stable_id(path.stem, number, value))
-    repeated = sorted({r for r in run_ids if run_ids.count(r) > 1})
+    repeated = sorted(r for r, n in collections.Counter(run_ids).items() if n > 1)
     if repeated:
         raise CliError(f"{path}: run ids repeat: {', '.join(repeated[:5])}", EXIT_ERROR)
     return tasks, run_ids

@@ -11,7 +11,7 @@ import ray
 
 from ..base import TaskResult
 from ..batch import BatchTask, Factory, RunEvent, RunItem, store_url, stored_result
-from ..batch.internal import check_batch, check_concurrency, factory_reference
+from ..batch.internal import Results, check_batch, check_concurrency, factory_reference
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
 from ._cluster import connect, placeable, wait_ready
@@ -396,14 +396,13 @@ class RayRunner:
         if not tasks:
             return []
         await self.start()
-        results: list[TaskResult | RunFailedError | None] = [None] * len(tasks)
+        results = Results(len(tasks))
 
         async def deliver(index: int, item: RunItem, skipped: bool) -> None:
-            if isinstance(item, (TaskResult, RunFailedError)):
-                results[index] = item
+            results.take(index, item)
 
         await self._run(self._dispatch(ids, tasks, False, deliver))
-        return [r for r in results if r is not None]
+        return results.in_order()
 
     async def stream_many(
         self,
