@@ -553,7 +553,7 @@ async def run_msgmem(peer: Any, sizes: Sizes) -> list[Row]:
     try:
         kept: list[int] = []
         for turns in (n, 2 * n):
-            runner = peer.make_assistant_loop(turns)
+            runner = peer.make_assistant_loop(turns, clear_client_logs=True)
             gc.collect()
             tracemalloc.start()
             try:
@@ -567,7 +567,8 @@ async def run_msgmem(peer: Any, sizes: Sizes) -> list[Row]:
             del runner
         row.value = (kept[1] - kept[0]) / n
         row.detail = (
-            f"memory still held after the run, (run of {2 * n:,} turns - run of {n:,}) / {n:,}"
+            f"memory still held after the run, test clients' call logs cleared, "
+            f"(run of {2 * n:,} turns - run of {n:,}) / {n:,}"
         )
     except Exception as exc:
         row.error = _reason(exc)

@@ -40,20 +40,43 @@ class AgentAPI:
     ModelClientStreamingChunkEvent: Any
 
 
-def _timed(team: Any, api: AgentAPI, names: set[str]) -> TimedRunner:
+def clear_replay_log(client: Any) -> None:
+    """Forget what a replay client recorded of its calls, on either framework.
+
+    The replay client is a test tool: what it keeps per request is not what the team,
+    its agents and their model contexts keep, so the ``msgmem`` shape clears it on both
+    sides before it reads the memory. ``reset()`` forgets flowlib's request log and
+    both clients' usage; AutoGen 0.7.5's ``reset()`` leaves its ``create_calls`` list (a
+    dict of every call's arguments, the whole request included), so it is cleared too.
+    """
+    client.reset()
+    calls = getattr(client, "_create_calls", None)
+    if isinstance(calls, list):
+        calls.clear()
+
+
+def _timed(
+    team: Any, api: AgentAPI, names: set[str], after: Callable[[], None] | None = None
+) -> TimedRunner:
     async def run() -> list[float]:
         stamps: list[float] = []
         async for item in team.run_stream(task="go"):
             if isinstance(item, api.TextMessage) and item.source in names:
                 stamps.append(time.perf_counter())
+        if after is not None:
+            after()
         return stamps
 
     return run
 
 
-def make_assistant_loop(api: AgentAPI, turns: int, **team_options: Any) -> TimedRunner:
+def make_assistant_loop(
+    api: AgentAPI, turns: int, *, clear_client_logs: bool = False, **team_options: Any
+) -> TimedRunner:
     """Two assistants on replay clients, ``turns`` agent turns in all (``team_options``
-    go to the team, e.g. flowlib's ``checkpoint_store``)."""
+    go to the team, e.g. flowlib's ``checkpoint_store``). With ``clear_client_logs`` the
+    runner clears both replay clients' call logs when the run ends
+    ([`clear_replay_log`][])."""
     per_agent = turns // 2 + 1
     agents = [
         api.AssistantAgent(
@@ -66,7 +89,12 @@ def make_assistant_loop(api: AgentAPI, turns: int, **team_options: Any) -> Timed
         for name in ("A", "B")
     ]
     team = api.RoundRobinGroupChat(agents, max_turns=turns, **team_options)
-    return _timed(team, api, {"A", "B"})
+
+    def clear_logs() -> None:
+        for agent in agents:
+            clear_replay_log(agent._model_client)
+
+    return _timed(team, api, {"A", "B"}, clear_logs if clear_client_logs else None)
 
 
 def make_openai_loop(api: AgentAPI, turns: int, base_url: str, stream: bool) -> TimedRunner:

@@ -132,8 +132,8 @@ def _agent_api() -> AgentAPI:
     )
 
 
-def make_assistant_loop(turns: int) -> TimedRunner:
-    return agent_runs.make_assistant_loop(_agent_api(), turns)
+def make_assistant_loop(turns: int, clear_client_logs: bool = False) -> TimedRunner:
+    return agent_runs.make_assistant_loop(_agent_api(), turns, clear_client_logs=clear_client_logs)
 
 
 def make_durable_assistant_loop(turns: int, folder: str) -> TimedRunner:

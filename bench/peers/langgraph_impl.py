@@ -296,9 +296,10 @@ class ChatNode:
         return {"messages": [answer]}
 
 
-def make_assistant_loop(turns: int) -> Any:
+def make_assistant_loop(turns: int, clear_client_logs: bool = False) -> Any:
     """Two chat-model nodes A -> B -> A on langchain's ``FakeListChatModel``, ended after
-    ``turns`` agent turns (the max_turns bound)."""
+    ``turns`` agent turns (the max_turns bound). ``FakeListChatModel`` keeps no log of its
+    calls, so ``clear_client_logs`` has nothing to clear."""
     from langchain_core.messages import HumanMessage
 
     lg = _lg()

@@ -10,13 +10,14 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from typing_extensions import Self
 
 from ..models import (
     RequestUsage,
     UserMessage,
 )
+from ..models.internal import CompactModel
 
 
 def _new_id() -> str:
@@ -41,7 +42,7 @@ def _utc_now() -> datetime:
 # ---------------------------------------------------------------------------------------
 
 
-class BaseMessage(BaseModel, ABC):
+class BaseMessage(CompactModel, ABC):
     """Abstract base of every message and event.
 
     Do not subclass this directly: subclass [`BaseChatMessage`][flowlib.messages.BaseChatMessage]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InvalidTypeError
+from ._compact import CompactModel
 from .image import Image
 
 __all__ = [
@@ -91,7 +92,7 @@ class FunctionExecutionResult(BaseModel):
     is_error: bool | None = None
 
 
-class RequestUsage(BaseModel):
+class RequestUsage(CompactModel):
     """Tokens a model call used.
 
     Attributes:
@@ -121,7 +122,7 @@ class RequestUsage(BaseModel):
         )
 
 
-class SystemMessage(BaseModel):
+class SystemMessage(CompactModel):
     """Instructions for the model from the developer.
 
     OpenAI now calls this role "developer"; its API still accepts "system" and converts
@@ -135,7 +136,7 @@ class SystemMessage(BaseModel):
     type: Literal["SystemMessage"] = "SystemMessage"
 
 
-class UserMessage(BaseModel):
+class UserMessage(CompactModel):
     """Input from an end user, or any other data given to the model.
 
     Attributes:
@@ -148,7 +149,7 @@ class UserMessage(BaseModel):
     type: Literal["UserMessage"] = "UserMessage"
 
 
-class AssistantMessage(BaseModel):
+class AssistantMessage(CompactModel):
     """A message sampled from the model.
 
     Attributes:
@@ -163,7 +164,7 @@ class AssistantMessage(BaseModel):
     type: Literal["AssistantMessage"] = "AssistantMessage"
 
 
-class FunctionExecutionResultMessage(BaseModel):
+class FunctionExecutionResultMessage(CompactModel):
     """The results of the tool calls of one assistant message.
 
     Attributes:
