@@ -30,6 +30,7 @@ def _strict(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+@pytest.mark.timeout(600)  # a hang guard: 45 s of 120 in a whole run at load ~20
 @given(json_values, json_values)
 def test_round_trip_any_values(a: Any, b: Any) -> None:
     patch = diff_state(a, b)

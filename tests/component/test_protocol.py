@@ -251,6 +251,7 @@ def test_an_agents_model_context_is_written_as_a_component() -> None:
 # --- the registry is filled lazily, and the component package is the bottom layer ---------
 
 
+@pytest.mark.timeout(600)  # a hang guard: 32 s of 120 in a whole run at load ~20
 def test_the_component_package_imports_nothing_above_it_and_still_loads_builtins() -> None:
     script = (
         "import sys, flowlib.component as c\n"
