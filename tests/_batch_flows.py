@@ -4,7 +4,8 @@
 ``key`` is the task text, so transcripts are fixed by the task alone. Each turn appends
 ``"<key> <node>"`` to ``starts.txt`` when it begins and to ``ends.txt`` when it has
 finished its work (just before its message is published): a line twice in ``ends.txt``
-means a finished turn ran twice.
+means a finished turn ran twice. The first turn of a run also appends ``"<pid> <key>"``
+to ``pids.txt``: the process that ran it (tests kill a worker holding a run).
 
 Importable by Ray workers (tests/ is put on their PYTHONPATH).
 """
@@ -43,6 +44,8 @@ def _node(name: str, folder: str | None, think: float) -> FunctionAgent:
     async def step(messages: Sequence[BaseChatMessage]) -> BaseChatMessage:
         key = _key(messages)
         _append(folder, "starts.txt", f"{key} {name}")
+        if name == "src":
+            _append(folder, "pids.txt", f"{os.getpid()} {key}")
         await asyncio.sleep(think)
         if name == "middle" and key == FAIL_ON:
             raise RuntimeError("middle cannot handle this task")

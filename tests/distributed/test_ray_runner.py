@@ -164,10 +164,15 @@ async def _recorded_turns(store_url: str, run_ids: list[str]) -> set[str]:
         await store.close()
 
 
-def _mid_run(recorded: set[str]) -> bool:
-    """Whether some run has recorded some of its turns but not all."""
+def _mid_run(recorded: set[str], log_dir: Path, pid: int) -> bool:
+    """Whether some run begun by process ``pid`` has recorded some of its turns but not
+    all (a run of the other worker in that state would leave the victim nothing to
+    resume: CI once killed it between two of its waves)."""
+    held = {
+        line.split(" ", 1)[1] for line in lines(log_dir, "pids.txt") if line.startswith(f"{pid} ")
+    }
     per_run = collections.Counter(turn.split(" ", 1)[0] for turn in recorded)
-    return any(0 < count < len(NODES) for count in per_run.values())
+    return any(0 < count < len(NODES) for run, count in per_run.items() if run in held)
 
 
 async def _pid_when_back(actor: Any) -> int:
@@ -198,14 +203,14 @@ async def _batch_with_a_kill(
     async with runner:
         victim = await runner.actors[0].pid.remote()
         batch = asyncio.ensure_future(runner.run_many(tasks, run_ids=tasks))
-        # A fifth of 5 turns per run, and then a moment when some run has recorded some
-        # of its turns but not all: runs go in waves of max_concurrency, and a kill
-        # between two waves would leave nothing to resume.
+        # A fifth of 5 turns per run, and then a moment when some run of the victim has
+        # recorded some of its turns but not all: runs go in waves of max_concurrency,
+        # and a kill between two waves would leave nothing to resume.
         while True:
             assert not batch.done(), "the batch ended before the worker could be killed"
             if len(lines(log_dir, "ends.txt")) >= len(tasks):
                 recorded = await _recorded_turns(store, tasks)
-                if _mid_run(recorded):
+                if _mid_run(recorded, log_dir, victim):
                     break
             await asyncio.sleep(0.01)
         os.kill(victim, signal.SIGKILL)
