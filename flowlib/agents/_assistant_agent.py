@@ -869,8 +869,4 @@ def _without_images(message: LLMMessage) -> LLMMessage:
     return UserMessage(content="\n".join(parts), source=message.source)
 
 
-register_builtin(
-    AssistantAgent,
-    "flowlib.agents.AssistantAgent",
-    aliases=("autogen_agentchat.agents.AssistantAgent", "AssistantAgent"),
-)
+register_builtin(AssistantAgent, autogen="autogen_agentchat.agents")

@@ -104,8 +104,6 @@ class UserProxyAgent(BaseChatAgent):
         'APPROVE'
     """
 
-    component_provider_override = "flowlib.agents.UserProxyAgent"
-
     class InputRequestContext:
         """Gives the input function the id of the request it is answering."""
 
@@ -442,8 +440,4 @@ _CONSOLE = _ConsoleReader()
 """The one reader of the process's standard input."""
 
 
-register_builtin(
-    UserProxyAgent,
-    "flowlib.agents.UserProxyAgent",
-    aliases=("autogen_agentchat.agents.UserProxyAgent", "UserProxyAgent"),
-)
+register_builtin(UserProxyAgent, autogen="autogen_agentchat.agents")

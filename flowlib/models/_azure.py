@@ -201,19 +201,11 @@ class AzureOpenAIChatCompletionClient(BaseOpenAIClient):
 
 register_builtin(
     OpenAIChatCompletionClient,
-    "flowlib.models.OpenAIChatCompletionClient",
-    aliases=(
-        "autogen_ext.models.openai.OpenAIChatCompletionClient",
-        "openai_chat_completion_client",
-        "OpenAIChatCompletionClient",
-    ),
+    autogen="autogen_ext.models.openai",
+    aliases=("openai_chat_completion_client",),
 )
 register_builtin(
     AzureOpenAIChatCompletionClient,
-    "flowlib.models.AzureOpenAIChatCompletionClient",
-    aliases=(
-        "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
-        "azure_openai_chat_completion_client",
-        "AzureOpenAIChatCompletionClient",
-    ),
+    autogen="autogen_ext.models.openai",
+    aliases=("azure_openai_chat_completion_client",),
 )
