@@ -272,8 +272,6 @@ class StopMessageTermination(_LatchedCondition):
     Stop reason: ``"Stop message received"``.
     """
 
-    component_provider_override = "flowlib.conditions.StopMessageTermination"
-
     async def _check(self, messages: _Messages) -> StopMessage | None:
         if any(isinstance(message, StopMessage) for message in messages):
             return self._stop("Stop message received")
@@ -309,7 +307,6 @@ class MaxMessageTermination(_Counting):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.MaxMessageTermination"
     component_config_schema = MaxMessageConfig
     _count_names = ("message_count",)
 
@@ -367,7 +364,6 @@ class TextMentionTermination(_FirstMatch):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.TextMentionTermination"
     component_config_schema = TextMentionConfig
 
     def __init__(self, text: str, sources: Sequence[str] | None = None) -> None:
@@ -420,7 +416,6 @@ class TokenUsageTermination(_Counting):
         ValueError: If no limit is given, or a limit is less than 1.
     """
 
-    component_provider_override = "flowlib.conditions.TokenUsageTermination"
     component_config_schema = TokenUsageConfig
     _count_names = ("prompt_tokens", "completion_tokens")
 
@@ -495,7 +490,6 @@ class HandoffTermination(_FirstMatch):
         target: The handoff target to watch for, e.g. ``"user"``.
     """
 
-    component_provider_override = "flowlib.conditions.HandoffTermination"
     component_config_schema = HandoffConfig
 
     def __init__(self, target: str) -> None:
@@ -529,7 +523,6 @@ class TimeoutTermination(_LatchedCondition):
         ValueError: If ``timeout_seconds`` is negative.
     """
 
-    component_provider_override = "flowlib.conditions.TimeoutTermination"
     component_config_schema = TimeoutConfig
 
     def __init__(
@@ -612,8 +605,6 @@ class ExternalTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.ExternalTermination"
-
     def __init__(self) -> None:
         super().__init__()
         self._requested = False
@@ -656,7 +647,6 @@ class SourceMatchTermination(_FirstMatch):
         TypeError: If ``sources`` is a single string instead of a list.
     """
 
-    component_provider_override = "flowlib.conditions.SourceMatchTermination"
     component_config_schema = SourceMatchConfig
 
     def __init__(self, sources: Sequence[str]) -> None:
@@ -683,7 +673,6 @@ class TextMessageTermination(_FirstMatch):
         source: Only a text message from this agent counts. ``None`` (default): any.
     """
 
-    component_provider_override = "flowlib.conditions.TextMessageTermination"
     component_config_schema = TextMessageConfig
 
     def __init__(self, source: str | None = None) -> None:
@@ -712,7 +701,6 @@ class FunctionCallTermination(_FirstMatch):
         function_name: The tool (function) name to watch for.
     """
 
-    component_provider_override = "flowlib.conditions.FunctionCallTermination"
     component_config_schema = FunctionCallConfig
 
     def __init__(self, function_name: str) -> None:
@@ -797,7 +785,7 @@ class FunctionalTermination(_LatchedCondition):
         )
 
 
-_AUTOGEN = "autogen_agentchat.conditions."
+_AUTOGEN = "autogen_agentchat.conditions"
 
 for _condition in (
     MaxMessageTermination,
@@ -810,17 +798,6 @@ for _condition in (
     TextMessageTermination,
     FunctionCallTermination,
 ):
-    _name = _condition.__name__
-    register_builtin(_condition, f"flowlib.conditions.{_name}", aliases=(_AUTOGEN + _name, _name))
-register_builtin(
-    ExternalTermination,
-    "flowlib.conditions.ExternalTermination",
-    aliases=(_AUTOGEN + "ExternalTermination", "ExternalTermination"),
-    shared_state=True,  # one stop button for one team
-)
-register_builtin(
-    FunctionalTermination,
-    "flowlib.conditions.FunctionalTermination",
-    aliases=(_AUTOGEN + "FunctionalTermination",),
-    loadable=False,
-)
+    register_builtin(_condition, autogen=_AUTOGEN)
+register_builtin(ExternalTermination, autogen=_AUTOGEN, shared_state=True)  # one stop button
+register_builtin(FunctionalTermination, autogen=_AUTOGEN, loadable=False)
