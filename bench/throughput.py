@@ -176,15 +176,17 @@ async def _ray(
     return row
 
 
-def _cli(runs: int, concurrency: int, folder: str, address: str | None) -> dict[str, Any]:
+def _cli(
+    runs: int, concurrency: int, folder: str, address: str | None, *, tag: str = ""
+) -> dict[str, Any]:
     """``flowlib batch`` with a SQLite store, in a child process: in one process, or on
     the running cluster at ``address`` with 2 workers. The child's own CPU time (it
     joins the cluster, so it starts no Ray processes of its own) is the driver's."""
     import subprocess
 
-    tasks = Path(folder) / f"cli-{address is not None}.jsonl"
+    tasks = Path(folder) / f"cli-{address is not None}{tag}.jsonl"
     tasks.write_text("".join(json.dumps(f"task {i}") + "\n" for i in range(runs)), "utf-8")
-    where = "ray" if address else "local"
+    where = ("ray" if address else "local") + tag
     argv = [sys.executable, "-m", "flowlib", "batch", f"{ROOT}/bench/throughput.py:build"]
     argv += [str(tasks), "--store", f"sqlite:///{folder}/cli-{where}.db"]
     argv += ["--out", f"{folder}/cli-{where}.jsonl"]
@@ -208,6 +210,56 @@ def _cli(runs: int, concurrency: int, folder: str, address: str | None) -> dict[
     elapsed = [line.split()[1] for line in report.splitlines() if line.startswith("elapsed")]
     row["cli_elapsed_s"] = float(elapsed[0]) if elapsed else None
     return row
+
+
+async def _ray_fresh(runs: int, concurrency: int, store: str) -> dict[str, Any]:
+    """``run_many`` as the CLI runs it: fresh workers (2), a fresh store, the clock
+    started once the workers are ready (as the CLI's own clock is)."""
+    from flowlib.distributed import RayRunner
+
+    runner = RayRunner(
+        "bench.throughput:build",
+        checkpoint_store=store,
+        workers=2,
+        max_concurrency=max(1, concurrency // 2),
+    )
+    tasks = [f"task {i}" for i in range(runs)]
+    async with runner:
+        started, cpu = time.perf_counter(), time.process_time()
+        results = await runner.run_many(tasks)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return _row(
+        "flowlib on Ray, 2 workers + store (fresh)", runs, concurrency, wall, _failed(results), cpu
+    )
+
+
+async def _cli_rounds(
+    rounds: int, runs: int, concurrency: int, folder: str, address: str
+) -> list[dict[str, Any]]:
+    """``run_many`` and ``flowlib batch --ray`` taking turns on one cluster, each with
+    fresh workers and a fresh SQLite store: ``rounds`` pairs, each pair's time ratio
+    (CLI's own clock / run_many's) and the load average around it."""
+    pairs: list[dict[str, Any]] = []
+    for number in range(rounds):
+        load = os.getloadavg()[0]
+        direct = await _ray_fresh(runs, concurrency, f"sqlite:///{folder}/pair{number}.db")
+        cli = _cli(runs, concurrency, folder, address, tag=f"pair{number}")
+        ratio = None
+        if cli["cli_elapsed_s"]:
+            ratio = round(cli["cli_elapsed_s"] / direct["wall_s"], 3)
+        pair = {
+            "round": number + 1,
+            "load_before": round(load, 1),
+            "load_after": round(os.getloadavg()[0], 1),
+            "run_many_s": direct["wall_s"],
+            "run_many_driver_cpu_ms_per_run": direct["driver_cpu_ms_per_run"],
+            "cli_s": cli["cli_elapsed_s"],
+            "cli_driver_cpu_ms_per_run": cli["driver_cpu_ms_per_run"],
+            "ratio": ratio,
+        }
+        print(json.dumps(pair), file=sys.stderr, flush=True)
+        pairs.append(pair)
+    return pairs
 
 
 def build_waiting(*, checkpoint_store: Any = None) -> Any:
@@ -394,8 +446,28 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         metavar="N",
         help="also N runs as plain Ray tasks, one run per task (0: skip)",
     )
+    parser.add_argument(
+        "--cli-rounds",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: N rounds of run_many then `flowlib batch --ray` on one cluster (store)",
+    )
     args = parser.parse_args(argv)
     folder = tempfile.mkdtemp(prefix="flowlib-throughput-")
+    if args.cli_rounds:
+        import ray
+
+        pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        context = _start_ray(pythonpath)
+        try:
+            address = context.address_info["gcs_address"]
+            pairs = await _cli_rounds(args.cli_rounds, args.runs, args.concurrency, folder, address)
+        finally:
+            ray.shutdown()
+        if args.json:
+            Path(args.json).write_text(json.dumps(pairs, indent=2) + "\n", encoding="utf-8")
+        return pairs
     if args.memory:
         import ray
 
