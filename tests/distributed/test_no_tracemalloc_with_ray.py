@@ -30,11 +30,13 @@ def tracemalloc_uses(source: str) -> list[int]:
     """Lines that import tracemalloc (``import tracemalloc``, ``from tracemalloc ...``)."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import) and any(
-            alias.name.split(".")[0] == "tracemalloc" for alias in node.names
-        ):
-            lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tracemalloc"):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        if any(name.split(".")[0] == "tracemalloc" for name in names):
             lines.append(node.lineno)
     return lines
 
