@@ -200,12 +200,16 @@ def _cli(
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     started = time.perf_counter()
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
+    log = Path(folder) / f"cli-{where}.stderr"
+    with log.open("wb") as stderr:
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=stderr)
+        _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     assert child.stdout is not None
     report = child.stdout.read().decode()
     failed = 0 if status == 0 else runs
+    if status != 0:
+        print(f"flowlib batch failed: {log.read_text()[-2000:]}", file=sys.stderr)
     label = "flowlib batch CLI, " + ("Ray 2 workers" if address else "one process") + " + store"
     row = _row(label, runs, concurrency, wall, failed, usage.ru_utime + usage.ru_stime)
     elapsed = [line.split()[1] for line in report.splitlines() if line.startswith("elapsed")]
