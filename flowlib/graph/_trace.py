@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from array import array
+from collections.abc import AsyncGenerator, Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast, overload
 
-__all__ = ["RunObserver", "RunTrace", "TraceObserver", "TurnScope"]
+__all__ = ["FiredEdges", "RunObserver", "RunTrace", "StepNodes", "TraceObserver", "TurnScope"]
 
 
 class TraceObserver(Protocol):
@@ -71,6 +72,162 @@ class RunObserver(TraceObserver, Protocol):
         scope returned is told about its steps and its end (None: not interested)."""
 
 
+class StepNodes(MutableSequence[int]):
+    """The node number of each step, as a list of ints reads; kept in a machine-int array.
+
+    A run trace keeps one entry per turn for as long as the team lives, so it stores 4
+    bytes a step rather than a list slot (and an int object per step past 256). Compares
+    equal to a list (or tuple) of the same ints; a slice is a plain list.
+    """
+
+    __slots__ = ("_nodes",)
+
+    def __init__(self, nodes: Iterable[int] = ()) -> None:
+        self._nodes = array("i", nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._nodes)
+
+    def __reversed__(self) -> Iterator[int]:
+        return reversed(self._nodes)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return self._nodes[index].tolist()
+        return self._nodes[index]
+
+    @overload
+    def __setitem__(self, index: int, value: int) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[int]) -> None: ...
+    def __setitem__(self, index: int | slice, value: int | Iterable[int]) -> None:
+        if isinstance(index, slice):
+            assert not isinstance(value, int)
+            self._nodes[index] = array("i", value)
+        else:
+            assert isinstance(value, int)
+            self._nodes[index] = value
+
+    def __delitem__(self, index: int | slice) -> None:
+        del self._nodes[index]
+
+    def insert(self, index: int, value: int) -> None:
+        """Insert ``value`` before ``index``, as ``list.insert`` does."""
+        self._nodes.insert(index, value)
+
+    def append(self, value: int) -> None:
+        """Add the node of a new step."""
+        self._nodes.append(value)
+
+    def clear(self) -> None:
+        """Forget every step."""
+        del self._nodes[:]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StepNodes):
+            return self._nodes == other._nodes
+        if isinstance(other, (list, tuple)):
+            return self._nodes.tolist() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._nodes.tolist())
+
+
+class FiredEdges(MutableSequence[tuple[int, int]]):
+    """``(step, edge index)`` per firing, as a list of pairs reads; kept in two
+    machine-int arrays.
+
+    One firing per turn is kept for as long as the team lives: 12 bytes each rather than
+    a tuple, its list slot and an int object for every step past 256 (about 100 bytes).
+    Reading an item makes its tuple; compares equal to a list (or tuple) of the same
+    pairs; a slice is a plain list.
+    """
+
+    __slots__ = ("_edges", "_steps")
+
+    def __init__(self, pairs: Iterable[tuple[int, int]] = ()) -> None:
+        self._steps = array("q")
+        self._edges = array("i")
+        for step, edge in pairs:
+            self.append((step, edge))
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self._steps, self._edges, strict=True)
+
+    def __reversed__(self) -> Iterator[tuple[int, int]]:
+        return zip(reversed(self._steps), reversed(self._edges), strict=True)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, int]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[int, int]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if isinstance(index, slice):
+            return list(zip(self._steps[index], self._edges[index], strict=True))
+        return self._steps[index], self._edges[index]
+
+    @overload
+    def __setitem__(self, index: int, value: tuple[int, int]) -> None: ...
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[tuple[int, int]]) -> None: ...
+    def __setitem__(
+        self, index: int | slice, value: tuple[int, int] | Iterable[tuple[int, int]]
+    ) -> None:
+        if isinstance(index, slice):
+            pairs = [(int(step), int(edge)) for step, edge in value]  # type: ignore[misc]
+            self._steps[index] = array("q", [step for step, _ in pairs])
+            self._edges[index] = array("i", [edge for _, edge in pairs])
+        else:
+            step, edge = cast("tuple[int, int]", value)
+            self._steps[index], self._edges[index] = step, edge
+
+    def __delitem__(self, index: int | slice) -> None:
+        del self._steps[index]
+        del self._edges[index]
+
+    def insert(self, index: int, value: tuple[int, int]) -> None:
+        """Insert the firing ``value`` before ``index``, as ``list.insert`` does."""
+        step, edge = value
+        self._steps.insert(index, step)
+        self._edges.insert(index, edge)
+
+    def append(self, value: tuple[int, int]) -> None:
+        """Add a firing ``(step, edge index)``."""
+        step, edge = value
+        self._steps.append(step)
+        self._edges.append(edge)
+
+    def clear(self) -> None:
+        """Forget every firing."""
+        del self._steps[:]
+        del self._edges[:]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FiredEdges):
+            return self._steps == other._steps and self._edges == other._edges
+        if isinstance(other, (list, tuple)):
+            return list(self) == [tuple(pair) for pair in other]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 @dataclass
 class RunTrace:
     """The path of the most recent run of a team.
@@ -81,9 +238,11 @@ class RunTrace:
 
     Attributes:
         names: Node names, indexed by node number.
-        step_nodes: The node started at each step (step ``i`` is ``step_nodes[i]``).
+        step_nodes: The node started at each step (step ``i`` is ``step_nodes[i]``); a
+            [`StepNodes`][flowlib.graph.StepNodes] (it reads as a list of ints).
         fired: ``(step, edge index)`` for every edge that fired; ``step`` is the step of
-            the source's turn.
+            the source's turn. A [`FiredEdges`][flowlib.graph.FiredEdges] (it reads as a
+            list of pairs).
         edge_ends: ``(source, target)`` names by edge index.
         stop_reason: Why the run stopped, once it has.
         attempts: For each step that took more than one attempt (a node's retry policy),
@@ -97,8 +256,8 @@ class RunTrace:
 
     names: list[str]
     edge_ends: list[tuple[str, str]]
-    step_nodes: list[int] = field(default_factory=list)
-    fired: list[tuple[int, int]] = field(default_factory=list)
+    step_nodes: MutableSequence[int] = field(default_factory=StepNodes)
+    fired: MutableSequence[tuple[int, int]] = field(default_factory=FiredEdges)
     stop_reason: str | None = None
     attempts: dict[int, int] = field(default_factory=dict)
     cache_hits: list[int] = field(default_factory=list)
@@ -111,6 +270,13 @@ class RunTrace:
     _run_observers: list[RunObserver] = field(
         default_factory=list, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        # Lists given to the constructor are kept compact too (see StepNodes, FiredEdges).
+        if not isinstance(self.step_nodes, StepNodes):
+            self.step_nodes = StepNodes(self.step_nodes)
+        if not isinstance(self.fired, FiredEdges):
+            self.fired = FiredEdges(self.fired)
 
     def add_observer(self, observer: TraceObserver) -> None:
         """Tell ``observer`` about every later start, firing and clear (and, if it has
