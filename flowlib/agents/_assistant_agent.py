@@ -371,6 +371,9 @@ class AssistantAgent(BaseChatAgent):
     # --- the component protocol ---------------------------------------------------------
 
     component_config_schema: ClassVar[type[BaseModel]] = AssistantAgentConfig
+    component_code_fields: ClassVar[Mapping[str, str]] = {
+        "structured_message_factory": "give structured output (`output_content_type`) in code"
+    }
 
     def _to_config(self) -> AssistantAgentConfig:
         if self._output_content_type is not None:
@@ -408,12 +411,6 @@ class AssistantAgent(BaseChatAgent):
 
     @classmethod
     def _from_config(cls, config: AssistantAgentConfig) -> Self:
-        if config.structured_message_factory is not None:
-            raise load_error(
-                "structured output (`output_content_type`) cannot be loaded from a config; "
-                "build this agent in code.",
-                "structured_message_factory",
-            )
         client = load_field(config.model_client, "model_client", ChatCompletionClient)
         tools = load_fields(config.tools or [], "tools", BaseTool)
         for index, workbench in enumerate(config.workbench or ()):
@@ -869,8 +866,4 @@ def _without_images(message: LLMMessage) -> LLMMessage:
     return UserMessage(content="\n".join(parts), source=message.source)
 
 
-register_builtin(
-    AssistantAgent,
-    "flowlib.agents.AssistantAgent",
-    aliases=("autogen_agentchat.agents.AssistantAgent", "AssistantAgent"),
-)
+register_builtin(AssistantAgent, autogen="autogen_agentchat.agents")

@@ -234,8 +234,6 @@ class StopMessageTermination(_LatchedCondition):
     Stop reason: ``"Stop message received"``.
     """
 
-    component_provider_override = "flowlib.conditions.StopMessageTermination"
-
     async def _check(self, messages: _Messages) -> StopMessage | None:
         if any(isinstance(message, StopMessage) for message in messages):
             return StopMessage(content="Stop message received", source="StopMessageTermination")
@@ -271,7 +269,6 @@ class MaxMessageTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.MaxMessageTermination"
     component_config_schema = MaxMessageConfig
 
     def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
@@ -340,7 +337,6 @@ class TextMentionTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.TextMentionTermination"
     component_config_schema = TextMentionConfig
 
     def __init__(self, text: str, sources: Sequence[str] | None = None) -> None:
@@ -398,7 +394,6 @@ class TokenUsageTermination(_LatchedCondition):
         ValueError: If no limit is given, or a limit is less than 1.
     """
 
-    component_provider_override = "flowlib.conditions.TokenUsageTermination"
     component_config_schema = TokenUsageConfig
 
     def __init__(
@@ -491,7 +486,6 @@ class HandoffTermination(_LatchedCondition):
         target: The handoff target to watch for, e.g. ``"user"``.
     """
 
-    component_provider_override = "flowlib.conditions.HandoffTermination"
     component_config_schema = HandoffConfig
 
     def __init__(self, target: str) -> None:
@@ -529,7 +523,6 @@ class TimeoutTermination(_LatchedCondition):
         ValueError: If ``timeout_seconds`` is negative.
     """
 
-    component_provider_override = "flowlib.conditions.TimeoutTermination"
     component_config_schema = TimeoutConfig
 
     def __init__(
@@ -615,8 +608,6 @@ class ExternalTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.ExternalTermination"
-
     def __init__(self) -> None:
         super().__init__()
         self._requested = False
@@ -659,7 +650,6 @@ class SourceMatchTermination(_LatchedCondition):
         TypeError: If ``sources`` is a single string instead of a list.
     """
 
-    component_provider_override = "flowlib.conditions.SourceMatchTermination"
     component_config_schema = SourceMatchConfig
 
     def __init__(self, sources: Sequence[str]) -> None:
@@ -691,7 +681,6 @@ class TextMessageTermination(_LatchedCondition):
         source: Only a text message from this agent counts. ``None`` (default): any.
     """
 
-    component_provider_override = "flowlib.conditions.TextMessageTermination"
     component_config_schema = TextMessageConfig
 
     def __init__(self, source: str | None = None) -> None:
@@ -726,7 +715,6 @@ class FunctionCallTermination(_LatchedCondition):
         function_name: The tool (function) name to watch for.
     """
 
-    component_provider_override = "flowlib.conditions.FunctionCallTermination"
     component_config_schema = FunctionCallConfig
 
     def __init__(self, function_name: str) -> None:
@@ -817,7 +805,7 @@ class FunctionalTermination(_LatchedCondition):
         )
 
 
-_AUTOGEN = "autogen_agentchat.conditions."
+_AUTOGEN = "autogen_agentchat.conditions"
 
 for _condition in (
     MaxMessageTermination,
@@ -830,17 +818,6 @@ for _condition in (
     TextMessageTermination,
     FunctionCallTermination,
 ):
-    _name = _condition.__name__
-    register_builtin(_condition, f"flowlib.conditions.{_name}", aliases=(_AUTOGEN + _name, _name))
-register_builtin(
-    ExternalTermination,
-    "flowlib.conditions.ExternalTermination",
-    aliases=(_AUTOGEN + "ExternalTermination", "ExternalTermination"),
-    shared_state=True,  # one stop button for one team
-)
-register_builtin(
-    FunctionalTermination,
-    "flowlib.conditions.FunctionalTermination",
-    aliases=(_AUTOGEN + "FunctionalTermination",),
-    loadable=False,
-)
+    register_builtin(_condition, autogen=_AUTOGEN)
+register_builtin(ExternalTermination, autogen=_AUTOGEN, shared_state=True)  # one stop button
+register_builtin(FunctionalTermination, autogen=_AUTOGEN, loadable=False)
