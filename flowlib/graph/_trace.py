@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import AsyncGenerator, Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, overload
+from typing import Any, ClassVar, Protocol, TypeVar
 
 __all__ = ["FiredEdges", "RunObserver", "RunTrace", "StepNodes", "TraceObserver", "TurnScope"]
 
@@ -72,160 +72,115 @@ class RunObserver(TraceObserver, Protocol):
         scope returned is told about its steps and its end (None: not interested)."""
 
 
-class StepNodes(MutableSequence[int]):
-    """The node number of each step, as a list of ints reads; kept in a machine-int array.
+_T = TypeVar("_T")
 
-    A run trace keeps one entry per turn for as long as the team lives, so it stores 4
-    bytes a step rather than a list slot (and an int object per step past 256). Compares
-    equal to a list (or tuple) of the same ints; a slice is a plain list.
+
+class _IntRecords(MutableSequence[_T]):
+    """A list of records of a few ints, kept in one ``array`` per column.
+
+    A run trace keeps a record per turn for as long as the team lives; machine ints cost
+    a few bytes each, where a list keeps a slot, often a tuple, and an int object for
+    every number past 256. Reads as a list does: an item or a slice (a plain list) is
+    made when it is read, and it compares equal to a list or tuple of the same items.
     """
 
-    __slots__ = ("_nodes",)
+    __slots__ = ("_columns",)
+    _typecodes: ClassVar[tuple[str, ...]]
 
-    def __init__(self, nodes: Iterable[int] = ()) -> None:
-        self._nodes = array("i", nodes)
+    def __init__(self, items: Iterable[_T] = ()) -> None:
+        self._columns = tuple(array(code) for code in self._typecodes)
+        self.extend(items)
+
+    def _pack(self, item: _T) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _unpack(self, ints: tuple[int, ...]) -> _T:
+        raise NotImplementedError
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self._columns[0])
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._nodes)
+    def __iter__(self) -> Iterator[_T]:
+        return map(self._unpack, zip(*self._columns, strict=True))
 
-    def __reversed__(self) -> Iterator[int]:
-        return reversed(self._nodes)
+    def __reversed__(self) -> Iterator[_T]:
+        return map(self._unpack, zip(*map(reversed, self._columns), strict=True))
 
-    @overload
-    def __getitem__(self, index: int) -> int: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[int]: ...
-    def __getitem__(self, index: int | slice) -> int | list[int]:
+    def __getitem__(self, index: Any) -> Any:  # the overloads are MutableSequence's
+        if not isinstance(index, slice):
+            return self._unpack(tuple(column[index] for column in self._columns))
+        return list(map(self._unpack, zip(*(c[index] for c in self._columns), strict=True)))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
         if isinstance(index, slice):
-            return self._nodes[index].tolist()
-        return self._nodes[index]
-
-    @overload
-    def __setitem__(self, index: int, value: int) -> None: ...
-    @overload
-    def __setitem__(self, index: slice, value: Iterable[int]) -> None: ...
-    def __setitem__(self, index: int | slice, value: int | Iterable[int]) -> None:
-        if isinstance(index, slice):
-            assert not isinstance(value, int)
-            self._nodes[index] = array("i", value)
+            rows = [self._pack(item) for item in value]
+            for position, column in enumerate(self._columns):
+                column[index] = array(column.typecode, [row[position] for row in rows])
         else:
-            assert isinstance(value, int)
-            self._nodes[index] = value
+            for column, number in zip(self._columns, self._pack(value), strict=True):
+                column[index] = number
 
     def __delitem__(self, index: int | slice) -> None:
-        del self._nodes[index]
+        for column in self._columns:
+            del column[index]
 
-    def insert(self, index: int, value: int) -> None:
+    def insert(self, index: int, value: _T) -> None:
         """Insert ``value`` before ``index``, as ``list.insert`` does."""
-        self._nodes.insert(index, value)
-
-    def append(self, value: int) -> None:
-        """Add the node of a new step."""
-        self._nodes.append(value)
+        for column, number in zip(self._columns, self._pack(value), strict=True):
+            column.insert(index, number)
 
     def clear(self) -> None:
-        """Forget every step."""
-        del self._nodes[:]
+        """Forget every item."""
+        for column in self._columns:
+            del column[:]
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, StepNodes):
-            return self._nodes == other._nodes
-        if isinstance(other, (list, tuple)):
-            return self._nodes.tolist() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self._nodes.tolist())
-
-
-class FiredEdges(MutableSequence[tuple[int, int]]):
-    """``(step, edge index)`` per firing, as a list of pairs reads; kept in two
-    machine-int arrays.
-
-    One firing per turn is kept for as long as the team lives: 12 bytes each rather than
-    a tuple, its list slot and an int object for every step past 256 (about 100 bytes).
-    Reading an item makes its tuple; compares equal to a list (or tuple) of the same
-    pairs; a slice is a plain list.
-    """
-
-    __slots__ = ("_edges", "_steps")
-
-    def __init__(self, pairs: Iterable[tuple[int, int]] = ()) -> None:
-        self._steps = array("q")
-        self._edges = array("i")
-        for step, edge in pairs:
-            self.append((step, edge))
-
-    def __len__(self) -> int:
-        return len(self._steps)
-
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        return zip(self._steps, self._edges, strict=True)
-
-    def __reversed__(self) -> Iterator[tuple[int, int]]:
-        return zip(reversed(self._steps), reversed(self._edges), strict=True)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[int, int]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[int, int]]: ...
-    def __getitem__(self, index: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
-        if isinstance(index, slice):
-            return list(zip(self._steps[index], self._edges[index], strict=True))
-        return self._steps[index], self._edges[index]
-
-    @overload
-    def __setitem__(self, index: int, value: tuple[int, int]) -> None: ...
-    @overload
-    def __setitem__(self, index: slice, value: Iterable[tuple[int, int]]) -> None: ...
-    def __setitem__(
-        self, index: int | slice, value: tuple[int, int] | Iterable[tuple[int, int]]
-    ) -> None:
-        if isinstance(index, slice):
-            pairs = [(int(step), int(edge)) for step, edge in value]  # type: ignore[misc]
-            self._steps[index] = array("q", [step for step, _ in pairs])
-            self._edges[index] = array("i", [edge for _, edge in pairs])
-        else:
-            step, edge = cast("tuple[int, int]", value)
-            self._steps[index], self._edges[index] = step, edge
-
-    def __delitem__(self, index: int | slice) -> None:
-        del self._steps[index]
-        del self._edges[index]
-
-    def insert(self, index: int, value: tuple[int, int]) -> None:
-        """Insert the firing ``value`` before ``index``, as ``list.insert`` does."""
-        step, edge = value
-        self._steps.insert(index, step)
-        self._edges.insert(index, edge)
-
-    def append(self, value: tuple[int, int]) -> None:
-        """Add a firing ``(step, edge index)``."""
-        step, edge = value
-        self._steps.append(step)
-        self._edges.append(edge)
-
-    def clear(self) -> None:
-        """Forget every firing."""
-        del self._steps[:]
-        del self._edges[:]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FiredEdges):
-            return self._steps == other._steps and self._edges == other._edges
-        if isinstance(other, (list, tuple)):
-            return list(self) == [tuple(pair) for pair in other]
+        if isinstance(other, (_IntRecords, list, tuple)):
+            return list(self) == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return repr(list(self))
+
+
+class StepNodes(_IntRecords[int]):
+    """The node number of each step (4 bytes a step); reads as a list of ints."""
+
+    __slots__ = ()
+    _typecodes = ("i",)
+
+    def _pack(self, item: int) -> tuple[int, ...]:
+        return (item,)
+
+    def _unpack(self, ints: tuple[int, ...]) -> int:
+        return ints[0]
+
+    def append(self, value: int) -> None:
+        """Add the node of a new step."""
+        self._columns[0].append(value)
+
+
+class FiredEdges(_IntRecords[tuple[int, int]]):
+    """``(step, edge index)`` for each firing (12 bytes a firing); reads as a list of
+    pairs."""
+
+    __slots__ = ()
+    _typecodes = ("q", "i")
+
+    def _pack(self, item: tuple[int, int]) -> tuple[int, ...]:
+        step, edge = item
+        return step, edge
+
+    def _unpack(self, ints: tuple[int, ...]) -> tuple[int, int]:
+        return ints[0], ints[1]
+
+    def append(self, value: tuple[int, int]) -> None:
+        """Add a firing."""
+        steps, edges = self._columns
+        steps.append(value[0])
+        edges.append(value[1])
 
 
 @dataclass
