@@ -69,9 +69,11 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     ``docs/security.md``). Only run code you trust, or review it first
     (``CodeExecutorAgent(approval_func=...)``).
 
-    When a block ends (or is stopped by the timeout or a cancellation), the processes it
-    started that still hold its output are killed too, including ones that left its
-    process group with ``setsid``.
+    When the timeout or a cancellation stops a block, or something it started still
+    holds its output after it ended, everything it started is killed too, including
+    processes that left its process group with ``setsid`` or changed their PID by
+    forking (on Linux each block runs under a small subreaper process for this; see
+    ``docs/security.md`` for how and for the limits).
 
     Args:
         timeout: Seconds each block may run. A block that runs longer is killed (with
