@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import operator
 import os
@@ -176,15 +177,17 @@ async def _ray(
     return row
 
 
-def _cli(runs: int, concurrency: int, folder: str, address: str | None) -> dict[str, Any]:
+def _cli(
+    runs: int, concurrency: int, folder: str, address: str | None, *, tag: str = ""
+) -> dict[str, Any]:
     """``flowlib batch`` with a SQLite store, in a child process: in one process, or on
     the running cluster at ``address`` with 2 workers. The child's own CPU time (it
     joins the cluster, so it starts no Ray processes of its own) is the driver's."""
     import subprocess
 
-    tasks = Path(folder) / f"cli-{address is not None}.jsonl"
+    tasks = Path(folder) / f"cli-{address is not None}{tag}.jsonl"
     tasks.write_text("".join(json.dumps(f"task {i}") + "\n" for i in range(runs)), "utf-8")
-    where = "ray" if address else "local"
+    where = ("ray" if address else "local") + tag
     argv = [sys.executable, "-m", "flowlib", "batch", f"{ROOT}/bench/throughput.py:build"]
     argv += [str(tasks), "--store", f"sqlite:///{folder}/cli-{where}.db"]
     argv += ["--out", f"{folder}/cli-{where}.jsonl"]
@@ -197,17 +200,193 @@ def _cli(runs: int, concurrency: int, folder: str, address: str | None) -> dict[
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     started = time.perf_counter()
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
+    log = Path(folder) / f"cli-{where}.stderr"
+    with log.open("wb") as stderr:
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=stderr)
+        _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     assert child.stdout is not None
     report = child.stdout.read().decode()
     failed = 0 if status == 0 else runs
+    if status != 0:
+        print(f"flowlib batch failed: {log.read_text()[-2000:]}", file=sys.stderr)
     label = "flowlib batch CLI, " + ("Ray 2 workers" if address else "one process") + " + store"
     row = _row(label, runs, concurrency, wall, failed, usage.ru_utime + usage.ru_stime)
     elapsed = [line.split()[1] for line in report.splitlines() if line.startswith("elapsed")]
     row["cli_elapsed_s"] = float(elapsed[0]) if elapsed else None
+    # The command's CPU over its own clock (its summary's `cpu` row): no imports, no start-up.
+    own_cpu = [line.split()[1] for line in report.splitlines() if line.startswith("cpu ")]
+    row["cli_cpu_s"] = float(own_cpu[0]) if own_cpu else None
     return row
+
+
+async def _ray_fresh(runs: int, concurrency: int, store: str) -> dict[str, Any]:
+    """``run_many`` as the CLI runs it: fresh workers (2), a fresh store, the clock
+    started once the workers are ready (as the CLI's own clock is). Also the workers'
+    CPU per run (``worker_cpu_ms_per_run``, from their ``stats()``)."""
+    from flowlib.distributed import RayRunner
+
+    runner = RayRunner(
+        "bench.throughput:build",
+        checkpoint_store=store,
+        workers=2,
+        max_concurrency=max(1, concurrency // 2),
+    )
+    tasks = [f"task {i}" for i in range(runs)]
+    async with runner:
+        before = [await actor.stats.remote() for actor in runner.actors]
+        started, cpu = time.perf_counter(), time.process_time()
+        results = await runner.run_many(tasks)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        after = [await actor.stats.remote() for actor in runner.actors]
+    label = "flowlib on Ray, 2 fresh workers + store"
+    row = _row(label, runs, concurrency, wall, _failed(results), cpu)
+    workers_ms = sum(a["cpu_ms"] - b["cpu_ms"] for a, b in zip(after, before, strict=True))
+    row["worker_cpu_ms_per_run"] = round(workers_ms / runs, 3)
+    return row
+
+
+async def _cli_rounds(
+    rounds: int, runs: int, concurrency: int, folder: str, address: str
+) -> list[dict[str, Any]]:
+    """``run_many`` and ``flowlib batch --ray`` taking turns on one cluster, each with
+    fresh workers and a fresh SQLite store; every other round the CLI goes first (a load
+    that rises or falls over a round does not favour one side). Each round: both times
+    (the CLI's own clock: first worker ready to last result), their ratio, the load
+    average around it, the driver's CPU per run on both sides and the workers' (the same
+    code on both sides)."""
+    pairs: list[dict[str, Any]] = []
+    for number in range(rounds):
+        load = os.getloadavg()[0]
+        store = f"sqlite:///{folder}/pair{number}.db"
+        if number % 2:
+            cli = _cli(runs, concurrency, folder, address, tag=f"pair{number}")
+            direct = await _ray_fresh(runs, concurrency, store)
+        else:
+            direct = await _ray_fresh(runs, concurrency, store)
+            cli = _cli(runs, concurrency, folder, address, tag=f"pair{number}")
+        cli_s, cli_cpu = cli["cli_elapsed_s"], cli["cli_cpu_s"]
+        pair = {
+            "round": number + 1,
+            "first": "cli" if number % 2 else "run_many",
+            "load_before": round(load, 1),
+            "load_after": round(os.getloadavg()[0], 1),
+            "run_many_s": direct["wall_s"],
+            "cli_s": cli_s,
+            "ratio": None if not cli_s else round(cli_s / direct["wall_s"], 3),
+            "run_many_driver_cpu_ms_per_run": direct["driver_cpu_ms_per_run"],
+            "cli_driver_cpu_ms_per_run": None
+            if cli_cpu is None
+            else round(cli_cpu / runs * 1000, 3),
+            "cli_process_cpu_ms_per_run": cli["driver_cpu_ms_per_run"],
+            "worker_cpu_ms_per_run": direct["worker_cpu_ms_per_run"],
+            "failed": direct["failed"] + cli["failed"],
+        }
+        print(json.dumps(pair), file=sys.stderr, flush=True)
+        pairs.append(pair)
+    return pairs
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+def _complete_in(database: str) -> int:
+    """Runs a SQLite store holds as complete (0 before the store has its tables)."""
+    import sqlite3
+
+    if not os.path.exists(database):
+        return 0
+    with contextlib.closing(sqlite3.connect(database, timeout=30)) as connection:
+        try:
+            row = connection.execute(
+                "SELECT count(*) FROM flowlib_runs WHERE status = 'complete'"
+            ).fetchone()
+        except sqlite3.OperationalError:  # no table yet
+            return 0
+    return int(row[0])
+
+
+async def _cli_together(
+    number: int, runs: int, concurrency: int, folder: str, address: str
+) -> dict[str, Any]:
+    """``run_many`` and ``flowlib batch --ray`` at the same time on one cluster, each on
+    2 workers of its own (``num_cpus=0``: both fit) with its own SQLite store, so both
+    see the same load. The window opens when both have finished a run and closes when
+    either side ends; the ratio is of their rates in it (runs finished in the window:
+    lines of the command's results file, and complete runs in ``run_many``'s store), as
+    a time ratio: above 1, the command was slower."""
+    import subprocess
+
+    from flowlib.distributed import RayRunner
+
+    tag = f"together{number}"
+    tasks = [f"task {i}" for i in range(runs)]
+    task_file = Path(folder) / f"{tag}.jsonl"
+    task_file.write_text("".join(json.dumps(t) + "\n" for t in tasks), "utf-8")
+    results = Path(folder) / f"{tag}-out.jsonl"
+    argv = [sys.executable, "-m", "flowlib", "batch", f"{ROOT}/bench/throughput.py:build"]
+    argv += [str(task_file), "--store", f"sqlite:///{folder}/{tag}-cli.db"]
+    argv += ["--out", str(results), "--ray", address, "--workers", "2", "--num-cpus", "0"]
+    argv += ["--concurrency", str(max(1, concurrency // 2))]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    database = f"{folder}/{tag}-direct.db"
+    runner = RayRunner(
+        "bench.throughput:build",
+        checkpoint_store=f"sqlite:///{database}",
+        workers=2,
+        num_cpus=0,
+        max_concurrency=max(1, concurrency // 2),
+    )
+    load = os.getloadavg()[0]
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    async with runner:
+        cpu = time.process_time()
+        batch = asyncio.ensure_future(runner.run_many(tasks))
+        # Both sides past their first result (workers warm), then the window opens.
+        while child.poll() is None and not batch.done():
+            if _lines(results) and _complete_in(database):
+                break
+            await asyncio.sleep(0.1)
+        opened = time.perf_counter()
+        cli_before, direct_before = _lines(results), _complete_in(database)
+        while not batch.done() and child.poll() is None:
+            await asyncio.sleep(0.05)
+        window = time.perf_counter() - opened
+        cli_done = _lines(results) - cli_before
+        first = "run_many" if batch.done() else "cli"
+        direct_done = (runs if batch.done() else _complete_in(database)) - direct_before
+        outcome = await batch
+        cpu = time.process_time() - cpu
+    stdout, _ = await asyncio.to_thread(child.communicate)
+    report = stdout.decode().splitlines()
+    elapsed = [line.split()[1] for line in report if line.startswith("elapsed")]
+    own_cpu = [line.split()[1] for line in report if line.startswith("cpu ")]
+    pair = {
+        "round": number + 1,
+        "together": True,
+        "load_before": round(load, 1),
+        "load_after": round(os.getloadavg()[0], 1),
+        "window_s": round(window, 2),
+        "ended_first": first,
+        "run_many_in_window": direct_done,
+        "cli_in_window": cli_done,
+        "ratio": round(direct_done / cli_done, 3) if cli_done else None,
+        "run_many_driver_cpu_ms_per_run": round(cpu / runs * 1000, 3),
+        "cli_driver_cpu_ms_per_run": (
+            round(float(own_cpu[0]) / runs * 1000, 3) if own_cpu else None
+        ),
+        "cli_s": float(elapsed[0]) if elapsed else None,
+        "failed": _failed(outcome) + (child.returncode != 0) * runs,
+    }
+    print(json.dumps(pair), file=sys.stderr, flush=True)
+    return pair
 
 
 def build_waiting(*, checkpoint_store: Any = None) -> Any:
@@ -394,8 +573,39 @@ async def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         metavar="N",
         help="also N runs as plain Ray tasks, one run per task (0: skip)",
     )
+    parser.add_argument(
+        "--cli-rounds",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: N rounds of run_many then `flowlib batch --ray` on one cluster (store)",
+    )
+    parser.add_argument(
+        "--cli-together",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only (after --cli-rounds): N rounds of both at the same time on one cluster",
+    )
     args = parser.parse_args(argv)
     folder = tempfile.mkdtemp(prefix="flowlib-throughput-")
+    if args.cli_rounds or args.cli_together:
+        import ray
+
+        pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        context = _start_ray(pythonpath)
+        try:
+            address = context.address_info["gcs_address"]
+            pairs = await _cli_rounds(args.cli_rounds, args.runs, args.concurrency, folder, address)
+            for number in range(args.cli_together):
+                pairs.append(
+                    await _cli_together(number, args.runs, args.concurrency, folder, address)
+                )
+        finally:
+            ray.shutdown()
+        if args.json:
+            Path(args.json).write_text(json.dumps(pairs, indent=2) + "\n", encoding="utf-8")
+        return pairs
     if args.memory:
         import ray
 

@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from .._english import a
 from ..base import CancellationToken, Handoff, Response
-from ..base.internal import check_state_argument
+from ..base.internal import check_state_argument, parsed_state
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import (
     ComponentModel,
@@ -371,6 +371,9 @@ class AssistantAgent(BaseChatAgent):
     # --- the component protocol ---------------------------------------------------------
 
     component_config_schema: ClassVar[type[BaseModel]] = AssistantAgentConfig
+    component_code_fields: ClassVar[Mapping[str, str]] = {
+        "structured_message_factory": "give structured output (`output_content_type`) in code"
+    }
 
     def _to_config(self) -> AssistantAgentConfig:
         if self._output_content_type is not None:
@@ -408,12 +411,6 @@ class AssistantAgent(BaseChatAgent):
 
     @classmethod
     def _from_config(cls, config: AssistantAgentConfig) -> Self:
-        if config.structured_message_factory is not None:
-            raise load_error(
-                "structured output (`output_content_type`) cannot be loaded from a config; "
-                "build this agent in code.",
-                "structured_message_factory",
-            )
         client = load_field(config.model_client, "model_client", ChatCompletionClient)
         tools = load_fields(config.tools or [], "tools", BaseTool)
         for index, workbench in enumerate(config.workbench or ()):
@@ -789,13 +786,12 @@ class AssistantAgent(BaseChatAgent):
             StateError: If ``state`` is not an AssistantAgent state.
         """
         check_state_argument(state, f"Agent `{self.name}`")
-        try:
-            parsed = AssistantAgentState.model_validate(dict(state))
-        except ValidationError as exc:
-            raise StateError(
-                f"Agent `{self.name}`: cannot load this state; expected the result of "
-                f"AssistantAgent.save_state() ({_problems(exc)})."
-            ) from exc
+        parsed = parsed_state(
+            AssistantAgentState,
+            state,
+            f"Agent `{self.name}`",
+            saved_by="AssistantAgent.save_state()",
+        )
         if parsed.version.split(".")[0] != "1":
             raise StateError(
                 f"Agent `{self.name}`: AssistantAgentState version {parsed.version!r} is not "
@@ -869,8 +865,4 @@ def _without_images(message: LLMMessage) -> LLMMessage:
     return UserMessage(content="\n".join(parts), source=message.source)
 
 
-register_builtin(
-    AssistantAgent,
-    "flowlib.agents.AssistantAgent",
-    aliases=("autogen_agentchat.agents.AssistantAgent", "AssistantAgent"),
-)
+register_builtin(AssistantAgent, autogen="autogen_agentchat.agents")

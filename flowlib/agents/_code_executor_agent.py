@@ -177,8 +177,6 @@ class CodeExecutorAgent(BaseChatAgent):
     )
     DEFAULT_SUPPORTED_LANGUAGES: ClassVar[list[str]] = ["python", "sh"]
 
-    component_provider_override = "flowlib.agents.CodeExecutorAgent"
-
     def __init__(
         self,
         name: str,
@@ -505,8 +503,4 @@ def _describe(result: CodeResult) -> str:
     return result.output
 
 
-register_builtin(
-    CodeExecutorAgent,
-    "flowlib.agents.CodeExecutorAgent",
-    aliases=("autogen_agentchat.agents.CodeExecutorAgent", "CodeExecutorAgent"),
-)
+register_builtin(CodeExecutorAgent, autogen="autogen_agentchat.agents")

@@ -141,9 +141,4 @@ class FunctionAgent(BaseChatAgent):
         """A function node keeps no state."""
 
 
-register_builtin(
-    FunctionAgent,
-    "flowlib.agents.FunctionAgent",
-    aliases=("autogen_agentchat.agents.FunctionAgent", "FunctionAgent"),
-    loadable=False,
-)
+register_builtin(FunctionAgent, autogen="autogen_agentchat.agents", loadable=False)

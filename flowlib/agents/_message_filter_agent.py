@@ -99,8 +99,6 @@ class MessageFilterAgent(BaseChatAgent):
         ... )
     """
 
-    component_provider_override = "flowlib.agents.MessageFilterAgent"
-
     def __init__(self, name: str, wrapped_agent: ChatAgent, filter: MessageFilterConfig) -> None:
         super().__init__(name, wrapped_agent.description)
         self._wrapped_agent = wrapped_agent
@@ -188,8 +186,4 @@ class MessageFilterAgent(BaseChatAgent):
         await self._wrapped_agent.close()
 
 
-register_builtin(
-    MessageFilterAgent,
-    "flowlib.agents.MessageFilterAgent",
-    aliases=("autogen_agentchat.agents.MessageFilterAgent", "MessageFilterAgent"),
-)
+register_builtin(MessageFilterAgent, autogen="autogen_agentchat.agents")

@@ -104,8 +104,6 @@ class SocietyOfMindAgent(BaseChatAgent):
     DEFAULT_DESCRIPTION = "An agent that uses an inner team of agents to generate responses."
     """The default description."""
 
-    component_provider_override = "flowlib.agents.SocietyOfMindAgent"
-
     def __init__(
         self,
         name: str,
@@ -356,8 +354,4 @@ class SocietyOfMindAgentConfig(BaseModel):
 SocietyOfMindAgent.component_config_schema = SocietyOfMindAgentConfig
 
 
-register_builtin(
-    SocietyOfMindAgent,
-    "flowlib.agents.SocietyOfMindAgent",
-    aliases=("autogen_agentchat.agents.SocietyOfMindAgent", "SocietyOfMindAgent"),
-)
+register_builtin(SocietyOfMindAgent, autogen="autogen_agentchat.agents")

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response
-from ..component import load_error, refuse_field
+from ..component import refuse_field
 from ..component.internal import register_builtin
 from ..errors import AgentError
 from ..messages import (
@@ -104,8 +104,6 @@ class UserProxyAgent(BaseChatAgent):
         'APPROVE'
     """
 
-    component_provider_override = "flowlib.agents.UserProxyAgent"
-
     class InputRequestContext:
         """Gives the input function the id of the request it is answering."""
 
@@ -166,6 +164,9 @@ class UserProxyAgent(BaseChatAgent):
         self._is_console = self.input_func is builtins.input
 
     component_config_schema: ClassVar[type[BaseModel]] = UserProxyAgentConfig
+    component_code_fields: ClassVar[Mapping[str, str]] = {
+        "input_func": "the agent reads the console unless built in code with input_func="
+    }
 
     def _to_config(self) -> UserProxyAgentConfig:
         if self.input_func is not builtins.input:
@@ -180,12 +181,6 @@ class UserProxyAgent(BaseChatAgent):
 
     @classmethod
     def _from_config(cls, config: UserProxyAgentConfig) -> Self:
-        if config.input_func is not None:
-            raise load_error(
-                "an input function cannot be loaded from a config (it would be code); the "
-                "agent reads the console unless built in code with input_func=.",
-                "input_func",
-            )
         return cls(config.name, description=config.description)
 
     @property
@@ -442,8 +437,4 @@ _CONSOLE = _ConsoleReader()
 """The one reader of the process's standard input."""
 
 
-register_builtin(
-    UserProxyAgent,
-    "flowlib.agents.UserProxyAgent",
-    aliases=("autogen_agentchat.agents.UserProxyAgent", "UserProxyAgent"),
-)
+register_builtin(UserProxyAgent, autogen="autogen_agentchat.agents")

@@ -278,8 +278,6 @@ class AndTerminationCondition(_CombinedCondition):
         TypeError: If a part is not a [`TerminationCondition`][flowlib.base.TerminationCondition].
     """
 
-    component_provider_override = "flowlib.base.AndTerminationCondition"
-
     def __init__(self, *conditions: TerminationCondition) -> None:
         super().__init__(*conditions)
         # Part index -> its stop message; dict order is firing order.
@@ -364,8 +362,6 @@ class OrTerminationCondition(_CombinedCondition):
         TypeError: If a part is not a [`TerminationCondition`][flowlib.base.TerminationCondition].
     """
 
-    component_provider_override = "flowlib.base.OrTerminationCondition"
-
     def __init__(self, *conditions: TerminationCondition) -> None:
         super().__init__(*conditions)
         self._fired = False
@@ -428,8 +424,4 @@ class OrTerminationCondition(_CombinedCondition):
 
 
 for _combined in (AndTerminationCondition, OrTerminationCondition):
-    register_builtin(
-        _combined,
-        f"flowlib.base.{_combined.__name__}",
-        aliases=(f"autogen_agentchat.base.{_combined.__name__}", _combined.__name__),
-    )
+    register_builtin(_combined, autogen="autogen_agentchat.base")

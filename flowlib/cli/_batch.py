@@ -226,8 +226,9 @@ class BatchProgress:
             f"{elapsed:.1f} s | {self.rate(now=moment):.1f} runs/s | {left}"
         )
 
-    def summary(self, *, now: float | None = None) -> str:
-        """The table printed at the end."""
+    def summary(self, *, now: float | None = None, cpu: float | None = None) -> str:
+        """The table printed at the end (``cpu``: this process's CPU seconds over the
+        same time, if known)."""
         elapsed = (now if now is not None else time.perf_counter()) - self.started
         finished = self.done + self.failed
         rows = [
@@ -239,6 +240,8 @@ class BatchProgress:
             ("elapsed", f"{elapsed:.2f} s"),
             ("rate", f"{finished / elapsed if elapsed > 0 else 0.0:.1f} runs/s"),
         ]
+        if cpu is not None:
+            rows.append(("cpu", f"{cpu:.2f} s (this process)"))
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
 
@@ -347,6 +350,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.factory, checkpoint_store=args.store, max_concurrency=args.concurrency
         )
     progress = BatchProgress(total=len(tasks))
+    cpu_at_start = time.process_time()
     bar = _Bar(progress, err)
     live: dict[int, tuple[int, int]] = {}  # run index -> (turns, tokens) seen so far
     failures: list[RunFailedError] = []
@@ -359,6 +363,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # `run_many`'s speed.
     events = runner.stream_many(tasks, run_ids=run_ids, events=args.ray is None)
     ended: float | None = None  # when the last result came (stopping Ray is not counted)
+    cpu: float | None = None
     try:
         with out_path.open("w", encoding="utf-8") as results:
             async for event in events:
@@ -391,7 +396,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 progress.tokens += delta
                 live[index] = (turns, tokens + delta)
                 bar.draw()
-        ended = time.perf_counter()
+        ended, cpu = time.perf_counter(), time.process_time() - cpu_at_start
     finally:
         await events.aclose()  # stopped early (or failed): the runs still going are cancelled
         if hasattr(runner, "close"):  # a RayRunner stops its workers
@@ -404,7 +409,7 @@ async def _run_batch(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"their first turn, which is no task's fault: {kind}: {clause(message)}. Fix "
             "it and run the command again (runs that finished are not run again)."
         )
-    print(progress.summary(now=ended), file=out)
+    print(progress.summary(now=ended, cpu=cpu), file=out)
     for failure in failures[:10]:
         print(f"failed: {failure.run_id}: {failure.error_type}: {failure.error_message}", file=out)
     if len(failures) > 10:

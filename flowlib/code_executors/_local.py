@@ -412,11 +412,4 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-register_builtin(
-    LocalCommandLineCodeExecutor,
-    "flowlib.code_executors.LocalCommandLineCodeExecutor",
-    aliases=(
-        "autogen_ext.code_executors.local.LocalCommandLineCodeExecutor",
-        "LocalCommandLineCodeExecutor",
-    ),
-)
+register_builtin(LocalCommandLineCodeExecutor, autogen="autogen_ext.code_executors.local")

@@ -341,6 +341,10 @@ class Component(ComponentBase, Generic[ConfigT]):
 
     component_config_schema: type[ConfigT]
     component_version: ClassVar[int] = 1
+    component_code_fields: ClassVar[Mapping[str, str]] = {}
+    """Config fields that would hold code (a function), each with what to do instead: a
+    config that sets one is refused when loaded, before anything is built
+    (``{"input_func": "build the agent in code with input_func="}``)."""
 
     def _to_config(self) -> ConfigT:
         """The constructor arguments of this component, as its config model."""

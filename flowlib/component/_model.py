@@ -423,10 +423,21 @@ class Loader:
             self.policy.check(spec.cls, model.config, self)
             if spec.from_config is None and spec.loadable:
                 self.validate(spec.cls.component_config_schema, model.config)  # type: ignore[attr-defined]
+                self._refuse_code(spec.cls, model.config)
             for key, value in model.config.items():
                 self._check_nested(value, str(key), depth)
         finally:
             self._segments.pop()
+
+    def _refuse_code(self, cls: type, config: Mapping[str, Any]) -> None:
+        """Refuse a config that sets a field of ``cls.component_code_fields``."""
+        fields: Mapping[str, str] = getattr(cls, "component_code_fields", {})
+        for name, instead in fields.items():
+            if config.get(name) is not None:
+                raise self.error(
+                    f"`{name}` cannot be loaded from a config (it would be code); {instead}.",
+                    name,
+                )
 
     def _spec_of(
         self, data: ComponentModel | Mapping[str, Any], depth: int

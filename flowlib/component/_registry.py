@@ -142,8 +142,9 @@ def _register(spec: ComponentSpec) -> None:
 
 def register_builtin(
     cls: type,
-    provider: str,
+    provider: str | None = None,
     *,
+    autogen: str | None = None,
     aliases: Iterable[str] = (),
     shared_state: bool = False,
     loadable: bool = True,
@@ -151,16 +152,39 @@ def register_builtin(
     """Register one of flowlib's own classes (called by its module, at import).
 
     The class speaks the component protocol; ``component_type`` and
-    ``component_version`` are read from it.
+    ``component_version`` are read from it. It loads under its provider, AutoGen's
+    provider path when ``autogen`` names AutoGen's module, its short class name and
+    ``aliases``.
+
+    Args:
+        cls: The class.
+        provider: What dumps write; by default the path users import the class by
+            (``flowlib.models.RedisStore`` for ``flowlib.models._cache_stores.RedisStore``).
+            The class's ``component_provider_override`` is set to it unless the class
+            sets its own.
+        autogen: AutoGen's module holding the class of the same name
+            (``"autogen_agentchat.agents"``).
+        aliases: More strings that load ``cls``.
+        shared_state: As in ``ComponentSpec``.
+        loadable: As in ``ComponentSpec``.
     """
     _check_protocol(cls)
+    name = cls.__qualname__
+    if provider is None:
+        public = [part for part in cls.__module__.split(".") if not part.startswith("_")]
+        provider = ".".join((*public, name))
+    if "component_provider_override" not in cls.__dict__:
+        cls.component_provider_override = provider  # type: ignore[attr-defined]
+    autogen_path = () if autogen is None else (f"{autogen}.{name}",)
+    names = dict.fromkeys((*autogen_path, *aliases, name))
+    names.pop(provider, None)
     _register(
         ComponentSpec(
             cls=cls,
             provider=provider,
             component_type=_component_type(cls),
             component_version=int(getattr(cls, "component_version", 1)),
-            aliases=tuple(aliases),
+            aliases=tuple(names),
             shared_state=shared_state,
             loadable=loadable,
         )

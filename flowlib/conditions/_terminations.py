@@ -111,18 +111,6 @@ class FunctionCallConfig(_Config):
 _HEADER = ("type", "version", "terminated")
 
 
-def _counts(owner: object, progress: Mapping[str, Any], *names: str) -> list[int]:
-    """The non-negative integers ``names`` of ``progress``, exactly those keys."""
-    if set(progress) != set(names) or any(
-        type(progress[name]) is not int or progress[name] < 0 for name in names
-    ):
-        raise StateError(
-            f"`{type(owner).__name__}` state must hold the non-negative integers "
-            f"{', '.join(names)}; got {dict(progress)!r}."
-        )
-    return [progress[name] for name in names]
-
-
 class _LatchedCondition(TerminationCondition):
     """Bookkeeping shared by the built-ins: fire once, then refuse calls until reset.
 
@@ -165,6 +153,12 @@ class _LatchedCondition(TerminationCondition):
     @abstractmethod
     async def _check(self, messages: _Messages) -> StopMessage | None:
         """Return a stop message if ``messages`` complete the condition."""
+
+    def _stop(self, reason: str) -> StopMessage:
+        """The stop message giving ``reason``; its source is the built-in's class name (the
+        last part of its provider, so a subclass keeps it), as in AutoGen."""
+        provider = self.component_provider_override or type(self).__name__
+        return StopMessage(content=reason, source=provider.rpartition(".")[2])
 
     def _restart(self) -> None:
         """Clear per-run state other than the fired flag. Nothing by default."""
@@ -228,21 +222,63 @@ class _LatchedCondition(TerminationCondition):
         return f"{type(self).__name__}({arguments})"
 
 
+class _FirstMatch(_LatchedCondition):
+    """A condition that fires on the first new message that matches: ``_reason`` says
+    whether one does (its stop reason, or None)."""
+
+    async def _check(self, messages: _Messages) -> StopMessage | None:
+        for message in messages:
+            reason = self._reason(message)
+            if reason is not None:
+                return self._stop(reason)
+        return None
+
+    @abstractmethod
+    def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
+        """The stop reason if ``message`` completes the condition, else None."""
+
+
+class _Counting(_LatchedCondition):
+    """A condition that counts across calls: ``_counts`` holds the non-negative integers
+    named by ``_count_names``, which its state saves by name and a reset sets to 0."""
+
+    _count_names: ClassVar[tuple[str, ...]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._counts = dict.fromkeys(self._count_names, 0)
+
+    def _restart(self) -> None:
+        self._counts = dict.fromkeys(self._count_names, 0)
+
+    def _progress(self) -> dict[str, Any]:
+        return dict(self._counts)
+
+    def _restore(self, progress: Mapping[str, Any]) -> None:
+        names = self._count_names
+        if set(progress) != set(names) or any(
+            type(progress[name]) is not int or progress[name] < 0 for name in names
+        ):
+            raise StateError(
+                f"`{type(self).__name__}` state must hold the non-negative integers "
+                f"{', '.join(names)}; got {dict(progress)!r}."
+            )
+        self._counts = {name: progress[name] for name in names}
+
+
 class StopMessageTermination(_LatchedCondition):
     """Stops when a [`StopMessage`][flowlib.messages.StopMessage] is among the new messages.
 
     Stop reason: ``"Stop message received"``.
     """
 
-    component_provider_override = "flowlib.conditions.StopMessageTermination"
-
     async def _check(self, messages: _Messages) -> StopMessage | None:
         if any(isinstance(message, StopMessage) for message in messages):
-            return StopMessage(content="Stop message received", source="StopMessageTermination")
+            return self._stop("Stop message received")
         return None
 
 
-class MaxMessageTermination(_LatchedCondition):
+class MaxMessageTermination(_Counting):
     """Stops once a number of messages have passed, task messages included.
 
     Stop reason: ``"Maximum number of messages {max_messages} reached, current message
@@ -271,40 +307,28 @@ class MaxMessageTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.MaxMessageTermination"
     component_config_schema = MaxMessageConfig
+    _count_names = ("message_count",)
 
     def __init__(self, max_messages: int, include_agent_event: bool = False) -> None:
         super().__init__()
         check_count(max_messages, "max_messages")
         self._max_messages = max_messages
         self._include_agent_event = include_agent_event
-        self._message_count = 0
 
     async def _check(self, messages: _Messages) -> StopMessage | None:
-        self._message_count += sum(
+        self._counts["message_count"] += sum(
             1
             for message in messages
             if self._include_agent_event or isinstance(message, BaseChatMessage)
         )
-        if self._message_count < self._max_messages:
+        count = self._counts["message_count"]
+        if count < self._max_messages:
             return None
-        return StopMessage(
-            content=(
-                f"Maximum number of messages {self._max_messages} reached, "
-                f"current message count: {self._message_count}"
-            ),
-            source="MaxMessageTermination",
+        return self._stop(
+            f"Maximum number of messages {self._max_messages} reached, "
+            f"current message count: {count}"
         )
-
-    def _restart(self) -> None:
-        self._message_count = 0
-
-    def _progress(self) -> dict[str, Any]:
-        return {"message_count": self._message_count}
-
-    def _restore(self, progress: Mapping[str, Any]) -> None:
-        (self._message_count,) = _counts(self, progress, "message_count")
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -313,7 +337,7 @@ class MaxMessageTermination(_LatchedCondition):
         }
 
 
-class TextMentionTermination(_LatchedCondition):
+class TextMentionTermination(_FirstMatch):
     """Stops when a text appears in a message.
 
     Every new message *and event* is checked through its ``to_text()`` rendering (as in
@@ -340,7 +364,6 @@ class TextMentionTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.TextMentionTermination"
     component_config_schema = TextMentionConfig
 
     def __init__(self, text: str, sources: Sequence[str] | None = None) -> None:
@@ -365,22 +388,17 @@ class TextMentionTermination(_LatchedCondition):
         """The sources whose messages count, or None for every source."""
         return None if self._sources is None else tuple(self._sources)
 
-    async def _check(self, messages: _Messages) -> StopMessage | None:
-        for message in messages:
-            if self._sources is not None and message.source not in self._sources:
-                continue
-            if self._text in message.to_text():
-                return StopMessage(
-                    content=f"Text '{self._text}' mentioned", source="TextMentionTermination"
-                )
-        return None
+    def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
+        if self._sources is not None and message.source not in self._sources:
+            return None
+        return f"Text '{self._text}' mentioned" if self._text in message.to_text() else None
 
     def _params(self) -> dict[str, Any]:
         sources = None if self._sources is None else list(self._sources)
         return {"text": self._text, "sources": sources}
 
 
-class TokenUsageTermination(_LatchedCondition):
+class TokenUsageTermination(_Counting):
     """Stops once the messages' reported token usage reaches a budget.
 
     Sums ``models_usage`` (prompt and completion tokens) over every message and event;
@@ -398,8 +416,8 @@ class TokenUsageTermination(_LatchedCondition):
         ValueError: If no limit is given, or a limit is less than 1.
     """
 
-    component_provider_override = "flowlib.conditions.TokenUsageTermination"
     component_config_schema = TokenUsageConfig
+    _count_names = ("prompt_tokens", "completion_tokens")
 
     def __init__(
         self,
@@ -428,17 +446,16 @@ class TokenUsageTermination(_LatchedCondition):
         self._max_total_token = max_total_token
         self._max_prompt_token = max_prompt_token
         self._max_completion_token = max_completion_token
-        self._prompt_token_count = 0
-        self._completion_token_count = 0
 
     async def _check(self, messages: _Messages) -> StopMessage | None:
+        counts = self._counts
         for message in messages:
             usage = message.models_usage
             if usage is not None:
-                self._prompt_token_count += usage.prompt_tokens
-                self._completion_token_count += usage.completion_tokens
-        prompt = self._prompt_token_count
-        completion = self._completion_token_count
+                counts["prompt_tokens"] += usage.prompt_tokens
+                counts["completion_tokens"] += usage.completion_tokens
+        prompt = counts["prompt_tokens"]
+        completion = counts["completion_tokens"]
         total = prompt + completion
         if not (
             _reached(total, self._max_total_token)
@@ -446,27 +463,9 @@ class TokenUsageTermination(_LatchedCondition):
             or _reached(completion, self._max_completion_token)
         ):
             return None
-        return StopMessage(
-            content=(
-                f"Token usage limit reached, total token count: {total}, "
-                f"prompt token count: {prompt}, completion token count: {completion}."
-            ),
-            source="TokenUsageTermination",
-        )
-
-    def _restart(self) -> None:
-        self._prompt_token_count = 0
-        self._completion_token_count = 0
-
-    def _progress(self) -> dict[str, Any]:
-        return {
-            "prompt_tokens": self._prompt_token_count,
-            "completion_tokens": self._completion_token_count,
-        }
-
-    def _restore(self, progress: Mapping[str, Any]) -> None:
-        self._prompt_token_count, self._completion_token_count = _counts(
-            self, progress, "prompt_tokens", "completion_tokens"
+        return self._stop(
+            f"Token usage limit reached, total token count: {total}, "
+            f"prompt token count: {prompt}, completion token count: {completion}."
         )
 
     def _params(self) -> dict[str, Any]:
@@ -481,7 +480,7 @@ def _reached(count: int, limit: int | None) -> bool:
     return limit is not None and count >= limit
 
 
-class HandoffTermination(_LatchedCondition):
+class HandoffTermination(_FirstMatch):
     """Stops when a [`HandoffMessage`][flowlib.messages.HandoffMessage] to ``target`` appears.
 
     Stop reason: ``"Handoff to {target} from {source} detected."``, where ``source`` is
@@ -491,20 +490,15 @@ class HandoffTermination(_LatchedCondition):
         target: The handoff target to watch for, e.g. ``"user"``.
     """
 
-    component_provider_override = "flowlib.conditions.HandoffTermination"
     component_config_schema = HandoffConfig
 
     def __init__(self, target: str) -> None:
         super().__init__()
         self._target = target
 
-    async def _check(self, messages: _Messages) -> StopMessage | None:
-        for message in messages:
-            if isinstance(message, HandoffMessage) and message.target == self._target:
-                return StopMessage(
-                    content=f"Handoff to {self._target} from {message.source} detected.",
-                    source="HandoffTermination",
-                )
+    def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
+        if isinstance(message, HandoffMessage) and message.target == self._target:
+            return f"Handoff to {self._target} from {message.source} detected."
         return None
 
     def _params(self) -> dict[str, Any]:
@@ -529,7 +523,6 @@ class TimeoutTermination(_LatchedCondition):
         ValueError: If ``timeout_seconds`` is negative.
     """
 
-    component_provider_override = "flowlib.conditions.TimeoutTermination"
     component_config_schema = TimeoutConfig
 
     def __init__(
@@ -549,10 +542,7 @@ class TimeoutTermination(_LatchedCondition):
     async def _check(self, messages: _Messages) -> StopMessage | None:
         if self._clock() - self._start_time < self._timeout_seconds:
             return None
-        return StopMessage(
-            content=f"Timeout of {self._timeout_seconds} seconds reached",
-            source="TimeoutTermination",
-        )
+        return self._stop(f"Timeout of {self._timeout_seconds} seconds reached")
 
     def _restart(self) -> None:
         self._start_time = self._clock()
@@ -615,8 +605,6 @@ class ExternalTermination(_LatchedCondition):
         ```
     """
 
-    component_provider_override = "flowlib.conditions.ExternalTermination"
-
     def __init__(self) -> None:
         super().__init__()
         self._requested = False
@@ -628,7 +616,7 @@ class ExternalTermination(_LatchedCondition):
     async def _check(self, messages: _Messages) -> StopMessage | None:
         if not self._requested:
             return None
-        return StopMessage(content="External termination requested", source="ExternalTermination")
+        return self._stop("External termination requested")
 
     def _restart(self) -> None:
         self._requested = False
@@ -646,7 +634,7 @@ class ExternalTermination(_LatchedCondition):
         self._requested = requested
 
 
-class SourceMatchTermination(_LatchedCondition):
+class SourceMatchTermination(_FirstMatch):
     """Stops as soon as one of the given agents has produced a message.
 
     Stop reason: ``"'{source}' answered"``.
@@ -659,26 +647,20 @@ class SourceMatchTermination(_LatchedCondition):
         TypeError: If ``sources`` is a single string instead of a list.
     """
 
-    component_provider_override = "flowlib.conditions.SourceMatchTermination"
     component_config_schema = SourceMatchConfig
 
     def __init__(self, sources: Sequence[str]) -> None:
         super().__init__()
         self._sources = _names("sources", "SourceMatchTermination", sources)
 
-    async def _check(self, messages: _Messages) -> StopMessage | None:
-        for message in messages:
-            if message.source in self._sources:
-                return StopMessage(
-                    content=f"'{message.source}' answered", source="SourceMatchTermination"
-                )
-        return None
+    def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
+        return f"'{message.source}' answered" if message.source in self._sources else None
 
     def _params(self) -> dict[str, Any]:
         return {"sources": list(self._sources)}
 
 
-class TextMessageTermination(_LatchedCondition):
+class TextMessageTermination(_FirstMatch):
     """Stops when a [`TextMessage`][flowlib.messages.TextMessage] arrives, optionally from one
     agent.
 
@@ -691,29 +673,22 @@ class TextMessageTermination(_LatchedCondition):
         source: Only a text message from this agent counts. ``None`` (default): any.
     """
 
-    component_provider_override = "flowlib.conditions.TextMessageTermination"
     component_config_schema = TextMessageConfig
 
     def __init__(self, source: str | None = None) -> None:
         super().__init__()
         self._source = source
 
-    async def _check(self, messages: _Messages) -> StopMessage | None:
-        for message in messages:
-            if isinstance(message, TextMessage) and (
-                self._source is None or message.source == self._source
-            ):
-                return StopMessage(
-                    content=f"Text message received from '{message.source}'",
-                    source="TextMessageTermination",
-                )
+    def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
+        if isinstance(message, TextMessage) and self._source in (None, message.source):
+            return f"Text message received from '{message.source}'"
         return None
 
     def _params(self) -> dict[str, Any]:
         return {"source": self._source}
 
 
-class FunctionCallTermination(_LatchedCondition):
+class FunctionCallTermination(_FirstMatch):
     """Stops once a tool with the given name has been executed.
 
     Looks at the results carried by
@@ -726,22 +701,17 @@ class FunctionCallTermination(_LatchedCondition):
         function_name: The tool (function) name to watch for.
     """
 
-    component_provider_override = "flowlib.conditions.FunctionCallTermination"
     component_config_schema = FunctionCallConfig
 
     def __init__(self, function_name: str) -> None:
         super().__init__()
         self._function_name = function_name
 
-    async def _check(self, messages: _Messages) -> StopMessage | None:
-        for message in messages:
-            if not isinstance(message, ToolCallExecutionEvent):
-                continue
-            if any(result.name == self._function_name for result in message.content):
-                return StopMessage(
-                    content=f"Function '{self._function_name}' was executed.",
-                    source="FunctionCallTermination",
-                )
+    def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
+        if isinstance(message, ToolCallExecutionEvent) and any(
+            result.name == self._function_name for result in message.content
+        ):
+            return f"Function '{self._function_name}' was executed."
         return None
 
     def _params(self) -> dict[str, Any]:
@@ -795,9 +765,7 @@ class FunctionalTermination(_LatchedCondition):
         met = bool(await outcome) if inspect.isawaitable(outcome) else bool(outcome)
         if not met:
             return None
-        return StopMessage(
-            content="Functional termination condition met", source="FunctionalTermination"
-        )
+        return self._stop("Functional termination condition met")
 
     def _params(self) -> dict[str, Any]:
         return {"func": self._func}
@@ -817,7 +785,7 @@ class FunctionalTermination(_LatchedCondition):
         )
 
 
-_AUTOGEN = "autogen_agentchat.conditions."
+_AUTOGEN = "autogen_agentchat.conditions"
 
 for _condition in (
     MaxMessageTermination,
@@ -830,17 +798,6 @@ for _condition in (
     TextMessageTermination,
     FunctionCallTermination,
 ):
-    _name = _condition.__name__
-    register_builtin(_condition, f"flowlib.conditions.{_name}", aliases=(_AUTOGEN + _name, _name))
-register_builtin(
-    ExternalTermination,
-    "flowlib.conditions.ExternalTermination",
-    aliases=(_AUTOGEN + "ExternalTermination", "ExternalTermination"),
-    shared_state=True,  # one stop button for one team
-)
-register_builtin(
-    FunctionalTermination,
-    "flowlib.conditions.FunctionalTermination",
-    aliases=(_AUTOGEN + "FunctionalTermination",),
-    loadable=False,
-)
+    register_builtin(_condition, autogen=_AUTOGEN)
+register_builtin(ExternalTermination, autogen=_AUTOGEN, shared_state=True)  # one stop button
+register_builtin(FunctionalTermination, autogen=_AUTOGEN, loadable=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,11 +105,12 @@ class RunWorker:
         return self.incarnation
 
     async def stats(self) -> dict[str, int]:
-        """This worker process's runs by how they began, the teams it built, and the
-        runs it holds now."""
+        """This worker process's runs by how they began, the teams it built, the runs it
+        holds now, and the CPU time the process has used (``cpu_ms``)."""
         teams = self._ready()
         holding = sum(len(batch.runs) for batch in self._batches.values())
-        return {**teams.counts, "teams_built": teams.built, "holding": holding}
+        cpu_ms = int(time.process_time() * 1000)
+        return {**teams.counts, "teams_built": teams.built, "holding": holding, "cpu_ms": cpu_ms}
 
     async def pid(self) -> int:
         """The worker's process id (tests kill it)."""

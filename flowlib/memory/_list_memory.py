@@ -124,9 +124,4 @@ class ListMemory(Memory):
         return f"ListMemory(name={self._name!r}, items={len(self._contents)})"
 
 
-register_builtin(
-    ListMemory,
-    "flowlib.memory.ListMemory",
-    aliases=("autogen_core.memory.ListMemory", "ListMemory"),
-    shared_state=True,
-)
+register_builtin(ListMemory, autogen="autogen_core.memory", shared_state=True)

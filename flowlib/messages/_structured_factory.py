@@ -74,7 +74,6 @@ class StructuredMessageFactory(ComponentBase):
     """
 
     component_type: ClassVar[str] = "structured_message"
-    component_provider_override: ClassVar[str] = "flowlib.messages.StructuredMessageFactory"
     component_config_schema: ClassVar[type[BaseModel]] = StructuredMessageFactoryConfig
 
     def __init__(
@@ -126,8 +125,4 @@ class StructuredMessageFactory(ComponentBase):
         )
 
 
-register_builtin(
-    StructuredMessageFactory,
-    "flowlib.messages.StructuredMessageFactory",
-    aliases=("autogen_agentchat.messages.StructuredMessageFactory", "StructuredMessageFactory"),
-)
+register_builtin(StructuredMessageFactory, autogen="autogen_agentchat.messages")

@@ -82,11 +82,4 @@ class BufferedChatCompletionContext(ChatCompletionContext):
         return view
 
 
-register_builtin(
-    BufferedChatCompletionContext,
-    "flowlib.model_context.BufferedChatCompletionContext",
-    aliases=(
-        "autogen_core.model_context.BufferedChatCompletionContext",
-        "BufferedChatCompletionContext",
-    ),
-)
+register_builtin(BufferedChatCompletionContext, autogen="autogen_core.model_context")

@@ -85,11 +85,4 @@ class HeadAndTailChatCompletionContext(ChatCompletionContext):
         return [*head, placeholder, *tail]
 
 
-register_builtin(
-    HeadAndTailChatCompletionContext,
-    "flowlib.model_context.HeadAndTailChatCompletionContext",
-    aliases=(
-        "autogen_core.model_context.HeadAndTailChatCompletionContext",
-        "HeadAndTailChatCompletionContext",
-    ),
-)
+register_builtin(HeadAndTailChatCompletionContext, autogen="autogen_core.model_context")

@@ -104,11 +104,4 @@ class TokenLimitedChatCompletionContext(ChatCompletionContext):
         return drop_orphan_results(self._messages[start:])
 
 
-register_builtin(
-    TokenLimitedChatCompletionContext,
-    "flowlib.model_context.TokenLimitedChatCompletionContext",
-    aliases=(
-        "autogen_core.model_context.TokenLimitedChatCompletionContext",
-        "TokenLimitedChatCompletionContext",
-    ),
-)
+register_builtin(TokenLimitedChatCompletionContext, autogen="autogen_core.model_context")

@@ -35,11 +35,4 @@ class UnboundedChatCompletionContext(ChatCompletionContext):
         return cls(config.initial_messages)
 
 
-register_builtin(
-    UnboundedChatCompletionContext,
-    "flowlib.model_context.UnboundedChatCompletionContext",
-    aliases=(
-        "autogen_core.model_context.UnboundedChatCompletionContext",
-        "UnboundedChatCompletionContext",
-    ),
-)
+register_builtin(UnboundedChatCompletionContext, autogen="autogen_core.model_context")

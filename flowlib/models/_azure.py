@@ -141,6 +141,9 @@ class AzureOpenAIChatCompletionClient(BaseOpenAIClient):
     # -- the component protocol ------------------------------------------------------------
 
     component_config_schema: ClassVar[type[BaseModel]] = AzureOpenAIClientConfig
+    component_code_fields: ClassVar[Mapping[str, str]] = {
+        "azure_ad_token_provider": "set AZURE_OPENAI_API_KEY or build the client in code"
+    }
 
     def _to_config(self) -> AzureOpenAIClientConfig:
         # AsyncAzureOpenAI has no public accessors for these; allow-listed in
@@ -171,12 +174,6 @@ class AzureOpenAIChatCompletionClient(BaseOpenAIClient):
 
     @classmethod
     def _from_config(cls, config: AzureOpenAIClientConfig) -> Self:
-        if config.azure_ad_token_provider is not None:
-            raise load_error(
-                "an `azure_ad_token_provider` cannot be loaded from a config (it would be "
-                "code); set AZURE_OPENAI_API_KEY or build the client in code.",
-                "azure_ad_token_provider",
-            )
         env_endpoint = os.environ.get("AZURE_OPENAI_ENDPOINT")
         own = config.azure_endpoint is None or same_endpoint(config.azure_endpoint, env_endpoint)
         api_key = key_of(config, owner="AZURE_OPENAI_API_KEY" if own else None)
@@ -201,19 +198,11 @@ class AzureOpenAIChatCompletionClient(BaseOpenAIClient):
 
 register_builtin(
     OpenAIChatCompletionClient,
-    "flowlib.models.OpenAIChatCompletionClient",
-    aliases=(
-        "autogen_ext.models.openai.OpenAIChatCompletionClient",
-        "openai_chat_completion_client",
-        "OpenAIChatCompletionClient",
-    ),
+    autogen="autogen_ext.models.openai",
+    aliases=("openai_chat_completion_client",),
 )
 register_builtin(
     AzureOpenAIChatCompletionClient,
-    "flowlib.models.AzureOpenAIChatCompletionClient",
-    aliases=(
-        "autogen_ext.models.openai.AzureOpenAIChatCompletionClient",
-        "azure_openai_chat_completion_client",
-        "AzureOpenAIChatCompletionClient",
-    ),
+    autogen="autogen_ext.models.openai",
+    aliases=("azure_openai_chat_completion_client",),
 )

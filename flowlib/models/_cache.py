@@ -420,15 +420,6 @@ class ChatCompletionCache(ChatCompletionClient):
         return self._client.model_info
 
 
-register_builtin(
-    ChatCompletionCache,
-    "flowlib.models.ChatCompletionCache",
-    aliases=("autogen_ext.models.cache.ChatCompletionCache", "ChatCompletionCache"),
-)
-register_builtin(
-    InMemoryStore,
-    "flowlib.models.InMemoryStore",
-    aliases=("autogen_core.InMemoryStore", "InMemoryStore"),
-    shared_state=True,
-)
-register_builtin(SQLiteStore, "flowlib.models.SQLiteStore", aliases=("SQLiteStore",))
+register_builtin(ChatCompletionCache, autogen="autogen_ext.models.cache")
+register_builtin(InMemoryStore, autogen="autogen_core", shared_state=True)
+register_builtin(SQLiteStore)

@@ -112,7 +112,6 @@ class DiskCacheStore(_JsonStore[T]):
     """
 
     component_type: ClassVar[str] = "cache_store"
-    component_provider_override: ClassVar[str] = "flowlib.models.DiskCacheStore"
     component_config_schema: ClassVar[type[BaseModel]] = DiskCacheStoreConfig
 
     def __init__(
@@ -186,7 +185,6 @@ class RedisStore(_JsonStore[T]):
     """
 
     component_type: ClassVar[str] = "cache_store"
-    component_provider_override: ClassVar[str] = "flowlib.models.RedisStore"
     component_config_schema: ClassVar[type[BaseModel]] = RedisStoreConfig
 
     def __init__(
@@ -235,25 +233,10 @@ class RedisStore(_JsonStore[T]):
     def _from_config(cls, config: RedisStoreConfig) -> RedisStore[Any]:
         import redis
 
-        client = redis.Redis(
-            host=config.host,
-            port=config.port,
-            db=config.db,
-            username=config.username,
-            password=config.password,
-            ssl=config.ssl,
-            socket_timeout=config.socket_timeout,
-        )
+        # The config's other fields are redis.Redis's connection options, by name.
+        client = redis.Redis(**config.model_dump(exclude={"prefix"}))
         return cls(client, prefix=config.prefix)
 
 
-register_builtin(
-    DiskCacheStore,
-    "flowlib.models.DiskCacheStore",
-    aliases=("autogen_ext.cache_store.diskcache.DiskCacheStore", "DiskCacheStore"),
-)
-register_builtin(
-    RedisStore,
-    "flowlib.models.RedisStore",
-    aliases=("autogen_ext.cache_store.redis.RedisStore", "RedisStore"),
-)
+register_builtin(DiskCacheStore, autogen="autogen_ext.cache_store.diskcache")
+register_builtin(RedisStore, autogen="autogen_ext.cache_store.redis")

@@ -338,10 +338,6 @@ class OllamaChatCompletionClient(BaseOpenAIClient):
 
 register_builtin(
     OllamaChatCompletionClient,
-    "flowlib.models.OllamaChatCompletionClient",
-    aliases=(
-        "autogen_ext.models.ollama.OllamaChatCompletionClient",
-        "ollama_chat_completion_client",
-        "OllamaChatCompletionClient",
-    ),
+    autogen="autogen_ext.models.ollama",
+    aliases=("ollama_chat_completion_client",),
 )

@@ -431,9 +431,4 @@ class ReplayChatCompletionClient(RequestClient):
         return cls(config.chat_completions, model_info=info, latency=config.latency or 0.0)
 
 
-register_builtin(
-    ReplayChatCompletionClient,
-    "flowlib.models.ReplayChatCompletionClient",
-    aliases=("autogen_ext.models.replay.ReplayChatCompletionClient", "ReplayChatCompletionClient"),
-    shared_state=True,
-)
+register_builtin(ReplayChatCompletionClient, autogen="autogen_ext.models.replay", shared_state=True)

@@ -10,6 +10,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, TypeVar, cast
 
 from opentelemetry.trace import Span, SpanKind
@@ -48,30 +49,21 @@ _REQUEST_OPTIONS = {
 }
 
 
+@dataclass(slots=True)
 class ModelCall:
     """Records one model call: its span (if tracing) and its log events (if logging)."""
 
-    __slots__ = ("_messages", "_model", "_reasons_sent", "_span", "_stream", "_system")
-
-    def __init__(
-        self,
-        span: Span | None,
-        *,
-        system: str,
-        model: str,
-        messages: Sequence[Any],
-        stream: bool,
-    ) -> None:
-        self._span = span
-        self._system = system
-        self._model = model
-        self._messages = messages
-        self._stream = stream
-        self._reasons_sent = False
+    span: Span | None
+    _: KW_ONLY
+    system: str
+    model: str
+    messages: Sequence[Any]
+    stream: bool
+    reasons_sent: bool = False
 
     def request(self, *, server: str | None, port: int | None, options: Mapping[str, Any]) -> None:
         """What the client sends: the server it calls and the request options it set."""
-        span = self._span
+        span = self.span
         if span is None:
             return
         if server:
@@ -95,7 +87,7 @@ class ModelCall:
         self, *, response_id: str | None, model: str | None, finish_reasons: Sequence[str]
     ) -> None:
         """What the server answered, as it sent it (ids, model, finish reasons)."""
-        span = self._span
+        span = self.span
         if span is None:
             return
         if response_id:
@@ -104,26 +96,26 @@ class ModelCall:
             span.set_attribute("gen_ai.response.model", model)
         if finish_reasons:
             span.set_attribute("gen_ai.response.finish_reasons", list(finish_reasons))
-            self._reasons_sent = True
+            self.reasons_sent = True
 
     def done(self, result: Any) -> None:
         """The call returned ``result`` (a ``CreateResult``)."""
         usage = getattr(result, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        span = self._span
+        span = self.span
         if span is not None:
             span.set_attribute("gen_ai.usage.input_tokens", prompt)
             span.set_attribute("gen_ai.usage.output_tokens", completion)
             reason = getattr(result, "finish_reason", None)
-            if reason is not None and not self._reasons_sent:
+            if reason is not None and not self.reasons_sent:
                 # A client that does not report what its server sent: its own reason.
                 span.set_attribute("gen_ai.response.finish_reasons", [str(reason)])
             if getattr(result, "cached", False):
                 span.set_attribute("flowlib.cached", True)
         if event_logger.isEnabledFor(logging.INFO):
-            fields = {"model": self._model, "system": self._system}
-            if self._stream:
+            fields = {"model": self.model, "system": self.system}
+            if self.stream:
                 event_logger.info(
                     LLMStreamEndEvent(
                         response=result,
@@ -135,7 +127,7 @@ class ModelCall:
             else:
                 event_logger.info(
                     LLMCallEvent(
-                        messages=self._messages,
+                        messages=self.messages,
                         response=result,
                         prompt_tokens=prompt,
                         completion_tokens=completion,

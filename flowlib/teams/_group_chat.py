@@ -303,7 +303,7 @@ class BaseGroupChat(Team, ABC):
             checkpointer=lambda: self._checkpointer,
             forget_stored=self._forget_stored,
             require_stopped=self._require_stopped,
-            save=self.save_state,
+            save_state=self.save_state,
         )
 
     def build_graph(self, participants: Sequence[ChatAgent | Team]) -> DiGraph:

@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 from ..base import TaskResult
@@ -98,6 +98,7 @@ class Prepared:
     result: TaskResult | None = None
 
 
+@dataclass(eq=False)
 class StoredRuns:
     """Resolves a team's entry points against its checkpoint store.
 
@@ -113,30 +114,18 @@ class StoredRuns:
         max_turns: The team's ``max_turns`` (a ``max_turns=1`` team waits for a person).
     """
 
-    def __init__(
-        self,
-        store: CheckpointStore,
-        *,
-        team_type: str,
-        graph_signature: str,
-        graph_description: dict[str, Any],
-        executor: GraphExecutor,
-        run: Run,
-        install: Callable[[FoldedRun], Awaitable[None]],
-        durability: Durability,
-        max_turns: int | None = None,
-    ) -> None:
-        self._max_turns = max_turns
-        self.store = store
-        self._team_type = team_type
-        self._signature = graph_signature
-        self._description = graph_description
-        self._executor = executor
-        self._run = run
-        self._install_state = install
-        self._durability = durability
-        self.current: StoredRun | None = None  # the stored run the team's state is at
-        self._created: str | None = None  # a run this call is creating (see unstarted)
+    store: CheckpointStore
+    _: KW_ONLY
+    team_type: str
+    graph_signature: str
+    graph_description: dict[str, Any]
+    executor: GraphExecutor
+    run: Run
+    install: Callable[[FoldedRun], Awaitable[None]]
+    durability: Durability
+    max_turns: int | None = None
+    current: StoredRun | None = field(default=None, init=False)  # where the team's state is
+    _created: str | None = field(default=None, init=False)  # a run this call is creating
 
     # --- checks ---------------------------------------------------------------------
 
@@ -148,8 +137,8 @@ class StoredRuns:
                 f"flowlib reads version {GRAPH_STATE_VERSION}. Resume it with the flowlib "
                 "version that wrote it."
             )
-        if run.graph_signature != self._signature:
-            difference = graph_difference(run.graph, self._description)
+        if run.graph_signature != self.graph_signature:
+            difference = graph_difference(run.graph, self.graph_description)
             raise StateError(
                 f"Run `{run.run_id}` was stored by a team with a different graph "
                 f"({difference or 'the graphs differ'}). Resume it with a team built with "
@@ -161,9 +150,9 @@ class StoredRuns:
         now = time.time()
         return RunRecord(
             run_id=run_id,
-            team_type=self._team_type,
-            graph_signature=self._signature,
-            graph=self._description,
+            team_type=self.team_type,
+            graph_signature=self.graph_signature,
+            graph=self.graph_description,
             state_version=GRAPH_STATE_VERSION,
             status="running",
             created_at=now,
@@ -243,7 +232,7 @@ class StoredRuns:
                 check=self.check_graph,
                 install=self._install,
             )
-            self._run.run_id = run_id
+            self.run.run_id = run_id
             stored = StoredRun(
                 run_id,
                 1,
@@ -276,13 +265,13 @@ class StoredRuns:
             else:
                 self._created = run_id  # set first: the create may be cut mid-write
                 await store.create_run(self.record(run_id, None))
-            self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
-            self._run.requests = []
-            self._run.answered = []
+            self.executor.restore_budget(Budget(turns=self.executor.budget().turns))
+            self.run.requests = []
+            self.run.answered = []
             stored = StoredRun(run_id, 0)
             self.current = stored
-            self._run.run_id = run_id
-            self._run.phase = "new"
+            self.run.run_id = run_id
+            self.run.phase = "new"
             return Prepared(checkpointer=self._checkpointer(stored))
         if mode == "start":
             await self.check_entry(mode, run_id, bool(task))
@@ -304,16 +293,16 @@ class StoredRuns:
                 len(folded.messages),
             )
             self.current = current
-        self._run.run_id = run_id
+        self.run.run_id = run_id
         # The caller holds the lease: a run stored as `running` lost its process.
         phase: RunPhase
         if run.status in ("complete", "failed"):
             phase = run.status
-        elif run.status == "running" or self._executor.budget().open:
+        elif run.status == "running" or self.executor.budget().open:
             phase = "interrupted"
         else:
-            phase = "waiting" if self._run.requests else "stopped"
-        self._run.phase = phase
+            phase = "waiting" if self.run.requests else "stopped"
+        self.run.phase = phase
         if mode == "resume" and phase in ("complete", "stopped", "waiting"):
             return Prepared(result=self._stored_result(current, run.stop_reason))
         if mode == "continue" and phase in ("interrupted", "failed"):
@@ -411,23 +400,23 @@ class StoredRuns:
 
     def _stored_result(self, current: StoredRun, stop_reason: str | None) -> TaskResult:
         return TaskResult(
-            messages=list(self._executor.scheduler.thread[current.result_from :]),
+            messages=list(self.executor.scheduler.thread[current.result_from :]),
             stop_reason=stop_reason,
             run_id=current.run_id,
         )
 
     async def _install(self, folded: FoldedRun) -> None:
-        await self._install_state(folded)
+        await self.install(folded)
 
     def _checkpointer(self, stored: StoredRun) -> Checkpointer:
-        stored.result_from = len(self._executor.scheduler.thread)
+        stored.result_from = len(self.executor.scheduler.thread)
         return Checkpointer(
             self.store,
             stored,
-            durability=self._durability,
-            executor=self._executor,
-            run=self._run,
-            max_turns=self._max_turns,
+            durability=self.durability,
+            executor=self.executor,
+            run=self.run,
+            max_turns=self.max_turns,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,6 +28,7 @@ __all__ = ["TEAM_STATE_VERSION", "TeamStateCodec"]
 TEAM_STATE_VERSION = 1
 
 
+@dataclass(kw_only=True, eq=False)
 class TeamStateCodec:
     """Saves and loads one team's state (``BaseGroupChat.save_state`` and friends).
 
@@ -41,46 +43,37 @@ class TeamStateCodec:
         checkpointer: The running execution's checkpointer, if any.
         forget_stored: Called when a loaded state detaches the team from its stored run.
         require_stopped: Raises ``TeamRunningError`` while the team runs.
+        save_state: What saves the whole state: the team's ``save_state``, which a subclass
+            may override (default: `save`).
     """
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        manager_key: str,
-        executor: GraphExecutor,
-        participants: list[Participant],
-        plan: ExecutionPlan,
-        run: Run,
-        busy: Callable[[], bool],
-        checkpointer: Callable[[], Checkpointer | None],
-        forget_stored: Callable[[], None],
-        require_stopped: Callable[[str], None],
-        save: Callable[[], Awaitable[Mapping[str, Any]]] | None = None,
-    ) -> None:
-        self._name = name
-        self._manager_key = manager_key
-        self._executor = executor
-        self._participants = participants
-        self._plan = plan
-        self._run = run
-        self._busy = busy
-        self._checkpointer = checkpointer
-        self._forget_stored = forget_stored
-        self._require_stopped = require_stopped
-        self._save = save if save is not None else self.save
-        self._journal = Journal()  # what save_since returned last
+    name: str
+    manager_key: str
+    executor: GraphExecutor
+    participants: list[Participant]
+    plan: ExecutionPlan
+    run: Run
+    busy: Callable[[], bool]
+    checkpointer: Callable[[], Checkpointer | None]
+    forget_stored: Callable[[], None]
+    require_stopped: Callable[[str], None]
+    save_state: Callable[[], Awaitable[Mapping[str, Any]]] | None = None
+    journal: Journal = field(default_factory=Journal, init=False)  # what save_since returned last
+
+    def _whole(self) -> Awaitable[Mapping[str, Any]]:
+        """The whole state, by the team's own ``save_state`` when it gave one."""
+        return (self.save_state or self.save)()
 
     async def save(self) -> Mapping[str, Any]:
         """The team's ``save_state`` (its docstring says what the state holds)."""
         running = {
             name
-            for name, run in zip(self._plan.names, self._executor.scheduler.nodes, strict=True)
+            for name, run in zip(self.plan.names, self.executor.scheduler.nodes, strict=True)
             if run.running
         }
-        checkpointer = self._checkpointer()
+        checkpointer = self.checkpointer()
         agent_states: dict[str, Any] = {}
-        for node in self._executor.nodes:
+        for node in self.executor.nodes:
             settled = None
             if node.name in running and checkpointer is not None:
                 settled = checkpointer.settled_state(node.name)
@@ -88,8 +81,8 @@ class TeamStateCodec:
                 agent_states[node.name] = settled
             else:
                 agent_states[node.name] = dict(await node.save_state())
-        manager = self._executor.scheduler.save_state()
-        agent_states[self._manager_key] = manager.model_dump(mode="json")
+        manager = self.executor.scheduler.save_state()
+        agent_states[self.manager_key] = manager.model_dump(mode="json")
         return {"type": "TeamState", "version": TEAM_STATE_VERSION, "agent_states": agent_states}
 
     async def save_since(self, base: Any, *, plain: bool) -> StateChange:
@@ -101,12 +94,12 @@ class TeamStateCodec:
         entries added since are dumped: a team nested in a checkpointed team costs its
         turn's change, not its whole history.
         """
-        executor = self._executor
+        executor = self.executor
         lists: list[Sequence[Any]] = [executor.scheduler.thread, executor.scheduler.thread_node]
-        journal = self._journal
-        idle = not (self._busy() or executor.is_running)
+        journal = self.journal
+        idle = not (self.busy() or executor.is_running)
         if not idle or not plain or not journal.fits(base, lists):
-            return journal.whole(base, json_state(await self._save()), lists, keep=idle)
+            return journal.whole(base, json_state(await self._whole()), lists, keep=idle)
         base_states = base["agent_states"]
         states: dict[str, Any] = {}
         known: dict[str, Any] = {}
@@ -114,10 +107,10 @@ class TeamStateCodec:
             change = await node.save_state_since(base_states.get(node.name))
             states[node.name] = change.state
             known[node.name] = change.patch
-        key = self._manager_key
+        key = self.manager_key
         manager_base = base_states[key]
         start = journal.start(0)
-        names = self._plan.names
+        names = self.plan.names
         added = executor.scheduler.thread.dumps(start)
         origins = [names[n] if n >= 0 else None for n in executor.scheduler.thread_node[start:]]
         manager = {
@@ -134,9 +127,9 @@ class TeamStateCodec:
 
     async def load(self, state: Mapping[str, Any]) -> None:
         """The team's ``load_state`` (its docstring says what is checked and raised)."""
-        check_state_argument(state, self._name)
-        self._require_stopped("load state into")
-        await load_atomically(self._name, state, self._save, self._load_state)
+        check_state_argument(state, self.name)
+        self.require_stopped("load state into")
+        await load_atomically(self.name, state, self._whole, self._load_state)
 
     async def _load_state(self, state: Mapping[str, Any]) -> None:
         version = state.get("version")
@@ -150,7 +143,7 @@ class TeamStateCodec:
             raise StateError(
                 "Team state has no `agent_states` mapping; pass the dict `save_state()` returned."
             )
-        expected = {p.name for p in self._participants} | {self._manager_key}
+        expected = {p.name for p in self.participants} | {self.manager_key}
         unknown = sorted(set(agent_states) - expected)
         missing = sorted(expected - set(agent_states))
         if unknown or missing:
@@ -160,21 +153,19 @@ class TeamStateCodec:
             if missing:
                 problems.append("missing entries " + ", ".join(f"`{n}`" for n in missing))
             raise StateError(
-                f"Team state does not fit `{self._name}`: {'; '.join(problems)}. Load it into "
+                f"Team state does not fit `{self.name}`: {'; '.join(problems)}. Load it into "
                 "a team built with the same participants."
             )
         try:
-            manager = GraphManagerState.model_validate(agent_states[self._manager_key])
+            manager = GraphManagerState.model_validate(agent_states[self.manager_key])
         except ValidationError as exc:
             raise StateError(
-                f"Team state's `{self._manager_key}` entry is malformed: {exc}"
+                f"Team state's `{self.manager_key}` entry is malformed: {exc}"
             ) from exc
-        await self._load_checked(
-            manager, {p.name: agent_states[p.name] for p in self._participants}
-        )
+        await self._load_checked(manager, {p.name: agent_states[p.name] for p in self.participants})
         # A loaded state's next run starts a new budget (as after any stop).
-        self._executor.restore_budget(Budget(turns=self._executor.budget().turns))
-        self._forget_stored()
+        self.executor.restore_budget(Budget(turns=self.executor.budget().turns))
+        self.forget_stored()
 
     async def _load_checked(
         self,
@@ -187,8 +178,8 @@ class TeamStateCodec:
         The executor state is checked first; participants are loaded one by one and, if
         one refuses its state, every participant gets its previous state back.
         """
-        loaded = self._executor.scheduler.check_state(manager, thread=thread)
-        nodes = self._executor.nodes
+        loaded = self.executor.scheduler.check_state(manager, thread=thread)
+        nodes = self.executor.nodes
         previous = {node.name: await node.save_state() for node in nodes}
         touched: list[Node] = []
         for node in nodes:
@@ -206,7 +197,7 @@ class TeamStateCodec:
                     f"({type(exc).__name__}: {exc}); nothing was changed. Load a state saved "
                     "by a team with the same participants."
                 ) from exc
-        self._executor.scheduler.apply_state(loaded)
+        self.executor.scheduler.apply_state(loaded)
 
     async def install(self, folded: FoldedRun) -> None:
         """Load a folded stored run into the team (all checked before anything changes)."""
@@ -221,5 +212,5 @@ class TeamStateCodec:
                 f"Stored run `{folded.run_id}` has unreadable bookkeeping: {exc}"
             ) from exc
         await self._load_checked(manager, folded.participants, folded.messages)
-        self._run.run_id = folded.run_id
-        await self._run.restore(folded.bookkeeping.get("run"), self._executor.scheduler.thread)
+        self.run.run_id = folded.run_id
+        await self.run.restore(folded.bookkeeping.get("run"), self.executor.scheduler.thread)

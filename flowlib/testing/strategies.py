@@ -65,8 +65,9 @@ from ..errors import (
     UnreachableNodeError,
 )
 from ..graph import Contains, Regex
+from . import specs
+from .specs import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS  # re-exported: see __all__
 from .specs import (
-    DEFAULT_MAX_TURNS,
     IDENTIFIER,
     Activation,
     Condition,
@@ -82,13 +83,6 @@ from .specs import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_TURNS",
-    "EdgeSpec",
-    "GraphSpec",
-    "InvalidGraphCase",
-    "MapGraphSpec",
-    "NodeSpec",
-    "TextCheck",
     "chains",
     "conditions",
     "dags",
@@ -102,6 +96,7 @@ __all__ = [
     "node_names",
     "valid_graphs",
 ]
+__all__ += specs.__all__  # the spec types are re-exported here
 
 # --- building blocks --------------------------------------------------------------------
 

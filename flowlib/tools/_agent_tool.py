@@ -180,7 +180,6 @@ class AgentTool(TaskRunnerTool):
     """
 
     component_type: ClassVar[str] = "tool"
-    component_provider_override: ClassVar[str] = "flowlib.tools.AgentTool"
     component_config_schema: ClassVar[type[BaseModel]] = AgentToolConfig
 
     def __init__(self, agent: ChatAgent, return_value_as_last_message: bool = False) -> None:
@@ -245,7 +244,6 @@ class TeamTool(TaskRunnerTool):
     """
 
     component_type: ClassVar[str] = "tool"
-    component_provider_override: ClassVar[str] = "flowlib.tools.TeamTool"
     component_config_schema: ClassVar[type[BaseModel]] = TeamToolConfig
 
     def __init__(
@@ -304,13 +302,5 @@ class AgentToolValueError(FlowlibError, ValueError):
     """``TeamTool`` was given an invalid argument."""
 
 
-register_builtin(
-    AgentTool,
-    "flowlib.tools.AgentTool",
-    aliases=("autogen_agentchat.tools.AgentTool", "AgentTool"),
-)
-register_builtin(
-    TeamTool,
-    "flowlib.tools.TeamTool",
-    aliases=("autogen_agentchat.tools.TeamTool", "TeamTool"),
-)
+register_builtin(AgentTool, autogen="autogen_agentchat.tools")
+register_builtin(TeamTool, autogen="autogen_agentchat.tools")

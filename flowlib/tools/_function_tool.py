@@ -540,8 +540,4 @@ def _rest(lines: list[str], found: dict[str, list[str]]) -> None:
             current = None
 
 
-register_builtin(
-    FunctionTool,
-    "flowlib.tools.FunctionTool",
-    aliases=("autogen_core.tools.FunctionTool", "FunctionTool"),
-)
+register_builtin(FunctionTool, autogen="autogen_core.tools")

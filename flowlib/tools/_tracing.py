@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode
@@ -16,36 +17,32 @@ from ..logging import ToolCallEvent, event_logger
 __all__ = ["ToolCall", "tool_call"]
 
 
+@dataclass(slots=True)
 class ToolCall:
     """Records one tool call's outcome for its span and its log event."""
 
-    __slots__ = ("_arguments", "_call_id", "_name", "_span")
-
-    def __init__(
-        self, span: Span | None, name: str, call_id: str, arguments: Mapping[str, Any]
-    ) -> None:
-        self._span = span
-        self._name = name
-        self._call_id = call_id
-        self._arguments = arguments
+    span: Span | None
+    name: str
+    call_id: str
+    arguments: Mapping[str, Any]
 
     def done(
         self, result: str, *, is_error: bool = False, error: BaseException | None = None
     ) -> None:
         """The call ended with ``result`` (the text the model will see); a failed call
         gives the exception it raised, if any, for ``error.type``."""
-        if self._span is not None and is_error:
-            self._span.set_attribute(
+        if self.span is not None and is_error:
+            self.span.set_attribute(
                 "error.type", error_type(error) if error is not None else "_OTHER"
             )
-            self._span.set_status(Status(StatusCode.ERROR, result))
+            self.span.set_status(Status(StatusCode.ERROR, result))
         if event_logger.isEnabledFor(logging.INFO):
             event_logger.info(
                 ToolCallEvent(
-                    tool_name=self._name,
-                    arguments=self._arguments,
+                    tool_name=self.name,
+                    arguments=self.arguments,
                     result=result,
-                    call_id=self._call_id,
+                    call_id=self.call_id,
                     is_error=is_error,
                 )
             )

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TextIO, TypeVar, cast
 
 from ..agents import UserProxyAgent
@@ -210,64 +211,56 @@ def _draws_inline_images(output: TextIO) -> bool:
     return bool(isatty()) if callable(isatty) else False
 
 
+@dataclass
 class _Printer:
     """What one ``Console`` call has printed so far: the open chunk line, the messages
     already shown through their chunks, and the token totals."""
 
-    def __init__(
-        self,
-        output: TextIO,
-        *,
-        inline_images: bool,
-        output_stats: bool,
-        user_input_manager: UserInputManager | None,
-        started: float,
-        raw: bool = False,
-    ) -> None:
-        self._output = output
-        self._raw = raw
-        self._inline_images = inline_images
-        self._output_stats = output_stats
-        self._user_input_manager = user_input_manager
-        self._started = started
-        self._prompt_tokens = 0
-        self._completion_tokens = 0
-        # The (source, full_message_id) whose chunks are on the current, unended line.
-        self._open_line: tuple[str, str | None] | None = None
-        # Ids of complete messages already shown as chunks, and, for chunks that name no
-        # message, the text streamed per source: their complete message is not reprinted.
-        self._streamed_ids: set[str] = set()
-        self._streamed_text: dict[str, str] = {}
+    output: TextIO
+    _: KW_ONLY
+    inline_images: bool
+    output_stats: bool
+    user_input_manager: UserInputManager | None
+    started: float
+    raw: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # The (source, full_message_id) whose chunks are on the current, unended line.
+    open_line: tuple[str, str | None] | None = None
+    # Ids of complete messages already shown as chunks, and, for chunks that name no
+    # message, the text streamed per source: their complete message is not reprinted.
+    streamed_ids: set[str] = field(default_factory=set)
+    streamed_text: dict[str, str] = field(default_factory=dict)
 
     def chunk(self, chunk: ModelClientStreamingChunkEvent) -> None:
         key = (chunk.source, chunk.full_message_id)
-        if self._open_line != key:
+        if self.open_line != key:
             self.end_line()
             self._write(_header(chunk.source))
-            self._open_line = key
+            self.open_line = key
         if chunk.full_message_id is None:
-            self._streamed_text[chunk.source] = (
-                self._streamed_text.get(chunk.source, "") + chunk.content
+            self.streamed_text[chunk.source] = (
+                self.streamed_text.get(chunk.source, "") + chunk.content
             )
         else:
-            self._streamed_ids.add(chunk.full_message_id)
+            self.streamed_ids.add(chunk.full_message_id)
         self._write(chunk.content)
 
     def message(self, message: Any) -> None:
         """Print a chat message or event (anything with ``source`` and ``to_text()``)."""
         self.end_line()
         if isinstance(message, UserInputRequestedEvent):
-            if self._user_input_manager is not None:
-                self._user_input_manager.notify_event_received(message.request_id)
+            if self.user_input_manager is not None:
+                self.user_input_manager.notify_event_received(message.request_id)
             return
         source = str(getattr(message, "source", type(message).__name__))
         if not self._was_streamed(message, source):
             self._write_message(source, message)
         usage = getattr(message, "models_usage", None)
         if isinstance(usage, RequestUsage):
-            self._prompt_tokens += usage.prompt_tokens
-            self._completion_tokens += usage.completion_tokens
-            if self._output_stats:
+            self.prompt_tokens += usage.prompt_tokens
+            self.completion_tokens += usage.completion_tokens
+            if self.output_stats:
                 self._write(
                     f"[Prompt tokens: {usage.prompt_tokens}, "
                     f"Completion tokens: {usage.completion_tokens}]\n"
@@ -283,30 +276,30 @@ class _Printer:
             count = (
                 f"Number of messages: {len(result.messages)}\nFinish reason: {result.stop_reason}\n"
             )
-        if self._output_stats:
-            duration = time.perf_counter() - self._started
+        if self.output_stats:
+            duration = time.perf_counter() - self.started
             self._write(
                 _header("Summary")
                 + count
-                + f"Total prompt tokens: {self._prompt_tokens}\n"
-                + f"Total completion tokens: {self._completion_tokens}\n"
+                + f"Total prompt tokens: {self.prompt_tokens}\n"
+                + f"Total completion tokens: {self.completion_tokens}\n"
                 + f"Duration: {duration:.2f} seconds\n"
             )
 
     def end_line(self) -> None:
         """End the line of streamed chunks, if one is open."""
-        if self._open_line is not None:
-            self._open_line = None
+        if self.open_line is not None:
+            self.open_line = None
             self._write("\n")
 
     def _was_streamed(self, message: Any, source: str) -> bool:
         """Whether ``message`` is the complete form of chunks already printed."""
         message_id = getattr(message, "id", None)
-        if message_id in self._streamed_ids:
-            self._streamed_ids.discard(message_id)
-            self._streamed_text.pop(source, None)
+        if message_id in self.streamed_ids:
+            self.streamed_ids.discard(message_id)
+            self.streamed_text.pop(source, None)
             return True
-        streamed = self._streamed_text.pop(source, None)
+        streamed = self.streamed_text.pop(source, None)
         return streamed is not None and streamed == self._text(message)
 
     def _text(self, message: Any) -> str:
@@ -316,11 +309,11 @@ class _Printer:
         return str(to_text()) if callable(to_text) else str(message)
 
     def _write(self, text: str) -> None:
-        self._output.write(text if self._raw else escape_control(text))
-        self._output.flush()
+        self.output.write(text if self.raw else escape_control(text))
+        self.output.flush()
 
     def _write_message(self, source: str, message: Any) -> None:
-        if not (self._inline_images and isinstance(message, MultiModalMessage)):
+        if not (self.inline_images and isinstance(message, MultiModalMessage)):
             self._write(_header(source) + self._text(message) + "\n")
             return
         # The image sequences are flowlib's own; the text around them is escaped.
@@ -335,9 +328,9 @@ class _Printer:
         self._write("\n")
 
     def _write_trusted(self, text: str) -> None:
-        write = getattr(self._output, "write_trusted", None)
-        (write if callable(write) else self._output.write)(text)
-        self._output.flush()
+        write = getattr(self.output, "write_trusted", None)
+        (write if callable(write) else self.output.write)(text)
+        self.output.flush()
 
 
 def _iterm_image(image: Image) -> str:

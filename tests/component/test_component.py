@@ -230,6 +230,23 @@ def test_dumps_write_the_class_provider_override() -> None:
         assert component.dump_component().provider == type(component).component_provider_override
 
 
+def test_every_builtin_is_registered_under_its_import_path_and_its_short_name() -> None:
+    # register_builtin derives the provider from where users import the class and writes
+    # it on the class: the provider string is written once.
+    for provider in flowlib.component.known_providers():
+        if not provider.startswith("flowlib."):
+            continue  # registered by other tests
+        module, _, name = provider.rpartition(".")
+        cls = getattr(importlib.import_module(module), name)
+        assert cls.__dict__["component_provider_override"] == provider
+        try:
+            load_component({"provider": name, "config": {}})
+        except UnknownProviderError:
+            pytest.fail(f"the short name of {provider} is not registered")
+        except ComponentLoadError:
+            pass  # an empty config: the provider was found
+
+
 # --- termination conditions --------------------------------------------------------------
 
 CONDITIONS: list[TerminationCondition] = [

@@ -480,13 +480,14 @@ def cached_assistant(path: Path) -> dict[str, Any]:
     return {"provider": "AssistantAgent", "config": {"name": "a", "model_client": cache}}
 
 
-@pytest.mark.parametrize("refused", ["code_agent", "bad_field", "unknown_host"])
+@pytest.mark.parametrize("refused", ["code_agent", "bad_field", "unknown_host", "code_field"])
 def test_a_refused_config_builds_nothing_before_it(tmp_path: Path, refused: str) -> None:
     """A team whose first member would create `cache.db` and whose second member is
     refused creates no file: the whole config is checked before anything is built."""
     later: dict[str, Any] = {
         "code_agent": code_agent_config(tmp_path),
         "bad_field": {"provider": "AssistantAgent", "config": {"name": 5}},
+        "code_field": {"provider": "UserProxyAgent", "config": {"name": "u", "input_func": "f"}},
         "unknown_host": {
             "provider": "AssistantAgent",
             "config": {
@@ -510,6 +511,32 @@ def test_a_refused_config_builds_nothing_before_it(tmp_path: Path, refused: str)
         load_component(team, allow_paths=[tmp_path])
     assert caught.value.path.startswith("participants[1]")
     assert tree(tmp_path) == before  # no cache.db
+
+
+FACTORY = {"provider": "StructuredMessageFactory", "config": {"json_schema": {}}}
+
+
+@pytest.mark.parametrize(
+    ("provider", "config", "field"),
+    [
+        ("UserProxyAgent", {"name": "u", "input_func": "f"}, "input_func"),
+        (
+            "AssistantAgent",
+            {"name": "a", "model_client": REPLAY, "structured_message_factory": FACTORY},
+            "structured_message_factory",
+        ),
+        (
+            "AzureOpenAIChatCompletionClient",
+            {"model": "gpt-4o", "api_version": "1", "azure_ad_token_provider": "f"},
+            "azure_ad_token_provider",
+        ),
+    ],
+)
+def test_a_config_field_that_would_be_code_is_refused(
+    provider: str, config: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(ComponentLoadError, match=f"`{field}` cannot be loaded .*would be code"):
+        load_component({"provider": provider, "config": config})
 
 
 async def test_an_agent_tool_gets_the_callers_policy(tmp_path: Path) -> None:

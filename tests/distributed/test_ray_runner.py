@@ -429,25 +429,29 @@ def _rss_mb() -> float:
     raise AssertionError("no VmRSS")  # pragma: no cover
 
 
-async def _queued_growth(runner: Any, tasks: list[str], ready: Any) -> tuple[float, float]:
-    """Driver memory growth (Python allocations, MB; RSS, MB) while ``runner`` holds
-    ``tasks`` (their agents think far longer than the test), then cancel the batch."""
+async def _queued_growth(runner: Any, tasks: list[str], ready: Any) -> tuple[int, float]:
+    """Driver memory growth (Python's allocated blocks; RSS, MB) while ``runner`` holds
+    ``tasks`` (their agents think far longer than the test), then cancel the batch.
+
+    Not tracemalloc: its ``stop()`` races with Ray's threads, which allocate while they
+    hand replies to Python, and on CPython before 3.12.9 that race is a segfault in
+    tracemalloc's ``traceback_new`` (python/cpython#128679). It killed this test's
+    pytest worker once, in a whole run of the suite (Ray's driver log:
+    ``SIGSEGV ... traceback_new``). ``sys.getallocatedblocks()`` reads a counter.
+    """
     import gc
-    import tracemalloc
 
     gc.collect()
-    rss = _rss_mb()
-    tracemalloc.start()
+    rss, blocks = _rss_mb(), sys.getallocatedblocks()
+    batch = asyncio.ensure_future(runner.run_many(tasks))
     try:
-        batch = asyncio.ensure_future(runner.run_many(tasks))
         await ready()
         gc.collect()
-        python = tracemalloc.get_traced_memory()[0] / 2**20
+        python = sys.getallocatedblocks() - blocks
         grown = _rss_mb() - rss
+    finally:
         batch.cancel()
         await asyncio.gather(batch, return_exceptions=True)
-    finally:
-        tracemalloc.stop()
     return python, grown
 
 
@@ -481,7 +485,9 @@ async def test_10000_queued_tasks_keep_driver_memory_near_the_local_runners(
         ray_python, ray_rss = await _queued_growth(runner, tasks, ray_ready)
         held = [await a.stats.remote() for a in runner.actors]
     assert [s["holding"] for s in held] == [0, 0]  # cancelled on the workers
-    assert ray_python <= 2 * local_python + 1, (ray_python, local_python)
+    # Python objects: a queued task costs the driver no more than in one process
+    # (blocks, not bytes; 20,000 blocks of slack: Ray's own bookkeeping of a batch).
+    assert ray_python <= 2 * local_python + 20_000, (ray_python, local_python)
     # RSS moves with allocator pages, not only objects: a floor of 64 MB (submitting
     # every task up front grew it by hundreds of MB).
     assert ray_rss <= max(2 * local_rss, 64), (ray_rss, local_rss)

@@ -137,7 +137,6 @@ class McpWorkbench(Workbench):
     """
 
     component_type: ClassVar[str] = "workbench"
-    component_provider_override: ClassVar[str] = "flowlib.tools.mcp.McpWorkbench"
     component_config_schema: ClassVar[type[BaseModel]] = McpWorkbenchConfig
 
     def __init__(
@@ -503,8 +502,4 @@ def _reason(error: BaseException | None) -> str:
     return f"{type(error).__name__}: {text}"
 
 
-register_builtin(
-    McpWorkbench,
-    "flowlib.tools.mcp.McpWorkbench",
-    aliases=("autogen_ext.tools.mcp.McpWorkbench", "McpWorkbench"),
-)
+register_builtin(McpWorkbench, autogen="autogen_ext.tools.mcp")
