@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_args
 
@@ -568,18 +568,18 @@ def snapshot_body(folded: FoldedRun) -> str:
     messages = folded.messages
     types: set[Any] = set()
     lines: list[str] = []
+    loose: Iterable[Any] = messages
     if isinstance(messages, MessageDumps):
         types.update(messages.types)
-        for item in messages.raw():
-            if type(item) is str:
-                lines.append(item)
-            else:
-                types.add(item.get("type"))
-                lines.append(dump(item))
-    else:
-        for message in messages:
-            types.add(message.get("type"))
-            lines.append(dump(message))
+        block, count, loose = messages.lines()
+        if count:
+            lines.append(block)  # the lines of the snapshot it was read from, as they were
+    for item in loose:
+        if type(item) is str:
+            lines.append(item)
+        else:
+            types.add(item.get("type"))
+            lines.append(dump(item))
     header = {
         "run_id": folded.run_id,
         "message_nodes": folded.message_nodes,
@@ -652,30 +652,33 @@ def _snapshot_lines(body: str, *, verify: bool) -> tuple[FoldedRun, str | None]:
         return _EMPTY, "no checksum"
     if verify and f"{zlib.crc32(memoryview(body.encode())[end + 1 :]):08x}" != body[start:end]:
         return _EMPTY, _MISMATCH
-    lines = body.split("\n")
-    if len(lines) < 2:
+    first = body.find("\n", end)
+    second = body.find("\n", first + 1) if first >= 0 else -1
+    if first < 0:
         return _EMPTY, "no participants line"
     try:
-        header, participants = from_json(lines[0][end + 1 :]), from_json(lines[1])
+        header = from_json(body[end + 1 : first])
+        participants = from_json(body[first + 1 : len(body) if second < 0 else second])
     except ValueError as exc:
         return _EMPTY, f"is not valid JSON ({exc})"
     if not isinstance(header, dict):
         return _EMPTY, "the header is not a JSON object"
     header["participants"] = participants
-    messages = lines[2:]
     for name, kind in _SNAPSHOT_TYPES.items():
         if name != "messages" and type(header.get(name)) is not kind:
             return _EMPTY, f"field `{name}` is not {kind.__name__}"
     types = header.get("types")
     if type(types) is not list or not all(t is None or type(t) is str for t in types):
         return _EMPTY, "field `types` is not a list of message types"
-    if len(messages) != len(header["message_nodes"]):
+    count = len(header["message_nodes"])
+    if (second < 0) != (count == 0):
         return _EMPTY, "messages and message_nodes do not match"
     problem = _check_tail(header)
     if problem is not None:
         return _EMPTY, problem
     fields = {k: v for k, v in header.items() if k in FoldedRun.model_fields}
-    fields["messages"] = MessageDumps(messages, types)
+    # The message lines stay one text (their number is checked when one is read).
+    fields["messages"] = MessageDumps.of_lines(body[second + 1 :] if count else "", count, types)
     return FoldedRun.model_construct(**fields), None
 
 
