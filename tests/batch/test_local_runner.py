@@ -8,9 +8,9 @@ import functools
 import importlib
 import inspect
 import pickle
-import time
 from pathlib import Path
 
+import _batch_flows
 import pytest
 from _batch_flows import FAIL_ON, build, transcript
 
@@ -108,16 +108,29 @@ async def test_stream_many_tags_every_item_with_its_run() -> None:
     assert len(finals) == 1 and finals[0].done
 
 
-async def test_max_concurrency_bounds_the_runs_at_once() -> None:
+def _most_runs_at_once(events: list[str]) -> int:
+    """From the flow's turn log in order: a run is in flight from its ``src`` turn's start
+    to its ``join`` turn's end."""
+    at_once = most = 0
+    for event in events:
+        at_once += {"starts.txt src": 1, "ends.txt join": -1}.get(event, 0)
+        most = max(most, at_once)
+    return most
+
+
+async def test_max_concurrency_bounds_the_runs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Counted from the turns' own log, not timed: a busy machine cannot change it.
+    events: list[str] = []
+    monkeypatch.setattr(
+        _batch_flows, "_append", lambda _, name, line: events.append(f"{name} {line.split()[-1]}")
+    )
     factory = functools.partial(build, think=0.04)
-    started = time.perf_counter()
     await LocalRunner(factory, max_concurrency=2).run_many(["a", "b", "c", "d"])
-    bounded = time.perf_counter() - started
-    started = time.perf_counter()
+    assert events.count("ends.txt join") == 4
+    assert _most_runs_at_once(events) == 2  # two waves of two
+    events.clear()
     await LocalRunner(factory).run_many(["a", "b", "c", "d"])
-    free = time.perf_counter() - started
-    assert bounded >= 2 * 3 * 0.04  # two waves of a 3-step critical path
-    assert free < bounded
+    assert _most_runs_at_once(events) == 4  # unbounded: all four at once
 
 
 async def test_factory_references() -> None:
