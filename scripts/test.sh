@@ -12,8 +12,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
+# Compiled files are written and reused (an environment may turn that off): without them
+# every pytest worker rewrites and compiles all the test modules again at collection
+# (15 s of CPU each) and every Python process compiles flowlib. One collection, beside
+# ruff, writes them before the workers start; it runs no test.
+unset PYTHONDONTWRITEBYTECODE
+.venv/bin/python -m pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1 &
+warm=$!
 .venv/bin/ruff check flowlib tests examples bench
 .venv/bin/ruff format --check flowlib tests examples bench
+wait "$warm" || true  # a collection error shows again, in full, in the run below
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

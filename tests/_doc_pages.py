@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+from _forked import run_script
+
+ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", flags=re.DOTALL | re.MULTILINE)
 MARK = "\x1e-- end of block --\x1e"
 
@@ -50,19 +52,25 @@ def run_page(
     assert blocks, f"{page} has no python block"
     program = f"\nprint({MARK!r}, flush=True)\n".join(block.code for block in blocks)
     program += f"\nprint({MARK!r}, flush=True)\n"
-    completed = subprocess.run(
-        [sys.executable, "-c", program],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        cwd=cwd or ROOT,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "examples")]),
-            **(env or {}),
-        },
-    )
+    # ``python -c PROGRAM`` in the folder, with this checkout and examples/ on the path, as a
+    # fork of tests/_forked.py's zygote (flowlib imported already; docs/choices.md, "The
+    # test command's speed").
+    folder = Path(cwd or ROOT).resolve()
+    with tempfile.TemporaryDirectory(prefix="flowlib-page-") as scratch:
+        script = Path(scratch, "page.py")
+        script.write_text(program)
+        completed = run_script(
+            script,
+            paths=[folder, ROOT, ROOT / "examples"],
+            cwd=folder,
+            timeout=timeout,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "examples")]),
+                **(env or {}),
+            },
+            clean_env=True,  # this process's environment as it is now, as before
+        )
     assert completed.returncode == 0, f"{page.name} failed:\n{completed.stderr}"
     outputs = completed.stdout.split(MARK + "\n")
     return list(zip(blocks, outputs, strict=False))

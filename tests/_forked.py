@@ -16,7 +16,7 @@ The zygote's children are not the test process's children, so their CPU time is 
 the timeout budget's count (tests/_budget.py) by hand.
 
 Protocol (one JSON object a line): the client writes ``{"script", "args", "paths", "env",
-"stdout", "stderr"}``; the zygote forks, answers ``{"pid": N}`` at once and
+"clean_env", "cwd", "stdout", "stderr"}``; the zygote forks, answers ``{"pid": N}`` at once and
 ``{"returncode": R, "cpu": S}`` when the child has ended.
 """
 
@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 # What the child scripts import (tests/durability/_*_child.py, tests/checkpoint's fork
-# child); importing them in a new interpreter is what the zygote saves.
+# child, the examples); importing them in a new interpreter is what the zygote saves.
 PRELOAD = (
     "flowlib.agents",
     "flowlib.base",
@@ -51,6 +51,7 @@ PRELOAD = (
     "flowlib.testing",
     "flowlib.testing.strategies",
     "flowlib.tools",
+    "flowlib.ui",
 )
 
 
@@ -199,6 +200,8 @@ def start_script(
     *args: str,
     paths: Sequence[Path | str] = (),
     env: Mapping[str, str] | None = None,
+    clean_env: bool = False,
+    cwd: Path | str | None = None,
 ) -> Forked:
     """Start ``python SCRIPT ARGS`` as a fork of the zygote (see :func:`run_script`)."""
     folder = tempfile.TemporaryDirectory(prefix="flowlib-fork-")
@@ -207,6 +210,8 @@ def start_script(
         "args": [str(arg) for arg in args],
         "paths": [str(path) for path in paths],
         "env": dict(env or {}),
+        "clean_env": clean_env,
+        "cwd": None if cwd is None else str(cwd),
         "stdout": str(Path(folder.name, "stdout")),
         "stderr": str(Path(folder.name, "stderr")),
     }
@@ -222,13 +227,18 @@ def run_script(
     *args: str,
     paths: Sequence[Path | str] = (),
     env: Mapping[str, str] | None = None,
+    clean_env: bool = False,
+    cwd: Path | str | None = None,
     timeout: float = 100.0,
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, script, *args], capture_output=True, text=True)`` in a
     fork of the zygote. ``paths`` go in front of ``sys.path`` (after the script's folder,
-    as ``PYTHONPATH`` would); ``env`` is set in the child's ``os.environ``. A child still
-    running after ``timeout`` seconds is killed and ``subprocess.TimeoutExpired`` raised."""
-    return start_script(script, *args, paths=paths, env=env).wait(timeout)
+    as ``PYTHONPATH`` would); ``env`` is set in the child's ``os.environ``, which holds
+    nothing else with ``clean_env`` (as ``subprocess.run(..., env=env)``); the child starts
+    in ``cwd`` if given. A child still running after ``timeout`` seconds is killed and
+    ``subprocess.TimeoutExpired`` raised."""
+    child = start_script(script, *args, paths=paths, env=env, clean_env=clean_env, cwd=cwd)
+    return child.wait(timeout)
 
 
 async def run_script_async(
@@ -257,7 +267,11 @@ def _child(request: dict[str, Any], channel: IO[str]) -> None:
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(target, fd)
         os.close(target)
+    if request.get("clean_env"):
+        os.environ.clear()
     os.environ.update(request["env"])
+    if request.get("cwd"):
+        os.chdir(request["cwd"])
     script = request["script"]
     sys.argv = [script, *request["args"]]
     sys.path[0:0] = [str(Path(script).parent), *request["paths"]]

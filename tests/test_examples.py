@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import ast
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _forked import run_script
 from openai_server import OpenAIServer, Reply, ToolCall
 
 from flowlib.base import Team
@@ -51,17 +51,16 @@ def test_there_are_examples() -> None:
 
 
 def _run(path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python examples/<file>.py`` from the checkout's root, as docs/examples.md says."""
-    completed = subprocess.run(
-        [sys.executable, str(path.relative_to(ROOT))],
+    """Run ``python examples/<file>.py`` from the checkout's root, as docs/examples.md says,
+    with nothing of this process's environment: as a fork of tests/_forked.py's zygote,
+    which has flowlib (this checkout's) imported already (docs/choices.md, "The test
+    command's speed")."""
+    completed = run_script(
+        path,
         cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=90,
-        # PYTHONPATH: this checkout's flowlib, even when the interpreter's editable install
-        # points at another checkout (a git worktree sharing one virtualenv).
         env={"PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **env},
-        check=False,
+        clean_env=True,
     )
     assert completed.returncode == 0, completed.stderr
     return completed

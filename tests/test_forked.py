@@ -24,6 +24,8 @@ atexit.register(lambda: (out / "atexit").write_text("ran"))
 (out / "argv").write_text(" ".join(sys.argv[2:]))
 (out / "path").write_text(sys.path[0] + "\\n" + sys.path[1])
 (out / "env").write_text(os.environ.get("FORKED_TEST", ""))
+(out / "environ").write_text(" ".join(sorted(os.environ)))
+(out / "cwd").write_text(os.getcwd())
 print("to stdout")
 print("to stderr", file=sys.stderr)
 if what == "kill":
@@ -54,6 +56,26 @@ def test_a_child_exits_with_its_status_output_and_arguments(tmp_path: Path, scri
     assert "FORKED_TEST" not in os.environ
     assert (tmp_path / "atexit").read_text() == "ran"  # ends as an interpreter ends
     assert int((tmp_path / "pid").read_text()) != os.getpid()
+
+
+def test_a_child_gets_only_the_given_environment_and_folder_when_asked(
+    tmp_path: Path, script: Path
+) -> None:
+    """As ``subprocess.run(..., env=ENV, cwd=FOLDER)``: nothing of the test process's own
+    environment reaches the child (the examples run this way, without OPENAI_API_KEY)."""
+    os.environ["FORKED_TEST_OUTSIDE"] = "1"
+    try:
+        done = run_script(
+            script, str(tmp_path), "0", env={"FORKED_TEST": "y"}, clean_env=True, cwd=script.parent
+        )
+    finally:
+        del os.environ["FORKED_TEST_OUTSIDE"]
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "environ").read_text() == "FORKED_TEST"
+    assert (tmp_path / "cwd").read_text() == str(script.parent)
+    done = run_script(script, str(tmp_path), "0")
+    assert "PATH" in (tmp_path / "environ").read_text().split()  # by default: inherited
+    assert (tmp_path / "cwd").read_text() == os.getcwd()
 
 
 def test_a_child_killed_by_sigkill_reports_it_and_runs_no_exit_code(

@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from .._english import a
 from ..base import CancellationToken, Handoff, Response
-from ..base.internal import check_state_argument
+from ..base.internal import check_state_argument, parsed_state
 from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..component import (
     ComponentModel,
@@ -786,13 +786,12 @@ class AssistantAgent(BaseChatAgent):
             StateError: If ``state`` is not an AssistantAgent state.
         """
         check_state_argument(state, f"Agent `{self.name}`")
-        try:
-            parsed = AssistantAgentState.model_validate(dict(state))
-        except ValidationError as exc:
-            raise StateError(
-                f"Agent `{self.name}`: cannot load this state; expected the result of "
-                f"AssistantAgent.save_state() ({_problems(exc)})."
-            ) from exc
+        parsed = parsed_state(
+            AssistantAgentState,
+            state,
+            f"Agent `{self.name}`",
+            saved_by="AssistantAgent.save_state()",
+        )
         if parsed.version.split(".")[0] != "1":
             raise StateError(
                 f"Agent `{self.name}`: AssistantAgentState version {parsed.version!r} is not "

@@ -9,7 +9,9 @@ names the argument and what is expected, and nothing has changed yet.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from ..errors import ArgumentTypeError, FlowlibError, InvalidArgumentError, StateError
 
@@ -18,8 +20,11 @@ __all__ = [
     "check_number",
     "check_state_argument",
     "load_atomically",
+    "parsed_state",
     "state_entry",
 ]
+
+_State = TypeVar("_State", bound=BaseModel)
 
 
 def _shown(value: object) -> str:
@@ -93,6 +98,40 @@ def state_entry(state: object, owner: str, state_type: str, key: str) -> Mapping
             "save_state() returned."
         )
     return entry
+
+
+def parsed_state(
+    model: type[_State],
+    state: Mapping[str, Any],
+    owner: str,
+    *,
+    version: object = None,
+    saved_by: str = "its save_state()",
+) -> _State:
+    """``state``, a ``save_state()`` result, validated as ``model``; with ``version``, a
+    state that names another version is refused first (one without a version is taken
+    as this one). ``saved_by`` says what makes such states, for the error.
+
+    Raises:
+        StateError: ``state`` names another version, or does not fit ``model`` (how many
+            problems, where the first is and what it is) (a ``ValueError``).
+    """
+    found = state.get("version", version)
+    if version is not None and found != version:
+        raise StateError(
+            f"{owner} state has version {found!r}; this flowlib reads version {version!r}. "
+            "Save it again with this version of flowlib."
+        )
+    try:
+        return model.model_validate(dict(state))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the state"
+        raise StateError(
+            f"{owner} cannot load this state, which is malformed ({exc.error_count()} "
+            f"problem(s); the first at `{where}`: {first['msg']}); pass the dict "
+            f"{saved_by} returned."
+        ) from exc
 
 
 async def load_atomically(

@@ -6,6 +6,7 @@ from ._arguments import (
     check_state_argument,
     kind_of,
     load_atomically,
+    parsed_state,
     state_entry,
 )
 from ._chat_agent import last_item
@@ -20,6 +21,7 @@ __all__ = [
     "kind_of",
     "last_item",
     "load_atomically",
+    "parsed_state",
     "state_entry",
     "state_header",
     "task_messages",

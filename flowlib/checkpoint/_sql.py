@@ -10,10 +10,11 @@ depend on how long the run already is.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import zlib
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_args
 
@@ -551,6 +552,15 @@ def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
         raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 
 
+SNAPSHOT_SELECT = (
+    "SELECT checkpoint_id, CASE WHEN typeof(body) = 'text' THEN CAST(body AS BLOB) ELSE body "
+    "END FROM flowlib_snapshots WHERE run_id = ? AND checkpoint_id <= ? "
+    "ORDER BY checkpoint_id DESC LIMIT 1"
+)
+"""SQLite: a run's newest snapshot at or before a checkpoint, its text as UTF-8 bytes: the
+checksum is over the bytes, and the message lines are decoded alone (no 7 MB decode
+and encode again)."""
+
 SNAPSHOT_FORMAT = "v2"
 """The prefix of a snapshot body in the current format (see ``snapshot_body``)."""
 
@@ -568,18 +578,18 @@ def snapshot_body(folded: FoldedRun) -> str:
     messages = folded.messages
     types: set[Any] = set()
     lines: list[str] = []
+    loose: Iterable[Any] = messages
     if isinstance(messages, MessageDumps):
         types.update(messages.types)
-        for item in messages.raw():
-            if type(item) is str:
-                lines.append(item)
-            else:
-                types.add(item.get("type"))
-                lines.append(dump(item))
-    else:
-        for message in messages:
-            types.add(message.get("type"))
-            lines.append(dump(message))
+        block, count, loose = messages.lines()
+        if count:
+            lines.append(block)  # the lines of the snapshot it was read from, as they were
+    for item in loose:
+        if type(item) is str:
+            lines.append(item)
+        else:
+            types.add(item.get("type"))
+            lines.append(dump(item))
     header = {
         "run_id": folded.run_id,
         "message_nodes": folded.message_nodes,
@@ -602,7 +612,12 @@ def snapshot_from_body(
     formats (a BLAKE2b checksum and one JSON object; before that, the JSON alone) are
     read too."""
     table = "flowlib_snapshots"
-    if isinstance(body, str) and body.startswith(SNAPSHOT_FORMAT + " "):
+    prefix = SNAPSHOT_FORMAT + " "
+    if isinstance(body, bytes) and not body.startswith(prefix.encode()):
+        with contextlib.suppress(UnicodeDecodeError):  # else refused below: not a snapshot
+            body = body.decode()
+    if isinstance(body, bytes) or (isinstance(body, str) and body.startswith(prefix)):
+        # SQLite reads a body as the UTF-8 bytes of its text (``SNAPSHOT_SELECT``).
         folded, problem = _snapshot_lines(body, verify=verify)
     else:
         if isinstance(body, str) and body.startswith("{"):  # before snapshots had a checksum
@@ -643,40 +658,57 @@ _EMPTY = FoldedRun.model_construct(run_id="")
 _MISMATCH = "does not match its checksum"
 
 
-def _snapshot_lines(body: str, *, verify: bool) -> tuple[FoldedRun, str | None]:
-    """A ``v2`` snapshot's state, and what is wrong with it, if anything."""
+def _snapshot_lines(body: str | bytes, *, verify: bool) -> tuple[FoldedRun, str | None]:
+    """A ``v2`` snapshot's state, and what is wrong with it, if anything (``body``: its
+    text, or the UTF-8 bytes of it)."""
     # Offsets, not slices: a slice of a 7 MB body is a 7 MB copy.
     start = len(SNAPSHOT_FORMAT) + 1
     end = start + 8
-    if body[end : end + 1] != " ":
+    if _ascii(body[end : end + 1]) != " ":
         return _EMPTY, "no checksum"
-    if verify and f"{zlib.crc32(memoryview(body.encode())[end + 1 :]):08x}" != body[start:end]:
-        return _EMPTY, _MISMATCH
-    lines = body.split("\n")
-    if len(lines) < 2:
+    if verify:
+        data = memoryview(body if isinstance(body, bytes) else body.encode())[end + 1 :]
+        if f"{zlib.crc32(data):08x}" != _ascii(body[start:end]):
+            return _EMPTY, _MISMATCH
+    newline: Any = b"\n" if isinstance(body, bytes) else "\n"
+    first = body.find(newline, end)
+    second = body.find(newline, first + 1) if first >= 0 else -1
+    if first < 0:
         return _EMPTY, "no participants line"
     try:
-        header, participants = from_json(lines[0][end + 1 :]), from_json(lines[1])
+        header = from_json(body[end + 1 : first])
+        participants = from_json(body[first + 1 : len(body) if second < 0 else second])
     except ValueError as exc:
         return _EMPTY, f"is not valid JSON ({exc})"
     if not isinstance(header, dict):
         return _EMPTY, "the header is not a JSON object"
     header["participants"] = participants
-    messages = lines[2:]
     for name, kind in _SNAPSHOT_TYPES.items():
         if name != "messages" and type(header.get(name)) is not kind:
             return _EMPTY, f"field `{name}` is not {kind.__name__}"
     types = header.get("types")
     if type(types) is not list or not all(t is None or type(t) is str for t in types):
         return _EMPTY, "field `types` is not a list of message types"
-    if len(messages) != len(header["message_nodes"]):
+    count = len(header["message_nodes"])
+    if (second < 0) != (count == 0):
         return _EMPTY, "messages and message_nodes do not match"
     problem = _check_tail(header)
     if problem is not None:
         return _EMPTY, problem
     fields = {k: v for k, v in header.items() if k in FoldedRun.model_fields}
-    fields["messages"] = MessageDumps(messages, types)
+    # The message lines stay one text (their number is checked when one is read).
+    block = body[second + 1 :] if count else ""
+    if isinstance(block, bytes):
+        try:
+            block = block.decode()
+        except UnicodeDecodeError as exc:
+            return _EMPTY, f"is not UTF-8 text ({exc})"
+    fields["messages"] = MessageDumps.of_lines(block, count, types)
     return FoldedRun.model_construct(**fields), None
+
+
+def _ascii(text: str | bytes) -> str:
+    return text.decode("ascii", "replace") if isinstance(text, bytes) else text
 
 
 _SNAPSHOT_TYPES = {

@@ -161,16 +161,15 @@ class ReplyEvent(BaseAgentEvent):
         return self.content
 
 
-CONVERSATION_EVENT_TYPES: tuple[type[BaseAgentEvent], ...] = (
-    HumanInputRequest,
-    HumanInputResponse,
-    ModelMessageChunk,
-    ReplyEvent,
-    ToolCallEvent,
-    ToolResultEvent,
+CONVERSATION_EVENT_TYPES: tuple[type[BaseAgentEvent], ...] = tuple(
+    value
+    for value in list(globals().values())
+    if isinstance(value, type)
+    and issubclass(value, BaseAgentEvent)
+    and value.__module__ == __name__
 )
-"""The event classes this module defines; register them with a
-[`MessageFactory`][flowlib.messages.MessageFactory] to rebuild stored events."""
+"""The event classes this module defines, in the order it defines them; register them
+with a [`MessageFactory`][flowlib.messages.MessageFactory] to rebuild stored events."""
 
 
 def to_events(item: Event) -> list[Event]:

@@ -17,7 +17,7 @@ from pydantic_core import from_json
 
 from .._english import a
 from ..checkpoint.internal import MessageDumps
-from ..errors import StateError
+from ..errors import CheckpointError, StateError
 from ..messages import BaseChatMessage, MessageFactory
 
 __all__ = ["Thread"]
@@ -34,15 +34,23 @@ class Thread(Sequence[BaseChatMessage]):
         factory: Rebuilds loaded messages.
     """
 
-    __slots__ = ("_factory", "_items")
+    __slots__ = ("_factory", "_items", "_stored", "_stored_built")
 
     def __init__(self, factory: MessageFactory) -> None:
         self._factory = factory
-        # A message, or the dump of a loaded message not read yet (or its JSON text).
+        # The first messages, as a store's resume read them (kept whole: see `load`).
+        self._stored: MessageDumps | None = None
+        self._stored_built: dict[int, BaseChatMessage] = {}  # those of them read so far
+        # The others: a message, or the dump of a loaded message not read yet (or its
+        # JSON text).
         self._items: list[BaseChatMessage | Mapping[str, Any] | str] = []
 
+    def _first(self) -> int:
+        """How many messages ``_stored`` holds."""
+        return 0 if self._stored is None else len(self._stored)
+
     def __len__(self) -> int:
-        return len(self._items)
+        return self._first() + len(self._items)
 
     @overload
     def __getitem__(self, index: int) -> BaseChatMessage: ...
@@ -52,18 +60,15 @@ class Thread(Sequence[BaseChatMessage]):
 
     def __getitem__(self, index: int | slice) -> BaseChatMessage | list[BaseChatMessage]:
         if isinstance(index, slice):
-            return [self._built(i) for i in range(*index.indices(len(self._items)))]
-        item = self._items[index]
-        if isinstance(item, BaseChatMessage):
-            return item
-        return self._built(index if index >= 0 else index + len(self._items))
+            return [self._built(i) for i in range(*index.indices(len(self)))]
+        return self._built(range(len(self))[index])
 
     def __iter__(self) -> Iterator[BaseChatMessage]:
-        for i in range(len(self._items)):
+        for i in range(len(self)):
             yield self._built(i)
 
     def __reversed__(self) -> Iterator[BaseChatMessage]:
-        for i in range(len(self._items) - 1, -1, -1):
+        for i in range(len(self) - 1, -1, -1):
             yield self._built(i)
 
     def __eq__(self, other: object) -> bool:
@@ -74,7 +79,7 @@ class Thread(Sequence[BaseChatMessage]):
     __hash__ = None  # type: ignore[assignment]  # mutable, like a list
 
     def __repr__(self) -> str:
-        return f"Thread({len(self._items)} messages)"
+        return f"Thread({len(self)} messages)"
 
     def append(self, message: BaseChatMessage) -> None:
         """Add ``message`` at the end."""
@@ -87,18 +92,26 @@ class Thread(Sequence[BaseChatMessage]):
     def clear(self) -> None:
         """Remove every message."""
         self._items.clear()
+        self._stored = None
+        self._stored_built = {}
 
     def load(self, dumps: Sequence[Any]) -> None:
         """Add stored messages (dumps made by ``message.dump()``) at the end.
 
         Each dump's class is checked now (see [`check`][flowlib.graph.Thread.check]); the
-        message is built when it is first read.
+        message is built when it is first read. An empty thread keeps a store's
+        ``MessageDumps`` as it is (a long run's snapshot: one text, not split).
 
         Raises:
             StateError: If an entry is not a dump of a chat message class this team knows.
         """
         self.check(dumps)
-        self._items.extend(dumps.raw() if isinstance(dumps, MessageDumps) else dumps)
+        if isinstance(dumps, MessageDumps):
+            if not len(self):
+                self._stored, self._stored_built = dumps.copy(), {}
+                return
+            dumps = dumps.raw()
+        self._items.extend(dumps)
 
     def check(self, dumps: Sequence[Any]) -> None:
         """Check that each of ``dumps`` names a chat message class this thread can build
@@ -109,14 +122,15 @@ class Thread(Sequence[BaseChatMessage]):
         """
         known: set[str] = set()  # type names checked already: a thread has few
         items: Sequence[Any] = dumps
+        first = 0
         if isinstance(dumps, MessageDumps):
             # Entries kept as text have their types listed (under the snapshot's checksum).
-            items = dumps.raw()
             for name in dumps.types:
                 if not self._known(name, known):
-                    position = next(i for i, item in enumerate(items) if _type_of(item) == name)
-                    raise _unknown(name, position)
-        for position, data in enumerate(items):
+                    raise _unknown(name, _position_of(dumps, name))
+            items = dumps.loose()
+            first = len(dumps) - len(items)
+        for position, data in enumerate(items, first):
             if type(data) is str:
                 continue
             name = data.get("type") if isinstance(data, dict) else None
@@ -137,13 +151,35 @@ class Thread(Sequence[BaseChatMessage]):
 
     def dumps(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
         """The messages ``start`` to ``end`` as dumps (a loaded one not read yet as stored)."""
-        return [_dump_of(item) for item in self._items[start:end]]
+        first = self._first()
+        found = []
+        for i in range(*slice(start, end).indices(len(self))):
+            if i >= first:
+                found.append(_dump_of(self._items[i - first]))
+            elif i in self._stored_built:
+                found.append(dict(self._stored_built[i].dump()))
+            else:
+                assert self._stored is not None
+                found.append(dict(self._stored[i]))
+        return found
 
     def _built(self, index: int) -> BaseChatMessage:
-        item = self._items[index]
-        if isinstance(item, BaseChatMessage):
-            return item
+        first = self._first()
+        stored = self._stored
+        item: Mapping[str, Any] | str | None = None
+        if index < first:
+            built = self._stored_built.get(index)
+            if built is not None:
+                return built
+        else:
+            held = self._items[index - first]
+            if isinstance(held, BaseChatMessage):
+                return held
+            item = held
         try:
+            if item is None:
+                assert stored is not None
+                item = stored[index]  # parsed now (a CheckpointError if damaged)
             message = self._factory.create(from_json(item) if isinstance(item, str) else item)
         except Exception as exc:
             raise StateError(
@@ -155,18 +191,24 @@ class Thread(Sequence[BaseChatMessage]):
                 f"Saved state holds {a(type(message).__name__)} at thread position {index}, "
                 "where a chat message belongs; the state is corrupt."
             )
-        self._items[index] = message
+        if index < first:
+            self._stored_built[index] = message
+        else:
+            self._items[index - first] = message
         return message
 
 
-def _type_of(item: object) -> object:
-    """The ``type`` of a dump (or of its JSON text), or None."""
-    if type(item) is str:
+def _position_of(dumps: MessageDumps, name: object) -> int:
+    """The position of the first of ``dumps`` of type ``name`` (one that does not parse:
+    of no type)."""
+    for position in range(len(dumps)):
         try:
-            item = from_json(item)
-        except ValueError:
-            return None
-    return item.get("type") if isinstance(item, dict) else None
+            kind = dumps[position].get("type")
+        except CheckpointError:
+            kind = None
+        if kind == name:
+            return position
+    return 0
 
 
 def _unknown(name: object, position: int) -> StateError:

@@ -22,6 +22,7 @@ from ._base import (
     BaseTextChatMessage,
 )
 from ._chat import (
+    ChatMessage,
     HandoffMessage,
     MultiModalMessage,
     StopMessage,
@@ -31,6 +32,7 @@ from ._chat import (
     ToolCallSummaryMessage,
 )
 from ._events import (
+    AgentEvent,
     CodeExecutionEvent,
     CodeGenerationEvent,
     MemoryQueryEvent,
@@ -44,11 +46,7 @@ from ._events import (
     ToolCallRequestEvent,
     UserInputRequestedEvent,
 )
-from ._factory import (
-    AgentEvent,
-    ChatMessage,
-    MessageFactory,
-)
+from ._factory import MessageFactory
 from ._structured_factory import (
     StructuredMessageFactory,
     StructuredMessageFactoryConfig,

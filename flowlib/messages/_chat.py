@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Generic, Literal, TypeVar
+from typing import Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -173,3 +173,10 @@ class StructuredMessage(BaseChatMessage, Generic[StructuredContentType]):
     def to_model_message(self) -> UserMessage:
         """Return ``UserMessage(content=self.to_model_text(), source=self.source)``."""
         return UserMessage(content=self.to_model_text(), source=self.source)
+
+
+ChatMessage = Annotated[
+    TextMessage | MultiModalMessage | StopMessage | ToolCallSummaryMessage | HandoffMessage,
+    Field(discriminator="type"),
+]
+"""The built-in concrete chat messages (not ``StructuredMessage``), told apart by ``type``."""

@@ -3,7 +3,9 @@ chunks, thoughts, speaker selection, code generation and execution, retries and 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from ..code_executors import CodeBlock, CodeResult
 from ..memory import MemoryContent
@@ -234,3 +236,21 @@ class NodeCacheHitEvent(BaseAgentEvent):
     def to_text(self) -> str:
         """Say that the turn came from the cache."""
         return f"cache hit ({self.key[:12]})"
+
+
+AgentEvent = Annotated[
+    ToolCallRequestEvent
+    | ToolCallExecutionEvent
+    | MemoryQueryEvent
+    | UserInputRequestedEvent
+    | ModelClientStreamingChunkEvent
+    | ThoughtEvent
+    | SelectSpeakerEvent
+    | SelectorEvent
+    | CodeGenerationEvent
+    | CodeExecutionEvent
+    | NodeRetryEvent
+    | NodeCacheHitEvent,
+    Field(discriminator="type"),
+]
+"""The built-in concrete agent events, told apart by ``type``."""

@@ -1,79 +1,19 @@
-"""The unions of the built-in messages and events, and ``MessageFactory``, which rebuilds
-a message or event from its dump by its ``type``."""
+"""``MessageFactory``, which rebuilds a message or event from its dump by its ``type``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any, get_args
 
 from ..errors import InvalidArgumentError, UnknownMessageTypeError
 from ._base import BaseAgentEvent, BaseChatMessage, BaseMessage
-from ._chat import (
-    HandoffMessage,
-    MultiModalMessage,
-    StopMessage,
-    StructuredMessage,
-    TextMessage,
-    ToolCallSummaryMessage,
-)
-from ._events import (
-    CodeExecutionEvent,
-    CodeGenerationEvent,
-    MemoryQueryEvent,
-    ModelClientStreamingChunkEvent,
-    NodeCacheHitEvent,
-    NodeRetryEvent,
-    SelectorEvent,
-    SelectSpeakerEvent,
-    ThoughtEvent,
-    ToolCallExecutionEvent,
-    ToolCallRequestEvent,
-    UserInputRequestedEvent,
-)
+from ._chat import ChatMessage, StructuredMessage
+from ._events import AgentEvent
 
-ChatMessage = Annotated[
-    TextMessage | MultiModalMessage | StopMessage | ToolCallSummaryMessage | HandoffMessage,
-    Field(discriminator="type"),
-]
-"""The built-in concrete chat messages (not ``StructuredMessage``), told apart by ``type``."""
-
-AgentEvent = Annotated[
-    ToolCallRequestEvent
-    | ToolCallExecutionEvent
-    | MemoryQueryEvent
-    | UserInputRequestedEvent
-    | ModelClientStreamingChunkEvent
-    | ThoughtEvent
-    | SelectSpeakerEvent
-    | SelectorEvent
-    | CodeGenerationEvent
-    | CodeExecutionEvent
-    | NodeRetryEvent
-    | NodeCacheHitEvent,
-    Field(discriminator="type"),
-]
-"""The built-in concrete agent events, told apart by ``type``."""
-
+# The unions are written next to their classes; the factory knows their members.
 _BUILTIN_MESSAGE_TYPES: tuple[type[BaseChatMessage | BaseAgentEvent], ...] = (
-    TextMessage,
-    MultiModalMessage,
-    StopMessage,
-    ToolCallSummaryMessage,
-    HandoffMessage,
-    ToolCallRequestEvent,
-    ToolCallExecutionEvent,
-    MemoryQueryEvent,
-    UserInputRequestedEvent,
-    ModelClientStreamingChunkEvent,
-    ThoughtEvent,
-    SelectSpeakerEvent,
-    SelectorEvent,
-    CodeGenerationEvent,
-    CodeExecutionEvent,
-    NodeRetryEvent,
-    NodeCacheHitEvent,
+    *get_args(get_args(ChatMessage)[0]),
+    *get_args(get_args(AgentEvent)[0]),
 )
 
 

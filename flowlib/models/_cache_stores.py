@@ -233,15 +233,8 @@ class RedisStore(_JsonStore[T]):
     def _from_config(cls, config: RedisStoreConfig) -> RedisStore[Any]:
         import redis
 
-        client = redis.Redis(
-            host=config.host,
-            port=config.port,
-            db=config.db,
-            username=config.username,
-            password=config.password,
-            ssl=config.ssl,
-            socket_timeout=config.socket_timeout,
-        )
+        # The config's other fields are redis.Redis's connection options, by name.
+        client = redis.Redis(**config.model_dump(exclude={"prefix"}))
         return cls(client, prefix=config.prefix)
 
 

@@ -19,6 +19,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -281,76 +282,38 @@ td,th{border-bottom:1px solid #eee;padding:2px 8px;text-align:left;vertical-alig
 .diff.same{background:#f4f4f4}
 """
 
+STEP_VIEW_JS = (resources.files("flowlib.render") / "assets" / "step_view.js").read_text("utf-8")
+"""The step view (node and edge marks, facts, tool calls, messages) of the run page,
+which the studio serves too."""
+STEP_PANEL_HTML = """<dl id="facts"></dl>
+<div id="tools-box"><h4>Tool calls</h4><ul id="tools"></ul></div>
+<h4>Messages</h4>
+<div id="messages"></div>
+"""
+"""The elements the step view fills (the studio's page holds them too)."""
+_STEP_VIEW_JS = STEP_VIEW_JS.replace("</", "<\\/")  # inlined: nothing may end the element
+
 _JS = """
 (function(){
   var data = JSON.parse(document.getElementById('run-data').textContent);
   var steps = data.steps;
   var slider = document.getElementById('slider');
   var svg = document.querySelector('#drawing svg');
-  function byTitle(cls, title){
-    var found = [];
-    svg.querySelectorAll('g.' + cls).forEach(function(g){
-      var t = g.querySelector('title');
-      if (t && t.textContent === title) { found.push(g); }
-    });
-    return found;
-  }
-  function nodeGroups(name){
-    var found = byTitle('node', name);
-    return found.length ? found : byTitle('cluster', 'cluster_' + name);
-  }
-  function text(tag, value, cls){
-    var e = document.createElement(tag);
-    e.textContent = value;
-    if (cls) { e.className = cls; }
-    return e;
-  }
+  var view = flowlibStepView;
+  var text = view.el;
   function show(index){
     index = Math.max(1, Math.min(steps.length, index));
     slider.value = String(index);
     var step = steps[index - 1];
-    svg.querySelectorAll('g.current, g.past').forEach(function(g){
-      g.classList.remove('current'); g.classList.remove('past');
-    });
-    for (var i = 0; i < index - 1; i++) {
-      nodeGroups(steps[i].node).forEach(function(g){ g.classList.add('past'); });
-    }
-    nodeGroups(step.node).forEach(function(g){ g.classList.add('current'); });
-    step.edges.forEach(function(e){
-      byTitle('edge', e[0] + '->' + e[1]).forEach(function(g){ g.classList.add('current'); });
-    });
+    view.show(steps, index, [], step.note ? [['note', step.note]] : []);
     document.getElementById('step-label').textContent = 'Step ' + index + ' of ' + steps.length;
     document.getElementById('step-node').textContent = step.node;
-    var facts = document.getElementById('facts');
-    facts.innerHTML = '';
-    function fact(k, v){ facts.appendChild(text('dt', k)); facts.appendChild(text('dd', v)); }
-    fact('node', step.node);
-    var fired = step.edges.map(function(e){ return e[0] + ' -> ' + e[1]; });
-    fact('fired', fired.length ? fired.join(', ') : 'none');
-    fact('tokens', step.prompt_tokens === null ? 'n/a'
-      : step.prompt_tokens + ' prompt + ' + step.completion_tokens + ' completion');
-    fact('time', step.seconds === null ? 'n/a' : step.seconds.toFixed(3) + ' s');
-    if (step.note) { fact('note', step.note); }
-    var tools = document.getElementById('tools');
-    tools.innerHTML = '';
-    step.tool_calls.forEach(function(c){ tools.appendChild(text('li', c)); });
-    document.getElementById('tools-box').style.display = step.tool_calls.length ? '' : 'none';
-    var messages = document.getElementById('messages');
-    messages.innerHTML = '';
-    step.messages.forEach(function(m){
-      var box = text('div', '', 'msg');
-      box.appendChild(text('div', m.source + ' \\u00b7 ' + m.kind, 'who'));
-      box.appendChild(text('pre', m.text));
-      messages.appendChild(box);
-    });
-    document.body.setAttribute('data-step', String(index));
-    document.body.setAttribute('data-node', step.node);
     document.querySelectorAll('#timeline tr').forEach(function(row){
       row.classList.toggle('current', row.getAttribute('data-step') === String(index));
     });
   }
   (data.flagged || []).forEach(function(name){
-    nodeGroups(name).forEach(function(g){ g.classList.add('flagged'); });
+    view.nodeGroups(svg, name).forEach(function(g){ g.classList.add('flagged'); });
   });
   slider.addEventListener('input', function(){ show(parseInt(slider.value, 10)); });
   function move(by){ show(parseInt(slider.value, 10) + by); }
@@ -360,7 +323,7 @@ _JS = """
     if (ev.key === 'ArrowLeft') { show(parseInt(slider.value, 10) - 1); }
     if (ev.key === 'ArrowRight') { show(parseInt(slider.value, 10) + 1); }
   });
-  function cell(row, value){ row.appendChild(text('td', value === null ? '' : String(value))); }
+  function cell(row, value){ row.appendChild(text('td', value)); }
   var timeline = document.getElementById('timeline');
   if (timeline) {
     var first = data.checkpoints.length ? data.checkpoints[0].created_at : 0;
@@ -528,14 +491,10 @@ def run_page(
 </div>
 <h2 id="step-label">{label}</h2>
 <h3 id="step-node"></h3>
-<dl id="facts"></dl>
-<div id="tools-box"><h4>Tool calls</h4><ul id="tools"></ul></div>
-<h4>Messages</h4>
-<div id="messages"></div>
-</div>
+{STEP_PANEL_HTML}</div>
 </div>
 {extra}<script type="application/json" id="run-data">{_script_json(data)}</script>
-<script>{_JS}</script>
+<script>{_STEP_VIEW_JS}{_JS}</script>
 </body>
 </html>
 """

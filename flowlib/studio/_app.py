@@ -24,12 +24,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import FlowlibError
+from ..render.internal import STEP_PANEL_HTML, STEP_VIEW_JS
 from ._data import Studio, StudioError, check_limit
 
 __all__ = ["TOKEN_COOKIE", "create_app"]
 
 TOKEN_COOKIE = "flowlib_studio_token"
 _ASSETS = {
+    "step_view.js": "text/javascript; charset=utf-8",
     "studio.js": "text/javascript; charset=utf-8",
     "studio.css": "text/css; charset=utf-8",
 }
@@ -47,7 +49,13 @@ _SECURITY_HEADERS = [
 
 
 def _asset(name: str) -> bytes:
+    if name == "step_view.js":  # the run page's step view, shared (flowlib/render/assets)
+        return STEP_VIEW_JS.encode("utf-8")
     return resources.files("flowlib.studio").joinpath("assets").joinpath(name).read_bytes()
+
+
+# The run view's step panel is the run page's (render/_page.py), filled by its step view.
+_INDEX = _asset("index.html").replace(b"<!-- step panel -->\n", STEP_PANEL_HTML.encode("utf-8"))
 
 
 class Guard:
@@ -184,7 +192,7 @@ def create_app(
         return endpoint
 
     async def index(request: Request) -> Response:
-        return Response(_asset("index.html"), media_type="text/html; charset=utf-8")
+        return Response(_INDEX, media_type="text/html; charset=utf-8")
 
     async def static(request: Request) -> Response:
         name = request.path_params["name"]

@@ -17,10 +17,11 @@ import string
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 from typing_extensions import Unpack
 
 from ..base import CancellationToken, ChatAgent, Team
+from ..base.internal import parsed_state
 from ..checkpoint import (
     Journal,
     StateChange,
@@ -497,18 +498,9 @@ class SelectorRouter(Router):
         Raises:
             StateError: If ``state`` is not a selector's state or names unknown speakers.
         """
-        try:
-            loaded = _SelectorState.model_validate(dict(state))
-        except ValidationError as exc:
-            raise StateError(
-                f"Selector `{self.name}` cannot load this state (pass the dict its "
-                f"save_state() returned): {exc}"
-            ) from exc
-        if loaded.version != _STATE_VERSION:
-            raise StateError(
-                f"Selector state has version {loaded.version}; this flowlib reads version "
-                f"{_STATE_VERSION}. Save it again with this version of flowlib."
-            )
+        loaded = parsed_state(
+            _SelectorState, state, f"Selector `{self.name}`", version=_STATE_VERSION
+        )
         previous = loaded.previous_speaker
         if previous is not None and previous not in self._descriptions:
             raise StateError(

@@ -155,3 +155,77 @@ def test_a_thread_keeps_text_entries_until_read() -> None:
     damaged.load(MessageDumps(['{"type": "TextMessage", "content": 3'], {"TextMessage"}))
     with pytest.raises(StateError, match="thread position 0 that does not load"):
         damaged[0]
+
+
+async def test_a_resume_does_not_split_the_snapshot_message_lines(
+    where: tuple[str, str],
+) -> None:
+    """The snapshot's message lines stay one text on resume (splitting 10,000 lines was
+    a tenth of a 10,000-turn resume); reading a message finds its line from the end,
+    and the next snapshot writes the text back as it was."""
+    kind, path = where
+    store = _open(kind, path)
+    await store.create_run(_run())
+    await _write(store, "r1", 10)  # the snapshot at 8
+    resumed = await load_to_resume(store, "r1")
+    messages = resumed.messages
+    assert isinstance(messages, MessageDumps)
+    block, count, loose = messages.lines()
+    assert count == 8 and len(loose) == 2
+    assert block.split("\n") == [
+        f'{{"type":"TextMessage","source":"a","content":"m{i}"}}' for i in range(1, 9)
+    ]
+    assert len(messages) == 10
+    assert messages[7] == {"type": "TextMessage", "source": "a", "content": "m8"}
+    assert messages[-10]["content"] == "m1" and messages[3]["content"] == "m4"
+    assert messages.lines()[1] == 8  # reading did not split the text
+    assert resumed == fold(await store.records("r1"))
+
+    thread = Thread(MessageFactory())
+    thread.load(messages)
+    assert len(thread) == 10
+    assert thread[7].to_text() == "m8" and thread[-1].to_text() == "m10"
+    dumps = thread.dumps(6, 9)
+    assert [d["content"] for d in dumps] == ["m7", "m8", "m9"]
+    assert dumps[0] == {"type": "TextMessage", "source": "a", "content": "m7"}  # as stored
+    assert [m.to_text() for m in thread] == [f"m{i}" for i in range(1, 11)]
+    thread.append(TextMessage(content="m11", source="b"))
+    assert len(thread) == 11 and thread[-1].to_text() == "m11"
+    await store.close()
+
+
+def test_a_message_text_of_the_wrong_number_of_lines_is_refused() -> None:
+    lines = "\n".join(TextMessage(content=c, source="a").model_dump_json() for c in "xyz")
+    short = MessageDumps.of_lines(lines, 4, {"TextMessage"})
+    assert len(short) == 4
+    with pytest.raises(CheckpointError, match="holds 3 message lines where its state lists 4"):
+        short[0]
+    thread = Thread(MessageFactory())
+    thread.load(MessageDumps.of_lines(lines, 2, {"TextMessage"}))
+    with pytest.raises(StateError, match="thread position 1 that does not load"):
+        thread[1]
+    exact = MessageDumps.of_lines(lines, 3, {"TextMessage"})
+    assert [m["content"] for m in exact] == ["x", "y", "z"]
+
+
+async def test_a_snapshot_read_as_utf8_bytes_is_the_snapshot_read_as_text(tmp_path: Path) -> None:
+    """SQLite reads a snapshot as the UTF-8 bytes of its text (the checksum is over the
+    bytes; only the message lines are decoded): the same state as from the text."""
+    from flowlib.checkpoint._sql import snapshot_body, snapshot_from_body
+
+    store = SQLiteCheckpointStore(tmp_path / "runs.db", snapshot_every=4)
+    await store.create_run(_run())
+    await _write(store, "r1", 4)
+    folded = await store.load("r1")
+    folded.messages[1]["content"] = "naïve ✓"  # not ASCII
+    body = snapshot_body(folded)
+    from_text = snapshot_from_body(body, "r1", 4)
+    from_bytes = snapshot_from_body(body.encode(), "r1", 4)
+    assert from_bytes == from_text == folded
+    assert from_bytes.messages[1]["content"] == "naïve ✓"
+    damaged = body.encode().replace("✓".encode(), b"\xff\xfe\xfd")
+    with pytest.raises(CheckpointError, match="checkpoint 4: the snapshot does not match"):
+        snapshot_from_body(damaged, "r1", 4)
+    with pytest.raises(CheckpointError, match="not UTF-8 text"):
+        snapshot_from_body(damaged, "r1", 4, verify=False)
+    await store.close()

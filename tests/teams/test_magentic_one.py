@@ -606,6 +606,14 @@ async def test_reset_forgets_the_task() -> None:
         await team.run()
 
 
+async def test_a_malformed_state_is_refused_naming_where_it_is_malformed() -> None:
+    coder, _ = agents()
+    team = MagenticOneGroupChat([coder], ReplayChatCompletionClient([]))
+    state = {"type": "MagenticOneOrchestratorState", "n_stalls": "many"}
+    with pytest.raises(StateError, match=r"malformed .*the first at `n_stalls`"):
+        await team.orchestrator.load_state(state)
+
+
 async def test_load_state_rejects_foreign_states() -> None:
     coder, _ = agents()
     team = MagenticOneGroupChat([coder], ReplayChatCompletionClient([]))

@@ -11,12 +11,8 @@
   // For tests and measurements: when the run view last showed new data.
   window.studio = { rendered: 0, lastCheckpoint: 0, steps: 0, loads: 0, log: [] };
 
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text !== undefined && text !== null) { e.textContent = String(text); }
-    if (cls) { e.className = cls; }
-    return e;
-  }
+  var view = flowlibStepView;  // step_view.js, shared with the run page
+  var el = view.el;
   function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
   function when(stamp) {
     if (!stamp) { return ''; }
@@ -151,14 +147,6 @@
     if (state.source) { state.source.close(); state.source = null; }
     if (state.timer) { clearInterval(state.timer); state.timer = null; }
   }
-  function byTitle(svg, cls, title) {
-    var found = [];
-    svg.querySelectorAll('g.' + cls).forEach(function (g) {
-      var t = g.querySelector('title');
-      if (t && t.textContent === title) { found.push(g); }
-    });
-    return found;
-  }
   function showStep(index) {
     var d = state.detail;
     var steps = d.steps;
@@ -168,55 +156,23 @@
     state.step = index;
     slider.value = String(index);
     var svg = document.querySelector('#drawing svg');
-    var facts = $('facts'); clear(facts);
-    var tools = $('tools'); clear(tools);
-    var messages = $('messages'); clear(messages);
-    if (svg) {
-      svg.querySelectorAll('g.current, g.past, g.running').forEach(function (g) {
-        g.classList.remove('current'); g.classList.remove('past'); g.classList.remove('running');
-      });
-    }
     if (!steps.length) {
+      clear($('facts')); clear($('tools')); clear($('messages'));
+      if (svg) { view.unmark(svg); }
       $('step-label').textContent = 'No steps yet';
       $('tools-box').style.display = 'none';
       document.body.setAttribute('data-step', '0');
       return;
     }
     var step = steps[index - 1];
-    if (svg) {
-      for (var i = 0; i < index - 1; i++) {
-        byTitle(svg, 'node', steps[i].node).forEach(function (g) { g.classList.add('past'); });
-      }
-      byTitle(svg, 'node', step.node).forEach(function (g) { g.classList.add('current'); });
-      step.edges.forEach(function (e) {
-        byTitle(svg, 'edge', e[0] + '->' + e[1]).forEach(function (g) { g.classList.add('current'); });
-      });
-      if (d.run.status === 'running') {
-        var last = steps[steps.length - 1];
-        byTitle(svg, 'node', last.node).forEach(function (g) { g.classList.add('running'); });
-      }
+    var checkpoint = step.run_id === d.run.run_id ? step.checkpoint_id
+      : step.checkpoint_id + ' of ' + step.run_id + ' (before the fork)';
+    view.show(steps, index, [['checkpoint', checkpoint]], [['written', when(step.created_at)]]);
+    if (svg && d.run.status === 'running') {
+      var last = steps[steps.length - 1];
+      view.nodeGroups(svg, last.node).forEach(function (g) { g.classList.add('running'); });
     }
     $('step-label').textContent = 'Step ' + index + ' of ' + steps.length + ': ' + step.node;
-    function fact(k, v) { facts.appendChild(el('dt', k)); facts.appendChild(el('dd', v)); }
-    fact('node', step.node);
-    fact('checkpoint', step.run_id === d.run.run_id ? step.checkpoint_id
-      : step.checkpoint_id + ' of ' + step.run_id + ' (before the fork)');
-    var fired = step.edges.map(function (e) { return e[0] + ' -> ' + e[1]; });
-    fact('fired', fired.length ? fired.join(', ') : 'none');
-    fact('tokens', step.prompt_tokens === null ? 'n/a'
-      : step.prompt_tokens + ' prompt + ' + step.completion_tokens + ' completion');
-    fact('time', step.seconds === null ? 'n/a' : step.seconds.toFixed(3) + ' s');
-    fact('written', when(step.created_at));
-    step.tool_calls.forEach(function (c) { tools.appendChild(el('li', c)); });
-    $('tools-box').style.display = step.tool_calls.length ? '' : 'none';
-    step.messages.forEach(function (m) {
-      var box = el('div', null, 'msg');
-      box.appendChild(el('div', m.source + ' \u00b7 ' + m.kind, 'who'));
-      box.appendChild(el('pre', m.text));
-      messages.appendChild(box);
-    });
-    document.body.setAttribute('data-step', String(index));
-    document.body.setAttribute('data-node', step.node);
   }
   function drawDetail(d, fresh) {
     var previous = state.detail;

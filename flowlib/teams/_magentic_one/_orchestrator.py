@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from ..._english import clause
 from ...base import CancellationToken, ChatAgent
+from ...base.internal import parsed_state
 from ...errors import NodeExecutionError, StateError
 from ...graph import Router, Routing
 from ...messages import BaseChatMessage, MessageFactory, TextMessage
@@ -410,18 +411,7 @@ class MagenticOneOrchestrator(Router):
         Raises:
             StateError: If ``state`` is not an orchestrator state of this version.
         """
-        try:
-            loaded = MagenticOneOrchestratorState.model_validate(dict(state))
-        except ValidationError as exc:
-            raise StateError(
-                f"`{self.name}` cannot load this state ({exc.error_count()} problem(s)); pass "
-                "the dict its save_state() returned."
-            ) from exc
-        if loaded.version != 1:
-            raise StateError(
-                f"`{self.name}` state has version {loaded.version}; this flowlib reads "
-                "version 1. Save it again with this version of flowlib."
-            )
+        loaded = parsed_state(MagenticOneOrchestratorState, state, f"`{self.name}`", version=1)
         thread: list[BaseChatMessage] = []
         for data in loaded.message_thread:
             try:
