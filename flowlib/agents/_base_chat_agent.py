@@ -6,18 +6,25 @@ from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .._named import Named
 from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
 from ..base.internal import check_state_argument, last_item, task_messages
 from ..errors import InvalidArgumentError
-from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    ModelClientStreamingChunkEvent,
+    TextMessage,
+)
 
 __all__ = ["BaseChatAgent"]
 
 
-class BaseChatAgent(ChatAgent, ABC):
-    """Base class for chat agents: implement ``on_messages``, ``on_reset`` and
-    ``produced_message_types``; override ``on_messages_stream`` to stream.
+class BaseChatAgent(Named, ChatAgent, ABC):
+    """Base class for chat agents: implement ``on_messages`` and ``on_reset``; override
+    ``on_messages_stream`` to stream, and ``produced_message_types`` for an agent that
+    replies with more than ``TextMessage``.
 
     The agent is stateful: callers pass only the messages that are new since its last
     call, never the whole history.
@@ -32,9 +39,6 @@ class BaseChatAgent(ChatAgent, ABC):
     Examples:
         >>> from flowlib.messages import TextMessage
         >>> class Echo(BaseChatAgent):
-        ...     @property
-        ...     def produced_message_types(self):
-        ...         return (TextMessage,)
         ...     async def on_messages(self, messages, cancellation_token):
         ...         text = messages[-1].to_text() if messages else ""
         ...         return Response(chat_message=TextMessage(content=text, source=self.name))
@@ -55,14 +59,10 @@ class BaseChatAgent(ChatAgent, ABC):
         self._description = description
 
     @property
-    def name(self) -> str:
-        """The agent's name."""
-        return self._name
-
-    @property
-    def description(self) -> str:
-        """The agent's description."""
-        return self._description
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        """The chat message types the agent may reply with: ``TextMessage``, unless the
+        agent says otherwise."""
+        return (TextMessage,)
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken

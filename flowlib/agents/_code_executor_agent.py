@@ -231,11 +231,6 @@ class CodeExecutorAgent(BaseChatAgent):
     # --- properties ---------------------------------------------------------------------
 
     @property
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """``TextMessage``."""
-        return (TextMessage,)
-
-    @property
     def model_context(self) -> ChatCompletionContext:
         """The model context in use."""
         return self._model_context

@@ -129,11 +129,6 @@ class SocietyOfMindAgent(BaseChatAgent):
         self._journal = Journal()  # what save_state_since returned last
 
     @property
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """``TextMessage``."""
-        return (TextMessage,)
-
-    @property
     def model_context(self) -> ChatCompletionContext:
         """The model context in use."""
         return self._model_context
