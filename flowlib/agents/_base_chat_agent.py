@@ -17,6 +17,7 @@ from ..messages import (
     ModelClientStreamingChunkEvent,
     TextMessage,
 )
+from ..model_context import ChatCompletionContext
 
 __all__ = ["BaseChatAgent"]
 
@@ -138,3 +139,15 @@ class BaseChatAgent(Named, ChatAgent, ABC):
 
     async def close(self) -> None:
         """Release resources; does nothing by default."""
+
+
+class ModelBackedAgent(BaseChatAgent):
+    """An agent that talks to a model: its read-only ``model_context``, which its
+    constructor stores in ``_model_context``."""
+
+    _model_context: ChatCompletionContext
+
+    @property
+    def model_context(self) -> ChatCompletionContext:
+        """The context holding the agent's conversation with its model."""
+        return self._model_context
