@@ -36,7 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("flowlib._english",),
-    ("flowlib.errors", "flowlib._cancellation", "flowlib.logging", "flowlib._lifecycle"),
+    (
+        "flowlib.errors",
+        "flowlib._cancellation",
+        "flowlib.logging",
+        "flowlib._lifecycle",
+        "flowlib._named",
+    ),
     ("flowlib", "flowlib.component", "flowlib.models.image", "flowlib._schema_model"),
     ("flowlib._telemetry",),
     ("flowlib.code_executors", "flowlib.checkpoint", "flowlib.tools"),

@@ -6,6 +6,7 @@ from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from .._named import Named
 from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
 from ..base.internal import check_state_argument, last_item, task_messages
@@ -15,7 +16,7 @@ from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChun
 __all__ = ["BaseChatAgent"]
 
 
-class BaseChatAgent(ChatAgent, ABC):
+class BaseChatAgent(Named, ChatAgent, ABC):
     """Base class for chat agents: implement ``on_messages``, ``on_reset`` and
     ``produced_message_types``; override ``on_messages_stream`` to stream.
 
@@ -53,16 +54,6 @@ class BaseChatAgent(ChatAgent, ABC):
             )
         self._name = name
         self._description = description
-
-    @property
-    def name(self) -> str:
-        """The agent's name."""
-        return self._name
-
-    @property
-    def description(self) -> str:
-        """The agent's description."""
-        return self._description
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken

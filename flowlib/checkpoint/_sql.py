@@ -10,6 +10,7 @@ depend on how long the run already is.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import zlib
 from abc import abstractmethod
@@ -546,6 +547,15 @@ def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
         raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 
 
+SNAPSHOT_SELECT = (
+    "SELECT checkpoint_id, CASE WHEN typeof(body) = 'text' THEN CAST(body AS BLOB) ELSE body "
+    "END FROM flowlib_snapshots WHERE run_id = ? AND checkpoint_id <= ? "
+    "ORDER BY checkpoint_id DESC LIMIT 1"
+)
+"""SQLite: a run's newest snapshot at or before a checkpoint, its text as UTF-8 bytes: the
+checksum is over the bytes, and the message lines are decoded alone (no 7 MB decode
+and encode again)."""
+
 SNAPSHOT_FORMAT = "v2"
 """The prefix of a snapshot body in the current format (see ``snapshot_body``)."""
 
@@ -597,7 +607,12 @@ def snapshot_from_body(
     formats (a BLAKE2b checksum and one JSON object; before that, the JSON alone) are
     read too."""
     table = "flowlib_snapshots"
-    if isinstance(body, str) and body.startswith(SNAPSHOT_FORMAT + " "):
+    prefix = SNAPSHOT_FORMAT + " "
+    if isinstance(body, bytes) and not body.startswith(prefix.encode()):
+        with contextlib.suppress(UnicodeDecodeError):  # else refused below: not a snapshot
+            body = body.decode()
+    if isinstance(body, bytes) or (isinstance(body, str) and body.startswith(prefix)):
+        # SQLite reads a body as the UTF-8 bytes of its text (``SNAPSHOT_SELECT``).
         folded, problem = _snapshot_lines(body, verify=verify)
     else:
         if isinstance(body, str) and body.startswith("{"):  # before snapshots had a checksum
@@ -638,17 +653,21 @@ _EMPTY = FoldedRun.model_construct(run_id="")
 _MISMATCH = "does not match its checksum"
 
 
-def _snapshot_lines(body: str, *, verify: bool) -> tuple[FoldedRun, str | None]:
-    """A ``v2`` snapshot's state, and what is wrong with it, if anything."""
+def _snapshot_lines(body: str | bytes, *, verify: bool) -> tuple[FoldedRun, str | None]:
+    """A ``v2`` snapshot's state, and what is wrong with it, if anything (``body``: its
+    text, or the UTF-8 bytes of it)."""
     # Offsets, not slices: a slice of a 7 MB body is a 7 MB copy.
     start = len(SNAPSHOT_FORMAT) + 1
     end = start + 8
-    if body[end : end + 1] != " ":
+    if _ascii(body[end : end + 1]) != " ":
         return _EMPTY, "no checksum"
-    if verify and f"{zlib.crc32(memoryview(body.encode())[end + 1 :]):08x}" != body[start:end]:
-        return _EMPTY, _MISMATCH
-    first = body.find("\n", end)
-    second = body.find("\n", first + 1) if first >= 0 else -1
+    if verify:
+        data = memoryview(body if isinstance(body, bytes) else body.encode())[end + 1 :]
+        if f"{zlib.crc32(data):08x}" != _ascii(body[start:end]):
+            return _EMPTY, _MISMATCH
+    newline: Any = b"\n" if isinstance(body, bytes) else "\n"
+    first = body.find(newline, end)
+    second = body.find(newline, first + 1) if first >= 0 else -1
     if first < 0:
         return _EMPTY, "no participants line"
     try:
@@ -673,8 +692,18 @@ def _snapshot_lines(body: str, *, verify: bool) -> tuple[FoldedRun, str | None]:
         return _EMPTY, problem
     fields = {k: v for k, v in header.items() if k in FoldedRun.model_fields}
     # The message lines stay one text (their number is checked when one is read).
-    fields["messages"] = MessageDumps.of_lines(body[second + 1 :] if count else "", count, types)
+    block = body[second + 1 :] if count else ""
+    if isinstance(block, bytes):
+        try:
+            block = block.decode()
+        except UnicodeDecodeError as exc:
+            return _EMPTY, f"is not UTF-8 text ({exc})"
+    fields["messages"] = MessageDumps.of_lines(block, count, types)
     return FoldedRun.model_construct(**fields), None
+
+
+def _ascii(text: str | bytes) -> str:
+    return text.decode("ascii", "replace") if isinstance(text, bytes) else text
 
 
 _SNAPSHOT_TYPES = {

@@ -25,6 +25,7 @@ from ._sql import (
     SCHEMA_VERSION,
     SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
+    SNAPSHOT_SELECT,
     Dialect,
     SQLListing,
     check_consistent,
@@ -665,11 +666,7 @@ def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
     newest = _newest(conn, run_id)
     check_last(run, newest)
     upto = _upto(conn, run, upto)
-    row = conn.execute(
-        "SELECT checkpoint_id, body FROM flowlib_snapshots WHERE run_id = ? "
-        "AND checkpoint_id <= ? ORDER BY checkpoint_id DESC LIMIT 1",
-        (run_id, upto),
-    ).fetchone()
+    row = conn.execute(SNAPSHOT_SELECT, (run_id, upto)).fetchone()
     start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
     records = _read_records(conn, run_id, upto, run=run, after=after, to_fold=True)

@@ -22,7 +22,7 @@ from ..component.internal import register_builtin
 from ..errors import ArgumentTypeError, InvalidArgumentError
 from ._base import CodeExecutor, CommandLineCodeResult
 from ._output import CappedOutput
-from ._processes import kill_group, kill_pipe_holders
+from ._processes import Execution, start_execution
 from ._types import CodeBlock
 
 __all__ = ["LocalCommandLineCodeExecutor"]
@@ -69,9 +69,11 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
     ``docs/security.md``). Only run code you trust, or review it first
     (``CodeExecutorAgent(approval_func=...)``).
 
-    When a block ends (or is stopped by the timeout or a cancellation), the processes it
-    started that still hold its output are killed too, including ones that left its
-    process group with ``setsid``.
+    When the timeout or a cancellation stops a block, or something it started still
+    holds its output after it ended, everything it started is killed too, including
+    processes that left its process group with ``setsid`` or changed their PID by
+    forking (on Linux each block runs under a small subreaper process for this; see
+    ``docs/security.md`` for how and for the limits).
 
     Args:
         timeout: Seconds each block may run. A block that runs longer is killed (with
@@ -139,7 +141,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         self._given_work_dir = Path(work_dir) if work_dir is not None else None
         self._temp_dir: Path | None = None
         self._remove_temp_dir: weakref.finalize[[str], LocalCommandLineCodeExecutor] | None = None
-        self._running: set[asyncio.subprocess.Process] = set()
+        self._running: set[Execution] = set()
 
     @property
     def timeout(self) -> float:
@@ -186,8 +188,8 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
 
     async def stop(self) -> None:
         """Kill code still running and remove the temporary work directory, if one was made."""
-        for process in list(self._running):
-            kill_group(process.pid)
+        for execution in list(self._running):
+            execution.kill_now()
         if self._remove_temp_dir is not None:
             self._remove_temp_dir()
             self._remove_temp_dir = None
@@ -268,25 +270,17 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
         # holds the write end, wherever it moved (``setsid``, double fork).
         read_fd, write_fd = os.pipe()
         try:
-            process = await asyncio.create_subprocess_exec(
-                *command,
-                cwd=self.work_dir,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=write_fd,
-                stderr=asyncio.subprocess.STDOUT,
-                # Its own process group, so a kill also reaches what the script started.
-                start_new_session=os.name == "posix",
-            )
+            execution = await start_execution(command, self.work_dir, write_fd)
         except BaseException:
             os.close(read_fd)
             raise
         finally:
             os.close(write_fd)
-        self._running.add(process)
+        self._running.add(execution)
         output = CappedOutput(self._max_output_bytes)
         pipe = _Pipe(read_fd)
         reading = asyncio.ensure_future(pipe.read_into(output))
-        exiting = asyncio.ensure_future(process.wait())
+        exiting = asyncio.ensure_future(execution.exited())
         cancelled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def on_cancel() -> None:
@@ -307,7 +301,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
                     raise asyncio.CancelledError()
                 if exiting not in done:
                     timed_out = True
-                    all_stopped = await asyncio.shield(_stop(process, pipe, reading))
+                    all_stopped = await asyncio.shield(_stop(execution, pipe, reading))
                 else:
                     # The script is done; what it left running in the background may
                     # still hold the output open. Give it a moment, then stop it.
@@ -320,18 +314,26 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
                         raise asyncio.CancelledError()
                     if reading not in done:
                         left_running = True
-                        all_stopped = await asyncio.shield(_stop(process, pipe, reading))
-                    elif not reading.cancelled():
-                        reading.result()  # a reader error is a real error
+                        all_stopped = await asyncio.shield(_stop(execution, pipe, reading))
+                    else:
+                        # Nothing holds the output: what still runs let go of it on
+                        # purpose (a daemon); it is not ours to kill.
+                        execution.release()
+                        if not reading.cancelled():
+                            reading.result()  # a reader error is a real error
             except asyncio.CancelledError:
-                await asyncio.shield(_stop(process, pipe, reading))
+                await asyncio.shield(_stop(execution, pipe, reading))
                 raise
         finally:
             token.remove_callback(on_cancel)
-            self._running.discard(process)
+            self._running.discard(execution)
+            if not exiting.done():
+                # Left by an error: kill it (a no-op when it was already stopped).
+                execution.kill_now()
             exiting.cancel()
             reading.cancel()
             pipe.close()
+            await asyncio.shield(execution.close())
         text = output.text()
         if timed_out:
             if text and not text.endswith("\n"):
@@ -348,8 +350,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
                 if all_stopped
                 else _NOT_ALL_STOPPED
             )
-        assert process.returncode is not None
-        return process.returncode, text
+        return exiting.result(), text
 
 
 class _Pipe:
@@ -387,19 +388,14 @@ class _Pipe:
                 os.close(self.fd)
 
 
-async def _stop(
-    process: asyncio.subprocess.Process, pipe: _Pipe, reading: asyncio.Future[None]
-) -> bool:
-    """Kill the script, its process group and every process holding its output; then
-    give the reader the output written before the kill, but never wait for long.
+async def _stop(execution: Execution, pipe: _Pipe, reading: asyncio.Future[None]) -> bool:
+    """Kill the script and everything it started; then give the reader the output
+    written before the kill, but never wait for long.
 
     Returns:
-        Whether no process holds the output any more (see `kill_pipe_holders`).
+        Whether nothing of the execution is left (see `Execution.kill`).
     """
-    kill_group(process.pid)
-    # Sweeps /proc until nothing holds the output (repeatedly, for PID-hopping
-    # processes): off the event loop, as it may take a while.
-    stopped = await asyncio.to_thread(kill_pipe_holders, pipe.inode)
+    stopped = await execution.kill(pipe.inode)
     if not reading.done():
         done, _ = await asyncio.wait({reading}, timeout=_DRAIN_SECONDS)
         if not done:
@@ -408,7 +404,7 @@ async def _stop(
         reading.exception()  # mark a reader error as retrieved; the kill explains it
     # A process that ignores SIGKILL (uninterruptible sleep) is not waited for forever.
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(process.wait(), _DRAIN_SECONDS)
+        await asyncio.wait_for(execution.process.wait(), _DRAIN_SECONDS)
     return stopped
 
 

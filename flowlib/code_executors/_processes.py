@@ -1,14 +1,164 @@
-"""Stopping what a script started: its process group, and whatever still holds its output."""
+"""Running a script so that all of it can be stopped.
+
+On Linux a script runs under an *anchor* (``_anchor.py``): a small child subreaper that
+starts it and keeps every process it starts as a descendant, so a kill can go on until
+the kernel reports none is left. Elsewhere the script runs directly as a session leader;
+its process group is killed, and (where there is ``/proc``) every process still holding
+its output.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
+import socket
+import sys
 import time
 from pathlib import Path
 
-__all__ = ["kill_group", "kill_pipe_holders"]
+__all__ = ["Execution", "kill_group", "kill_pipe_holders", "start_execution"]
+
+_ANCHOR = Path(__file__).with_name("_anchor.py")
+_ANSWER_SECONDS = 15.0  # how long to wait for the anchor's answer to `kill` (it gives up at 5 s)
+
+
+class Execution:
+    """One running script, however it was started."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def exited(self) -> int:
+        """Wait for the script to end; its exit code (negative: killed by that signal)."""
+        return await self.process.wait()
+
+    async def kill(self, pipe_inode: int) -> bool:
+        """Kill the script and what it started; whether nothing of it is left.
+
+        Args:
+            pipe_inode: The inode of the script's output pipe: processes still holding it
+                are the script's, wherever they moved.
+        """
+        kill_group(self.process.pid)
+        return await asyncio.to_thread(kill_pipe_holders, pipe_inode)
+
+    def release(self) -> None:
+        """The script ended and let go of its output: leave what it still runs alone."""
+
+    def kill_now(self) -> None:
+        """Start killing at once, without waiting (for ``stop()``)."""
+        kill_group(self.process.pid)
+
+    async def close(self) -> None:
+        """Free what watching the script took (after `kill` or `release`)."""
+
+
+class _Anchored(Execution):
+    """A script under the anchor; see ``_anchor.py`` for what the two sides say."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        super().__init__(process)
+        self._writer = writer
+        loop = asyncio.get_running_loop()
+        self._exit: asyncio.Future[int] = loop.create_future()
+        self._answer: asyncio.Future[bool] = loop.create_future()
+        self._listening = asyncio.ensure_future(self._listen(reader))
+
+    async def _listen(self, reader: asyncio.StreamReader) -> None:
+        try:
+            while line := await reader.readline():
+                word, _, value = line.decode().strip().partition(" ")
+                if word == "exit" and not self._exit.done():
+                    self._exit.set_result(int(value))
+                elif word in ("stopped", "unsure") and not self._answer.done():
+                    self._answer.set_result(word == "stopped")
+        except (OSError, ValueError):  # a broken channel counts as the anchor being gone
+            pass
+        # The anchor is gone. If it never said the script ended, the script (or
+        # something else) killed it: report its own end instead.
+        if not self._answer.done():
+            self._answer.set_result(False)
+        if not self._exit.done():
+            self._exit.set_result(await self.process.wait())
+
+    async def exited(self) -> int:
+        return await asyncio.shield(self._exit)
+
+    def _say(self, word: str) -> None:
+        if not self._writer.is_closing():
+            with contextlib.suppress(OSError):
+                self._writer.write(word.encode() + b"\n")
+
+    async def kill(self, pipe_inode: int) -> bool:
+        self._say("kill")
+        try:
+            stopped = await asyncio.wait_for(asyncio.shield(self._answer), _ANSWER_SECONDS)
+        except asyncio.TimeoutError:
+            stopped = False
+        if not stopped and self.process.returncode is None:
+            # The anchor could not finish (or was killed): fall back to what needs no anchor.
+            kill_group(self.process.pid)
+        if not stopped:
+            await asyncio.to_thread(kill_pipe_holders, pipe_inode)
+        return stopped
+
+    def release(self) -> None:
+        self._say("release")
+
+    def kill_now(self) -> None:
+        self._say("kill")
+
+    async def close(self) -> None:
+        self._writer.close()  # an anchor told nothing yet takes this as `kill`
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+        # The anchor ends at once after `release`, and after `kill` once it answered.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.process.wait(), _ANSWER_SECONDS)
+        self._listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._listening
+
+
+async def start_execution(command: list[str], cwd: Path, output_fd: int) -> Execution:
+    """Start ``command`` in ``cwd`` with stdout and stderr on ``output_fd`` (under the
+    anchor on Linux)."""
+    common: dict[str, object] = {
+        "cwd": cwd,
+        "stdin": asyncio.subprocess.DEVNULL,
+        "stdout": output_fd,
+        "stderr": asyncio.subprocess.STDOUT,
+        # Its own process group, so a group kill reaches what the script started.
+        "start_new_session": os.name == "posix",
+    }
+    if not sys.platform.startswith("linux"):  # pragma: no cover - not exercised on Linux CI
+        return Execution(await asyncio.create_subprocess_exec(*command, **common))  # type: ignore[arg-type]
+    ours, theirs = socket.socketpair()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            str(_ANCHOR),
+            str(theirs.fileno()),
+            *command,
+            pass_fds=(theirs.fileno(),),
+            **common,  # type: ignore[arg-type]
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    reader, writer = await asyncio.open_unix_connection(sock=ours)
+    return _Anchored(process, reader, writer)
 
 
 def kill_group(pid: int) -> None:

@@ -20,7 +20,7 @@ import copy
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from .._cancellation import CancellationToken
@@ -76,52 +76,41 @@ class Backend(ABC):
         """The agent or team that runs this turn, with ``state`` loaded, for the turn."""
 
 
+@dataclass(eq=False)
 class AssistantBackend(Backend):
     """A fresh ``AssistantAgent`` per turn, fed the conversation's state."""
 
-    def __init__(
-        self,
-        name: str,
-        model_client: ChatCompletionClient,
-        *,
-        system_message: str | None,
-        tools: Sequence[Tool],
-        streaming: bool,
-        description: str,
-        max_tool_iterations: int,
-        memory: Sequence[Memory] | None,
-    ) -> None:
-        self.name = name
-        self.description = description
-        self._model_client = model_client
-        self._system_message = system_message
-        self._tools = list(tools)
-        self._streaming = streaming
-        self._max_tool_iterations = max_tool_iterations
-        self._memory = list(memory) if memory is not None else None
+    name: str
+    model_client: ChatCompletionClient
+    _: KW_ONLY
+    system_message: str | None
+    tools: Sequence[Tool]
+    streaming: bool
+    description: str
+    max_tool_iterations: int
+    memory: Sequence[Memory] | None
+
+    def __post_init__(self) -> None:
+        self.tools = list(self.tools)
+        self.memory = None if self.memory is None else list(self.memory)
         # Build one agent now so invalid options fail here, not at the first turn.
         self._build(UnboundedChatCompletionContext())
 
     def _build(self, context: UnboundedChatCompletionContext | InboxContext) -> AssistantAgent:
         return AssistantAgent(
             self.name,
-            self._model_client,
-            tools=self._tools,
+            self.model_client,
+            tools=self.tools,
             model_context=context,
             description=self.description,
-            system_message=self._system_message,
-            model_client_stream=self._streaming,
+            system_message=self.system_message,
+            model_client_stream=self.streaming,
             # Tools loop until the model answers: after max_tool_iterations rounds of
             # tool calls, one last call without tools makes it answer in text.
             reflect_on_tool_use=True,
-            max_tool_iterations=self._max_tool_iterations,
-            memory=self._memory,
+            max_tool_iterations=self.max_tool_iterations,
+            memory=self.memory,
         )
-
-    @property
-    def tools(self) -> list[Tool]:
-        """The agent's tools."""
-        return list(self._tools)
 
     @asynccontextmanager
     async def _runner(

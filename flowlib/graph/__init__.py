@@ -34,7 +34,7 @@ from ._scheduler import LoadedState, NodeRun, Scheduler
 from ._signature import graph_description, graph_difference, graph_signature
 from ._state import GraphManagerState
 from ._thread import Thread
-from ._trace import RunObserver, RunTrace, TraceObserver, TurnScope
+from ._trace import FiredEdges, RunObserver, RunTrace, StepNodes, TraceObserver, TurnScope
 from ._validate import GraphAnalysis, GraphWarning, graph_warnings, validate_graph
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "EdgeCondition",
     "EdgeRule",
     "ExecutionPlan",
+    "FiredEdges",
     "FunctionNode",
     "GraphAnalysis",
     "GraphExecutor",
@@ -78,6 +79,7 @@ __all__ = [
     "RunTrace",
     "Scheduler",
     "Selected",
+    "StepNodes",
     "TeamNode",
     "Thread",
     "TraceObserver",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .._cancellation import CancellationToken
+from .._named import Named
 from ..messages import BaseAgentEvent, BaseChatMessage
 from ._conditions import EdgeCondition
 
@@ -60,7 +61,7 @@ class Selected(EdgeCondition):
         return f"selected {self.target}"
 
 
-class Router(ABC):
+class Router(Named, ABC):
     """Base class of router nodes.
 
     Subclasses implement [`route`][flowlib.graph.Router.route] (or
@@ -79,16 +80,6 @@ class Router(ABC):
         self._name = name
         self._description = description
 
-    @property
-    def name(self) -> str:
-        """The node name."""
-        return self._name
-
-    @property
-    def description(self) -> str:
-        """What the router does."""
-        return self._description
-
     @abstractmethod
     async def route(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
@@ -104,12 +95,12 @@ class Router(ABC):
         """
         yield await self.route(messages, cancellation_token)
 
-    async def reset(self) -> None:  # noqa: B027 - optional hook, stateless by default
+    async def reset(self) -> None:
         """Forget history; called by the team's ``reset()``."""
 
     async def save_state(self) -> Mapping[str, Any]:
         """The router's state (JSON-serialisable)."""
         return {}
 
-    async def load_state(self, state: Mapping[str, Any]) -> None:  # noqa: B027 - optional hook
+    async def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore [`save_state`][flowlib.graph.Router.save_state] output."""

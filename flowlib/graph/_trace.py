@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from array import array
+from collections.abc import AsyncGenerator, Iterable, Iterator, MutableSequence, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
-__all__ = ["RunObserver", "RunTrace", "TraceObserver", "TurnScope"]
+__all__ = ["FiredEdges", "RunObserver", "RunTrace", "StepNodes", "TraceObserver", "TurnScope"]
 
 
 class TraceObserver(Protocol):
@@ -71,6 +72,117 @@ class RunObserver(TraceObserver, Protocol):
         scope returned is told about its steps and its end (None: not interested)."""
 
 
+_T = TypeVar("_T")
+
+
+class _IntRecords(MutableSequence[_T]):
+    """A list of records of a few ints, kept in one ``array`` per column.
+
+    A run trace keeps a record per turn for as long as the team lives; machine ints cost
+    a few bytes each, where a list keeps a slot, often a tuple, and an int object for
+    every number past 256. Reads as a list does: an item or a slice (a plain list) is
+    made when it is read, and it compares equal to a list or tuple of the same items.
+    """
+
+    __slots__ = ("_columns",)
+    _typecodes: ClassVar[tuple[str, ...]]
+
+    def __init__(self, items: Iterable[_T] = ()) -> None:
+        self._columns = tuple(array(code) for code in self._typecodes)
+        self.extend(items)
+
+    def _pack(self, item: _T) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _unpack(self, ints: tuple[int, ...]) -> _T:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __iter__(self) -> Iterator[_T]:
+        return map(self._unpack, zip(*self._columns, strict=True))
+
+    def __reversed__(self) -> Iterator[_T]:
+        return map(self._unpack, zip(*map(reversed, self._columns), strict=True))
+
+    def __getitem__(self, index: Any) -> Any:  # the overloads are MutableSequence's
+        if not isinstance(index, slice):
+            return self._unpack(tuple(column[index] for column in self._columns))
+        return list(map(self._unpack, zip(*(c[index] for c in self._columns), strict=True)))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, slice):
+            rows = [self._pack(item) for item in value]
+            for position, column in enumerate(self._columns):
+                column[index] = array(column.typecode, [row[position] for row in rows])
+        else:
+            for column, number in zip(self._columns, self._pack(value), strict=True):
+                column[index] = number
+
+    def __delitem__(self, index: int | slice) -> None:
+        for column in self._columns:
+            del column[index]
+
+    def insert(self, index: int, value: _T) -> None:
+        """Insert ``value`` before ``index``, as ``list.insert`` does."""
+        for column, number in zip(self._columns, self._pack(value), strict=True):
+            column.insert(index, number)
+
+    def clear(self) -> None:
+        """Forget every item."""
+        for column in self._columns:
+            del column[:]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (_IntRecords, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class StepNodes(_IntRecords[int]):
+    """The node number of each step (4 bytes a step); reads as a list of ints."""
+
+    __slots__ = ()
+    _typecodes = ("i",)
+
+    def _pack(self, item: int) -> tuple[int, ...]:
+        return (item,)
+
+    def _unpack(self, ints: tuple[int, ...]) -> int:
+        return ints[0]
+
+    def append(self, value: int) -> None:
+        """Add the node of a new step."""
+        self._columns[0].append(value)
+
+
+class FiredEdges(_IntRecords[tuple[int, int]]):
+    """``(step, edge index)`` for each firing (12 bytes a firing); reads as a list of
+    pairs."""
+
+    __slots__ = ()
+    _typecodes = ("q", "i")
+
+    def _pack(self, item: tuple[int, int]) -> tuple[int, ...]:
+        step, edge = item
+        return step, edge
+
+    def _unpack(self, ints: tuple[int, ...]) -> tuple[int, int]:
+        return ints[0], ints[1]
+
+    def append(self, value: tuple[int, int]) -> None:
+        """Add a firing."""
+        steps, edges = self._columns
+        steps.append(value[0])
+        edges.append(value[1])
+
+
 @dataclass
 class RunTrace:
     """The path of the most recent run of a team.
@@ -81,9 +193,11 @@ class RunTrace:
 
     Attributes:
         names: Node names, indexed by node number.
-        step_nodes: The node started at each step (step ``i`` is ``step_nodes[i]``).
+        step_nodes: The node started at each step (step ``i`` is ``step_nodes[i]``); a
+            [`StepNodes`][flowlib.graph.StepNodes] (it reads as a list of ints).
         fired: ``(step, edge index)`` for every edge that fired; ``step`` is the step of
-            the source's turn.
+            the source's turn. A [`FiredEdges`][flowlib.graph.FiredEdges] (it reads as a
+            list of pairs).
         edge_ends: ``(source, target)`` names by edge index.
         stop_reason: Why the run stopped, once it has.
         attempts: For each step that took more than one attempt (a node's retry policy),
@@ -97,8 +211,8 @@ class RunTrace:
 
     names: list[str]
     edge_ends: list[tuple[str, str]]
-    step_nodes: list[int] = field(default_factory=list)
-    fired: list[tuple[int, int]] = field(default_factory=list)
+    step_nodes: MutableSequence[int] = field(default_factory=StepNodes)
+    fired: MutableSequence[tuple[int, int]] = field(default_factory=FiredEdges)
     stop_reason: str | None = None
     attempts: dict[int, int] = field(default_factory=dict)
     cache_hits: list[int] = field(default_factory=list)
@@ -111,6 +225,13 @@ class RunTrace:
     _run_observers: list[RunObserver] = field(
         default_factory=list, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        # Lists given to the constructor are kept compact too (see StepNodes, FiredEdges).
+        if not isinstance(self.step_nodes, StepNodes):
+            self.step_nodes = StepNodes(self.step_nodes)
+        if not isinstance(self.fired, FiredEdges):
+            self.fired = FiredEdges(self.fired)
 
     def add_observer(self, observer: TraceObserver) -> None:
         """Tell ``observer`` about every later start, firing and clear (and, if it has

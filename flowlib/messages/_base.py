@@ -8,11 +8,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import Field
 from typing_extensions import Self
 
+from ..errors import InvalidTypeError
 from ..models import (
     RequestUsage,
     UserMessage,
@@ -37,6 +38,61 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+class _NoMetadata(dict[str, str]):
+    """What a message with empty metadata stores: one empty, read-only dict shared by all
+    of them. Reading ``message.metadata`` first gives the message its own empty dict
+    (`_OwnMetadata`), so only code that reads the stored value directly (``dict(message)``,
+    ``message.__dict__``) ever sees this one."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise InvalidTypeError(
+            "This empty metadata dict is shared by the messages without metadata and is "
+            "read-only; change `message.metadata` (each message's own dict) instead."
+        )
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+    __ior__ = _refuse
+
+    def __copy__(self) -> _NoMetadata:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _NoMetadata:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _no_metadata, ()
+
+
+_NO_METADATA = _NoMetadata()
+
+
+def _no_metadata() -> dict[str, str]:
+    return _NO_METADATA
+
+
+class _OwnMetadata:
+    """``message.metadata``: the message's own dict, made when it is first read.
+
+    An empty dict per message costs 64 bytes for every message a team keeps, and nearly
+    every message has no metadata: they share one (read-only) until someone reads theirs.
+    """
+
+    def __get__(self, message: BaseMessage | None, owner: type | None = None) -> dict[str, str]:
+        if message is None:
+            # No class-level value, so pydantic takes the field from the base as it is.
+            raise AttributeError("metadata")
+        stored = message.__dict__
+        value: dict[str, str] = stored["metadata"]
+        if value is _NO_METADATA:
+            value = stored["metadata"] = {}
+        return value
+
+    def __set__(self, message: BaseMessage, value: dict[str, str]) -> None:
+        message.__dict__["metadata"] = value
+
+
 # ---------------------------------------------------------------------------------------
 # Base classes
 # ---------------------------------------------------------------------------------------
@@ -57,6 +113,15 @@ class BaseMessage(CompactModel, ABC):
         This is not what models see; for chat messages use
         [`BaseChatMessage.to_model_text`][flowlib.messages.BaseChatMessage.to_model_text].
         """
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Share the fields set (`CompactModel`) and, when the metadata is empty, one
+        read-only empty dict (``message.metadata`` still gives each message its own)."""
+        super().model_post_init(context)
+        stored = self.__dict__
+        metadata = stored.get("metadata")
+        if type(metadata) is dict and not metadata:
+            stored["metadata"] = _NO_METADATA
 
     def dump(self) -> dict[str, Any]:
         """Convert the message to a JSON-serialisable dict.
@@ -111,7 +176,7 @@ class BaseChatMessage(BaseMessage, ABC):
     """The name of the agent that sent this message."""
     models_usage: RequestUsage | None = None
     """The model client usage incurred when producing this message."""
-    metadata: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, str] = Field(default_factory=_no_metadata)
     """Additional metadata about the message."""
     created_at: datetime = Field(default_factory=_utc_now, repr=False)
     """The time when the message was created."""
@@ -153,10 +218,14 @@ class BaseAgentEvent(BaseMessage, ABC):
     """The name of the agent that sent this message."""
     models_usage: RequestUsage | None = None
     """The model client usage incurred when producing this message."""
-    metadata: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, str] = Field(default_factory=_no_metadata)
     """Additional metadata about the message."""
     created_at: datetime = Field(default_factory=_utc_now, repr=False)
     """The time when the message was created."""
+
+
+for _base in (BaseChatMessage, BaseAgentEvent):
+    type.__setattr__(_base, "metadata", _OwnMetadata())
 
 
 class BaseTextChatMessage(BaseChatMessage, ABC):

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from typing_extensions import Self
 
+from .._named import Named
 from .._telemetry import in_team_turn
 from ..agents import UserProxyAgent
 from ..base import CancellationToken, ChatAgent, TaskResult, Team, TerminationCondition
@@ -89,7 +90,7 @@ def reject_runtime(runtime: object) -> None:
         )
 
 
-class BaseGroupChat(Team, ABC):
+class BaseGroupChat(Named, Team, ABC):
     """Base class of every team, flowlib's and yours: participants, a graph, and the
     shared executor.
 
@@ -361,16 +362,6 @@ class BaseGroupChat(Team, ABC):
         return self._plan
 
     # --- identity -----------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        """The team's name."""
-        return self._name
-
-    @property
-    def description(self) -> str:
-        """The team's description."""
-        return self._description
 
     @property
     def graph(self) -> DiGraph:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel
 
 from .._cancellation import CancellationToken
+from .._named import Named
 from ..errors import InvalidValueError
 from ._schema import ParametersSchema, ToolSchema
 
@@ -28,7 +29,7 @@ ReturnT = TypeVar("ReturnT", covariant=True)
 _REF_PREFIX = "#/$defs/"
 
 
-class BaseTool(ABC, Generic[ArgsT, ReturnT]):
+class BaseTool(Named, ABC, Generic[ArgsT, ReturnT]):
     """A tool whose arguments are a pydantic model; subclass it and implement
     [`run`][flowlib.tools.BaseTool.run].
 
@@ -77,16 +78,6 @@ class BaseTool(ABC, Generic[ArgsT, ReturnT]):
         self._description = description
         self._strict = strict
         self._schema = self._build_schema()
-
-    @property
-    def name(self) -> str:
-        """The name the model calls the tool by."""
-        return self._name
-
-    @property
-    def description(self) -> str:
-        """What the tool does."""
-        return self._description
 
     @property
     def strict(self) -> bool:

@@ -206,3 +206,26 @@ def test_a_message_text_of_the_wrong_number_of_lines_is_refused() -> None:
         thread[1]
     exact = MessageDumps.of_lines(lines, 3, {"TextMessage"})
     assert [m["content"] for m in exact] == ["x", "y", "z"]
+
+
+async def test_a_snapshot_read_as_utf8_bytes_is_the_snapshot_read_as_text(tmp_path: Path) -> None:
+    """SQLite reads a snapshot as the UTF-8 bytes of its text (the checksum is over the
+    bytes; only the message lines are decoded): the same state as from the text."""
+    from flowlib.checkpoint._sql import snapshot_body, snapshot_from_body
+
+    store = SQLiteCheckpointStore(tmp_path / "runs.db", snapshot_every=4)
+    await store.create_run(_run())
+    await _write(store, "r1", 4)
+    folded = await store.load("r1")
+    folded.messages[1]["content"] = "naïve ✓"  # not ASCII
+    body = snapshot_body(folded)
+    from_text = snapshot_from_body(body, "r1", 4)
+    from_bytes = snapshot_from_body(body.encode(), "r1", 4)
+    assert from_bytes == from_text == folded
+    assert from_bytes.messages[1]["content"] == "naïve ✓"
+    damaged = body.encode().replace("✓".encode(), b"\xff\xfe\xfd")
+    with pytest.raises(CheckpointError, match="checkpoint 4: the snapshot does not match"):
+        snapshot_from_body(damaged, "r1", 4)
+    with pytest.raises(CheckpointError, match="not UTF-8 text"):
+        snapshot_from_body(damaged, "r1", 4, verify=False)
+    await store.close()

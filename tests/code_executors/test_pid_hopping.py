@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +17,8 @@ import pytest
 
 from flowlib.base import CancellationToken
 from flowlib.code_executors import CodeBlock, LocalCommandLineCodeExecutor
+
+ROOT = str(Path(__file__).resolve().parents[2])
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
 
@@ -87,10 +90,10 @@ async def test_a_timeout_kills_a_pid_hopping_process(tmp_path: Path, attempt: in
         cleanup(tmp_path)
 
 
-@pytest.mark.parametrize("attempt", range(3))
-async def test_a_pid_hopper_left_in_the_background_is_stopped(tmp_path: Path, attempt: int) -> None:
-    (tmp_path / "hopper.py").write_text(HOPPER)
-    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=30)
+async def left_in_the_background(work: Path, hopper: str) -> None:
+    """Start ``hopper`` in the background of a block that then ends; check it is gone."""
+    (work / "hopper.py").write_text(hopper)
+    executor = LocalCommandLineCodeExecutor(work_dir=work, timeout=30)
     try:
         result = await executor.execute_code_blocks(
             [CodeBlock(code=BACKGROUND, language="sh")], CancellationToken()
@@ -99,9 +102,14 @@ async def test_a_pid_hopper_left_in_the_background_is_stopped(tmp_path: Path, at
         assert result.output.endswith(
             "Note: processes the code left running in the background were stopped.\n"
         )
-        assert survivors(tmp_path) == []
+        assert survivors(work) == []
     finally:
-        cleanup(tmp_path)
+        cleanup(work)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+async def test_a_pid_hopper_left_in_the_background_is_stopped(tmp_path: Path, attempt: int) -> None:
+    await left_in_the_background(tmp_path, HOPPER)
 
 
 async def test_cancellation_kills_a_pid_hopping_process(tmp_path: Path) -> None:
@@ -123,3 +131,100 @@ async def test_cancellation_kills_a_pid_hopping_process(tmp_path: Path) -> None:
         assert survivors(tmp_path) == []
     finally:
         cleanup(tmp_path)
+
+
+# Two children per hop until 16 hop at once, each every 2-10 ms. Bounded: each lineage
+# hops at most 400 times (so even a failed kill leaves nothing after ~4 s).
+BRANCHING = """
+import os, random, time
+
+log = open("hops.log", "a", buffering=1)
+print("hopping", flush=True)
+width = 1
+for generation in range(400):
+    children = 2 if width < 16 else 1
+    for _ in range(children):
+        if os.fork() == 0:
+            break
+    else:
+        os._exit(0)  # the parent leaves; its children go on with new PIDs
+    width *= children
+    os.setsid()
+    log.write(f"{os.getpid()}\\n")
+    time.sleep(random.uniform(0.002, 0.010))
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+async def test_a_hopper_that_forks_two_children_per_hop_is_stopped(tmp_path: Path) -> None:
+    await left_in_the_background(tmp_path, BRANCHING)
+
+
+async def test_code_that_kills_the_process_watching_it_is_not_called_stopped(
+    tmp_path: Path,
+) -> None:
+    # On Linux the block runs under an anchor process that keeps every process it starts
+    # as a descendant; code can kill it (same user). The result must not then promise
+    # that the background processes were stopped.
+    executor = LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=30)
+    # (Only the anchor is killed: the parent is checked first, never the test runner.)
+    code = (
+        "sleep 30 &\necho $! > child.pid\n"
+        "grep -q _anchor.py /proc/$PPID/cmdline && kill -9 $PPID\necho done\n"
+    )
+    result = await executor.execute_code_blocks(
+        [CodeBlock(code=code, language="sh")], CancellationToken()
+    )
+    child = int((tmp_path / "child.pid").read_text())
+    try:
+        assert "done\n" in result.output
+        assert "were stopped" not in result.output
+        assert "could not all be stopped" in result.output
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, 9)
+
+
+OWNER = """
+import asyncio, sys
+from flowlib.base import CancellationToken
+from flowlib.code_executors import CodeBlock, LocalCommandLineCodeExecutor
+
+code = "sleep 60 &\\necho $! > child.pid\\nsleep 60\\n"
+executor = LocalCommandLineCodeExecutor(work_dir=sys.argv[1], timeout=60)
+block = CodeBlock(code=code, language="sh")
+asyncio.run(executor.execute_code_blocks([block], CancellationToken()))
+"""
+
+
+@pytest.mark.slow
+async def test_what_a_block_started_dies_with_the_process_running_the_executor(
+    tmp_path: Path,
+) -> None:
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OWNER, str(tmp_path), env={**os.environ, "PYTHONPATH": ROOT}
+    )
+    pid_file = tmp_path / "child.pid"
+    child = 0
+    try:
+        for _ in range(1500):  # bounded: 30 s for the block to start
+            if pid_file.exists() and pid_file.read_text().strip():
+                child = int(pid_file.read_text())
+                break
+            await asyncio.sleep(0.02)
+        assert child
+        owner.kill()  # SIGKILL: the executor gets no chance to clean up
+        await owner.wait()
+        for _ in range(500):  # bounded: 10 s
+            if not alive(child):
+                break
+            await asyncio.sleep(0.02)
+        assert not alive(child)
+    finally:
+        if owner.returncode is None:
+            owner.kill()
+            await owner.wait()
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, 9)

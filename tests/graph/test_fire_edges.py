@@ -6,7 +6,15 @@ import asyncio
 
 import pytest
 
-from flowlib.graph import Contains, DiGraphEdge, RunTrace, edge_rule, fire_edges
+from flowlib.graph import (
+    Contains,
+    DiGraphEdge,
+    FiredEdges,
+    RunTrace,
+    StepNodes,
+    edge_rule,
+    fire_edges,
+)
 from flowlib.messages import TextMessage
 from flowlib.teams import DiGraphBuilder, GraphFlow
 from flowlib.testing import RunTimeline, ScriptedAgent
@@ -100,7 +108,9 @@ def test_a_timeline_observes_without_replacing_the_trace_lists() -> None:
     builder = DiGraphBuilder().add_node(a).add_node(b).add_edge(a, b)
     team = GraphFlow(builder.get_participants(), builder.build())
     timeline = RunTimeline.attach(team)
-    assert type(team.trace.step_nodes) is list and type(team.trace.fired) is list
+    # The trace's own logs (compact since issue 22 item 7; lists before), not swapped for
+    # instrumented ones.
+    assert type(team.trace.step_nodes) is StepNodes and type(team.trace.fired) is FiredEdges
     asyncio.run(team.run(task="go"))
     assert timeline.events == [("start", 0), ("fire", 0), ("start", 1)]
     timeline.detach()
