@@ -38,8 +38,8 @@ DEFAULT_MAX_OUTPUT_BYTES = 1_048_576
 
 _DRAIN_SECONDS = 2.0  # how long to wait for output still buffered after a kill
 _NOT_ALL_STOPPED = (
-    "Warning: processes the code started in the background could not all be stopped "
-    "(one still held the output after 5 s of killing); they may still be running.\n"
+    "Warning: processes the code started in the background could not all be stopped; "
+    "they may still be running.\n"
 )
 _LEFTOVER_SECONDS = 0.5  # how long background processes may hold the output after the script
 

@@ -138,7 +138,9 @@ async def start_execution(command: list[str], cwd: Path, output_fd: int) -> Exec
         # Its own process group, so a group kill reaches what the script started.
         "start_new_session": os.name == "posix",
     }
-    if not sys.platform.startswith("linux"):  # pragma: no cover - not exercised on Linux CI
+    # The anchor needs Linux and a Python to run it (not a frozen app's executable).
+    anchored = sys.platform.startswith("linux") and bool(sys.executable)
+    if not anchored or getattr(sys, "frozen", False):  # pragma: no cover - not on Linux CI
         return Execution(await asyncio.create_subprocess_exec(*command, **common))  # type: ignore[arg-type]
     ours, theirs = socket.socketpair()
     try:
