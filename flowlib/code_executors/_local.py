@@ -158,11 +158,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
 
     @classmethod
     def _from_config(cls, config: LocalExecutorConfig) -> Self:
-        return cls(
-            timeout=config.timeout,
-            work_dir=config.work_dir,
-            cleanup_temp_files=config.cleanup_temp_files,
-        )
+        return cls(**config.model_dump())  # the config's fields are options, by name
 
     @property
     def max_output_bytes(self) -> int:
