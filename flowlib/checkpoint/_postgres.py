@@ -18,6 +18,7 @@ from ._sql import (
     RECORD_COLUMNS,
     RUN_COLUMNS,
     RUN_SELECT,
+    RUN_TABLES,
     SCHEMA_VERSION,
     SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
@@ -116,13 +117,6 @@ ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded
 WHERE held.owner = excluded.owner OR held.expires_at <= %s
 RETURNING owner
 """
-_RUN_TABLES = (
-    "flowlib_messages",
-    "flowlib_records",
-    "flowlib_snapshots",
-    "flowlib_leases",
-    "flowlib_runs",
-)
 
 
 class PostgresCheckpointStore(SQLListing):
@@ -511,7 +505,7 @@ class PostgresCheckpointStore(SQLListing):
     async def delete(self, run_id: str) -> None:
         """Remove the run and its records (no error if unknown)."""
         async with self._transaction() as conn:
-            for table in _RUN_TABLES:
+            for table in RUN_TABLES:
                 await conn.execute(f"DELETE FROM {table} WHERE run_id = %s", (run_id,))
 
     async def close(self) -> None:

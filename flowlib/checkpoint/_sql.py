@@ -39,6 +39,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "RUN_COLUMNS",
     "RUN_SELECT",
+    "RUN_TABLES",
     "SCHEMA_VERSION",
     "SNAPSHOT_DUE",
     "SNAPSHOT_EVERY",
@@ -80,6 +81,9 @@ RECORD_COLUMNS = (
     "bookkeeping, participants, checksum"
 )
 INFO_COLUMNS = "checkpoint_id, kind, turn, node, stop_reason, created_at, message_count"
+_RUN_FIELD_NAMES = tuple(column.strip() for column in RUN_COLUMNS.split(","))[:-2]
+"""``RUN_COLUMNS`` as ``RunRecord`` fields (the two checksums are not fields)."""
+_INFO_FIELD_NAMES = tuple(column.strip() for column in INFO_COLUMNS.split(","))
 RUN_SELECT = (
     "SELECT "
     + ", ".join(f"r.{column.strip()}" for column in RUN_COLUMNS.split(","))
@@ -87,6 +91,14 @@ RUN_SELECT = (
     "LEFT JOIN flowlib_leases l ON l.run_id = r.run_id"
 )
 """A run with its lease: ``RUN_COLUMNS`` then the lease's owner, expiry and checksum."""
+RUN_TABLES = (
+    "flowlib_messages",
+    "flowlib_records",
+    "flowlib_snapshots",
+    "flowlib_leases",
+    "flowlib_runs",
+)
+"""The tables holding a run's rows, in the order ``delete`` empties them."""
 
 SCHEMA_VERSION = 3
 """The version of the tables this code writes, kept in ``flowlib_meta``.
@@ -348,18 +360,9 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
         raise corrupt(
             table, run_id, None, "forked_from", f"holds {_show(forked)}, not [run, checkpoint]"
         )
-    fields = dict(
-        run_id=run_id,
-        team_type=row[1],
-        graph_signature=row[2],
+    fields = dict(zip(_RUN_FIELD_NAMES, row, strict=False))
+    fields.update(  # the columns that hold JSON
         graph=_json(row[3], table, run_id, None, "graph"),
-        state_version=row[4],
-        status=row[5],
-        created_at=row[6],
-        updated_at=row[7],
-        last_checkpoint=row[8],
-        turns=row[9],
-        stop_reason=row[10],
         forked_from=None if forked_from is None else tuple(forked_from),
         metadata=_json(row[12], table, run_id, None, "metadata"),
     )
@@ -605,15 +608,7 @@ def records_to_fold(
 
 def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
     try:
-        return CheckpointInfo(
-            checkpoint_id=row[0],
-            kind=row[1],
-            turn=row[2],
-            node=row[3],
-            stop_reason=row[4],
-            created_at=row[5],
-            message_count=row[6],
-        )
+        return CheckpointInfo.model_validate(dict(zip(_INFO_FIELD_NAMES, row, strict=True)))
     except ValidationError as exc:
         raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 

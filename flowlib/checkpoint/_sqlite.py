@@ -21,6 +21,7 @@ from ._sql import (
     RECORD_COLUMNS,
     RUN_COLUMNS,
     RUN_SELECT,
+    RUN_TABLES,
     SCHEMA_VERSION,
     SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
@@ -485,7 +486,7 @@ class SQLiteCheckpointStore(SQLListing):
 
         def work(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
-                for table in _RUN_TABLES:
+                for table in RUN_TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
         await self._call(work)
@@ -530,15 +531,6 @@ class _transaction:
                 raise
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-
-
-_RUN_TABLES = (
-    "flowlib_messages",
-    "flowlib_records",
-    "flowlib_snapshots",
-    "flowlib_leases",
-    "flowlib_runs",
-)
 
 
 _HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
