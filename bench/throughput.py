@@ -22,6 +22,8 @@ that does not depend on what else the machine runs.
     python -m bench.throughput --store sqlite   # durable runs (a checkpoint per turn)
     python -m bench.throughput --stream --cli   # also stream_many, and `flowlib batch`
     python -m bench.throughput --memory 10000   # driver memory with 10,000 tasks queued
+    python -m bench.throughput --cli-together 4 # `flowlib batch --ray` and run_many at once
+    python -m bench.throughput --cli-rounds 2   # ... one after the other, taking turns
 
 ``--stream`` adds a Ray row through ``stream_many`` (every message and event crosses to
 the driver). ``--cli`` adds ``flowlib batch`` rows with a SQLite store, run in a child
@@ -315,10 +317,11 @@ async def _cli_together(
 ) -> dict[str, Any]:
     """``run_many`` and ``flowlib batch --ray`` at the same time on one cluster, each on
     2 workers of its own (``num_cpus=0``: both fit) with its own SQLite store, so both
-    see the same load. The window opens when both have finished a run and closes when
-    either side ends; the ratio is of their rates in it (runs finished in the window:
-    lines of the command's results file, and complete runs in ``run_many``'s store), as
-    a time ratio: above 1, the command was slower."""
+    see the same load; every other round ``run_many`` starts first. The window opens
+    when both have finished a run and closes when either side ends; the ratio is of
+    their rates in it (runs finished in the window: lines of the command's results
+    file, and complete runs in ``run_many``'s store), as a time ratio: above 1, the
+    command was slower."""
     import subprocess
 
     from flowlib.distributed import RayRunner
@@ -345,10 +348,18 @@ async def _cli_together(
         max_concurrency=max(1, concurrency // 2),
     )
     load = os.getloadavg()[0]
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    cli_first = number % 2 == 0  # every other round the command starts first
+    if cli_first:
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     async with runner:
         cpu = time.process_time()
         batch = asyncio.ensure_future(runner.run_many(tasks))
+        if not cli_first:
+            while not _complete_in(database) and not batch.done():
+                await asyncio.sleep(0.1)
+            child = subprocess.Popen(
+                argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
         # Both sides past their first result (workers warm), then the window opens.
         while child.poll() is None and not batch.done():
             if _lines(results) and _complete_in(database):
@@ -371,6 +382,7 @@ async def _cli_together(
     pair = {
         "round": number + 1,
         "together": True,
+        "started_first": "cli" if cli_first else "run_many",
         "load_before": round(load, 1),
         "load_after": round(os.getloadavg()[0], 1),
         "window_s": round(window, 2),

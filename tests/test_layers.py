@@ -251,10 +251,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "flowlib.testing._crash_worker",
         "_exit",
     ): "os._exit: a forked crash-check run ends without its server's exit handlers",
-    (
-        "flowlib.code_executors._anchor",
-        "_exit",
-    ): "os._exit: the anchor's forked child that could not exec ends without the anchor's",
 }
 
 

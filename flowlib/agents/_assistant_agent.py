@@ -71,7 +71,7 @@ from ..models import (
 )
 from ..tools import BaseTool, Tool, Workbench
 from ..tools.internal import as_workbenches, workbench_tools
-from ._base_chat_agent import BaseChatAgent
+from ._base_chat_agent import ModelBackedAgent
 from ._streaming import stream_events
 from ._tool_calls import (
     DEFAULT_MAX_TOOL_CALLS,
@@ -159,7 +159,7 @@ _BUILT_FROM_CONFIG = {
 }
 
 
-class AssistantAgent(BaseChatAgent):
+class AssistantAgent(ModelBackedAgent):
     """An agent that answers with a model and can call tools and hand off.
 
     Each call adds the new messages to the model context, applies the memories, then
@@ -343,11 +343,6 @@ class AssistantAgent(BaseChatAgent):
     def model_client(self) -> ChatCompletionClient:
         """The model client the agent calls."""
         return self._model_client
-
-    @property
-    def model_context(self) -> ChatCompletionContext:
-        """The context holding the agent's conversation with its model."""
-        return self._model_context
 
     @property
     def tools(self) -> list[Tool]:

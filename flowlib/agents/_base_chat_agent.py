@@ -11,14 +11,21 @@ from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
 from ..base.internal import check_state_argument, last_item, task_messages
 from ..errors import InvalidArgumentError
-from ..messages import BaseAgentEvent, BaseChatMessage, ModelClientStreamingChunkEvent
+from ..messages import (
+    BaseAgentEvent,
+    BaseChatMessage,
+    ModelClientStreamingChunkEvent,
+    TextMessage,
+)
+from ..model_context import ChatCompletionContext
 
 __all__ = ["BaseChatAgent"]
 
 
 class BaseChatAgent(Named, ChatAgent, ABC):
-    """Base class for chat agents: implement ``on_messages``, ``on_reset`` and
-    ``produced_message_types``; override ``on_messages_stream`` to stream.
+    """Base class for chat agents: implement ``on_messages`` and ``on_reset``; override
+    ``on_messages_stream`` to stream, and ``produced_message_types`` for an agent that
+    replies with more than ``TextMessage``.
 
     The agent is stateful: callers pass only the messages that are new since its last
     call, never the whole history.
@@ -33,9 +40,6 @@ class BaseChatAgent(Named, ChatAgent, ABC):
     Examples:
         >>> from flowlib.messages import TextMessage
         >>> class Echo(BaseChatAgent):
-        ...     @property
-        ...     def produced_message_types(self):
-        ...         return (TextMessage,)
         ...     async def on_messages(self, messages, cancellation_token):
         ...         text = messages[-1].to_text() if messages else ""
         ...         return Response(chat_message=TextMessage(content=text, source=self.name))
@@ -54,6 +58,12 @@ class BaseChatAgent(Named, ChatAgent, ABC):
             )
         self._name = name
         self._description = description
+
+    @property
+    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
+        """The chat message types the agent may reply with: ``TextMessage``, unless the
+        agent says otherwise."""
+        return (TextMessage,)
 
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
@@ -129,3 +139,15 @@ class BaseChatAgent(Named, ChatAgent, ABC):
 
     async def close(self) -> None:
         """Release resources; does nothing by default."""
+
+
+class ModelBackedAgent(BaseChatAgent):
+    """An agent that talks to a model: its read-only ``model_context``, which its
+    constructor stores in ``_model_context``."""
+
+    _model_context: ChatCompletionContext
+
+    @property
+    def model_context(self) -> ChatCompletionContext:
+        """The context holding the agent's conversation with its model."""
+        return self._model_context

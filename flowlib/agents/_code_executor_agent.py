@@ -36,7 +36,7 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
-from ._base_chat_agent import BaseChatAgent
+from ._base_chat_agent import ModelBackedAgent
 from ._streaming import stream_events
 
 __all__ = ["ApprovalFuncType", "ApprovalRequest", "ApprovalResponse", "CodeExecutorAgent"]
@@ -97,7 +97,7 @@ class CodeExecutorAgentConfig(BaseModel):
     supported_languages: list[str] | None = None
 
 
-class CodeExecutorAgent(BaseChatAgent):
+class CodeExecutorAgent(ModelBackedAgent):
     """(Experimental) Runs code from markdown code blocks; with a model, writes it first.
 
     **Without** ``model_client`` the agent is a terminal: it runs the fenced code blocks
@@ -229,16 +229,6 @@ class CodeExecutorAgent(BaseChatAgent):
         self._approval_func = approval_func
 
     # --- properties ---------------------------------------------------------------------
-
-    @property
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """``TextMessage``."""
-        return (TextMessage,)
-
-    @property
-    def model_context(self) -> ChatCompletionContext:
-        """The model context in use."""
-        return self._model_context
 
     @property
     def code_executor(self) -> CodeExecutor:

@@ -24,7 +24,7 @@ from ..messages import (
 )
 from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
 from ..models import AssistantMessage, ChatCompletionClient, LLMMessage, SystemMessage, UserMessage
-from ._base_chat_agent import BaseChatAgent
+from ._base_chat_agent import ModelBackedAgent
 
 __all__ = ["SocietyOfMindAgent"]
 
@@ -34,7 +34,7 @@ PREVIOUS_MESSAGES = "relevant previous messages"
 """Content of the ``HandoffMessage`` that carries earlier context into the inner team."""
 
 
-class SocietyOfMindAgent(BaseChatAgent):
+class SocietyOfMindAgent(ModelBackedAgent):
     """Runs an inner team on the new messages, then has a model write one standalone answer.
 
     Each call:
@@ -127,16 +127,6 @@ class SocietyOfMindAgent(BaseChatAgent):
         self._response_prompt = response_prompt
         self._model_context = model_context or UnboundedChatCompletionContext()
         self._journal = Journal()  # what save_state_since returned last
-
-    @property
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """``TextMessage``."""
-        return (TextMessage,)
-
-    @property
-    def model_context(self) -> ChatCompletionContext:
-        """The model context in use."""
-        return self._model_context
 
     @property
     def team(self) -> Team:

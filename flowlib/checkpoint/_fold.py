@@ -4,18 +4,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from ..errors import CheckpointError
 from ._dumps import MessageDumps
 from ._patch import apply_patch
-from ._types import CheckpointRecord, FoldedRun
+from ._types import CheckpointRecord, FoldedRun, StepKind
 
-__all__ = ["FoldedRun", "base_record", "fold"]
+__all__ = ["FoldRow", "FoldedRun", "base_record", "fold"]
+
+
+class FoldRow(NamedTuple):
+    """A stored record read only to be folded (``load``): what ``fold`` reads of a
+    ``CheckpointRecord``, without building the model (the store checked each value)."""
+
+    run_id: str
+    checkpoint_id: int
+    kind: StepKind
+    turn: int
+    stop_reason: str | None
+    messages: list[dict[str, Any]]
+    message_nodes: list[str | None]
+    bookkeeping: dict[str, Any]
+    participants: dict[str, Any]
 
 
 def fold(
-    records: Iterable[CheckpointRecord],
+    records: Iterable[CheckpointRecord | FoldRow],
     *,
     run_id: str | None = None,
     start: FoldedRun | None = None,

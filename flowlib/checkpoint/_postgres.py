@@ -18,6 +18,7 @@ from ._sql import (
     RECORD_COLUMNS,
     RUN_COLUMNS,
     RUN_SELECT,
+    RUN_TABLES,
     SCHEMA_VERSION,
     SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
@@ -34,6 +35,7 @@ from ._sql import (
     newer_schema,
     record_row,
     records_from_rows,
+    records_to_fold,
     run_from_row,
     run_row,
     snapshot_body,
@@ -115,13 +117,6 @@ ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded
 WHERE held.owner = excluded.owner OR held.expires_at <= %s
 RETURNING owner
 """
-_RUN_TABLES = (
-    "flowlib_messages",
-    "flowlib_records",
-    "flowlib_snapshots",
-    "flowlib_leases",
-    "flowlib_runs",
-)
 
 
 class PostgresCheckpointStore(SQLListing):
@@ -510,7 +505,7 @@ class PostgresCheckpointStore(SQLListing):
     async def delete(self, run_id: str) -> None:
         """Remove the run and its records (no error if unknown)."""
         async with self._transaction() as conn:
-            for table in _RUN_TABLES:
+            for table in RUN_TABLES:
                 await conn.execute(f"DELETE FROM {table} WHERE run_id = %s", (run_id,))
 
     async def close(self) -> None:
@@ -560,32 +555,33 @@ async def _schema_version(conn: AsyncConnection[Any], dsn: str) -> int | None:
 
 
 async def _read_records(
-    conn: AsyncConnection[Any],
-    run_id: str,
-    upto: int | None,
-    *,
-    run: RunRecord | None = None,
-    after: int = 0,
-    to_fold: bool = False,
+    conn: AsyncConnection[Any], run_id: str, upto: int | None, *, run: RunRecord | None = None
 ) -> list[CheckpointRecord]:
-    """The run's records after checkpoint ``after``, up to ``upto`` (default: all);
-    ``to_fold``: only to be folded (see ``records_from_rows``)."""
+    """The run's records up to ``upto`` (default: all)."""
     run = run or await _get_run(conn, run_id)
     if run is None:
         raise unknown_run(run_id)
+    return records_from_rows(*await _record_rows(conn, run, upto, 0))
+
+
+async def _record_rows(
+    conn: AsyncConnection[Any], run: RunRecord, upto: int | None, after: int
+) -> tuple[list[Any], list[Any]]:
+    """The rows of the run's records after checkpoint ``after`` up to ``upto`` (default:
+    all), and of their messages (see ``records_from_rows``)."""
     upto = await _upto(conn, run, upto)
     cur = await conn.execute(
         f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = %s "
         "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id",
-        (run_id, after, upto),
+        (run.run_id, after, upto),
     )
     rows = await cur.fetchall()
     cur = await conn.execute(
         "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = %s "
         "AND checkpoint_id > %s AND checkpoint_id <= %s ORDER BY checkpoint_id, position",
-        (run_id, after, upto),
+        (run.run_id, after, upto),
     )
-    return records_from_rows(rows, await cur.fetchall(), to_fold=to_fold)
+    return rows, await cur.fetchall()
 
 
 async def _upto(conn: AsyncConnection[Any], run: RunRecord, upto: int | None) -> int:
@@ -619,7 +615,7 @@ async def _load(conn: AsyncConnection[Any], run_id: str, upto: int | None) -> Fo
     row = await cur.fetchone()
     start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
-    records = await _read_records(conn, run_id, upto, run=run, after=after, to_fold=True)
+    records = records_to_fold(*await _record_rows(conn, run, upto, after))
     folded = fold(records, run_id=run_id, start=start)
     check_consistent(run, folded, upto, newest)
     return folded

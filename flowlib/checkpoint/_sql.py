@@ -23,7 +23,7 @@ from pydantic_core import from_json, to_json
 
 from ..errors import CheckpointArgumentError, CheckpointError
 from ._dumps import MessageDumps
-from ._fold import FoldedRun
+from ._fold import FoldedRun, FoldRow
 from ._types import (
     CheckpointInfo,
     CheckpointRecord,
@@ -39,6 +39,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "RUN_COLUMNS",
     "RUN_SELECT",
+    "RUN_TABLES",
     "SCHEMA_VERSION",
     "SNAPSHOT_DUE",
     "SNAPSHOT_EVERY",
@@ -58,6 +59,7 @@ __all__ = [
     "newer_schema",
     "record_row",
     "records_from_rows",
+    "records_to_fold",
     "run_from_row",
     "run_row",
     "snapshot_body",
@@ -79,6 +81,9 @@ RECORD_COLUMNS = (
     "bookkeeping, participants, checksum"
 )
 INFO_COLUMNS = "checkpoint_id, kind, turn, node, stop_reason, created_at, message_count"
+_RUN_FIELD_NAMES = tuple(column.strip() for column in RUN_COLUMNS.split(","))[:-2]
+"""``RUN_COLUMNS`` as ``RunRecord`` fields (the two checksums are not fields)."""
+_INFO_FIELD_NAMES = tuple(column.strip() for column in INFO_COLUMNS.split(","))
 RUN_SELECT = (
     "SELECT "
     + ", ".join(f"r.{column.strip()}" for column in RUN_COLUMNS.split(","))
@@ -86,6 +91,14 @@ RUN_SELECT = (
     "LEFT JOIN flowlib_leases l ON l.run_id = r.run_id"
 )
 """A run with its lease: ``RUN_COLUMNS`` then the lease's owner, expiry and checksum."""
+RUN_TABLES = (
+    "flowlib_messages",
+    "flowlib_records",
+    "flowlib_snapshots",
+    "flowlib_leases",
+    "flowlib_runs",
+)
+"""The tables holding a run's rows, in the order ``delete`` empties them."""
 
 SCHEMA_VERSION = 3
 """The version of the tables this code writes, kept in ``flowlib_meta``.
@@ -347,18 +360,9 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
         raise corrupt(
             table, run_id, None, "forked_from", f"holds {_show(forked)}, not [run, checkpoint]"
         )
-    fields = dict(
-        run_id=run_id,
-        team_type=row[1],
-        graph_signature=row[2],
+    fields = dict(zip(_RUN_FIELD_NAMES, row, strict=False))
+    fields.update(  # the columns that hold JSON
         graph=_json(row[3], table, run_id, None, "graph"),
-        state_version=row[4],
-        status=row[5],
-        created_at=row[6],
-        updated_at=row[7],
-        last_checkpoint=row[8],
-        turns=row[9],
-        stop_reason=row[10],
         forked_from=None if forked_from is None else tuple(forked_from),
         metadata=_json(row[12], table, run_id, None, "metadata"),
     )
@@ -537,17 +541,74 @@ def records_from_rows(
     return records
 
 
+_KINDS = frozenset(get_args(StepKind))
+
+
+def records_to_fold(
+    rows: Sequence[Sequence[Any]], messages: Sequence[Sequence[Any]]
+) -> list[CheckpointRecord] | list[FoldRow]:
+    """``records_from_rows(rows, messages, to_fold=True)``, as ``FoldRow``s when every row
+    is as flowlib writes it (checksum matching, values of their types): no model is built
+    per record, which was half of a record's load. Any other row takes the way of
+    ``records_from_rows``, whose errors name the problem."""
+    raw: dict[Any, list[tuple[Any, Any]]] = {}
+    for checkpoint_id, node, body in messages:
+        raw.setdefault(checkpoint_id, []).append((node, body))
+    kept = len(rows) - 1  # the row whose bookkeeping is parsed (see records_from_rows)
+    while kept > 0 and rows[kept][8] == "{}":
+        kept -= 1
+    found: list[FoldRow] = []
+    for index, row in enumerate(rows):
+        run_id, checkpoint_id, kind, turn, node, stop_reason, created_at = row[:7]
+        stored = raw.get(checkpoint_id, [])
+        if not (
+            type(row[10]) is str
+            and type(run_id) is str
+            and type(checkpoint_id) is int
+            and checkpoint_id >= 1
+            and kind in _KINDS
+            and type(turn) is int
+            and turn >= 0
+            and (node is None or type(node) is str)
+            and (stop_reason is None or type(stop_reason) is str)
+            and type(created_at) in (float, int)
+            and row[7] == len(stored)
+            and all(n is None or type(n) is str for n, _ in stored)
+            and row[10] == checksum(row[:10], stored)
+        ):
+            return records_from_rows(rows, messages, to_fold=True)
+        try:
+            participants = from_json(row[9]) if type(row[9]) is str else None
+            bookkeeping = from_json(row[8]) if index == kept and type(row[8]) is str else {}
+            bodies = [from_json(body) if type(body) is str else None for _, body in stored]
+        except ValueError:
+            return records_from_rows(rows, messages, to_fold=True)
+        if (
+            type(participants) is not dict
+            or type(bookkeeping) is not dict
+            or (index == kept and not bookkeeping)
+            or not all(type(body) is dict for body in bodies)
+        ):
+            return records_from_rows(rows, messages, to_fold=True)
+        found.append(
+            FoldRow(
+                run_id,
+                checkpoint_id,
+                kind,
+                turn,
+                stop_reason,
+                bodies,  # type: ignore[arg-type]  # each checked a dict above
+                [n for n, _ in stored],
+                bookkeeping,
+                participants,
+            )
+        )
+    return found
+
+
 def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
     try:
-        return CheckpointInfo(
-            checkpoint_id=row[0],
-            kind=row[1],
-            turn=row[2],
-            node=row[3],
-            stop_reason=row[4],
-            created_at=row[5],
-            message_count=row[6],
-        )
+        return CheckpointInfo.model_validate(dict(zip(_INFO_FIELD_NAMES, row, strict=True)))
     except ValidationError as exc:
         raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 

@@ -21,6 +21,7 @@ from ._sql import (
     RECORD_COLUMNS,
     RUN_COLUMNS,
     RUN_SELECT,
+    RUN_TABLES,
     SCHEMA_VERSION,
     SNAPSHOT_DUE,
     SNAPSHOT_EVERY,
@@ -37,6 +38,7 @@ from ._sql import (
     newer_schema,
     record_row,
     records_from_rows,
+    records_to_fold,
     run_from_row,
     run_row,
     snapshot_body,
@@ -484,7 +486,7 @@ class SQLiteCheckpointStore(SQLListing):
 
         def work(conn: sqlite3.Connection) -> None:
             with _transaction(conn):
-                for table in _RUN_TABLES:
+                for table in RUN_TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
         await self._call(work)
@@ -529,15 +531,6 @@ class _transaction:
                 raise
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-
-
-_RUN_TABLES = (
-    "flowlib_messages",
-    "flowlib_records",
-    "flowlib_snapshots",
-    "flowlib_leases",
-    "flowlib_runs",
-)
 
 
 _HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -633,29 +626,29 @@ def _run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
 
 
 def _read_records(
-    conn: sqlite3.Connection,
-    run_id: str,
-    upto: int | None,
-    *,
-    run: RunRecord | None = None,
-    after: int = 0,
-    to_fold: bool = False,
+    conn: sqlite3.Connection, run_id: str, upto: int | None, *, run: RunRecord | None = None
 ) -> list[CheckpointRecord]:
-    """The run's records after checkpoint ``after``, up to ``upto`` (default: all);
-    ``to_fold``: only to be folded (see ``records_from_rows``)."""
-    run = run or _run(conn, run_id)
+    """The run's records up to ``upto`` (default: all)."""
+    return records_from_rows(*_record_rows(conn, run or _run(conn, run_id), upto, 0))
+
+
+def _record_rows(
+    conn: sqlite3.Connection, run: RunRecord, upto: int | None, after: int
+) -> tuple[list[Any], list[Any]]:
+    """The rows of the run's records after checkpoint ``after`` up to ``upto`` (default:
+    all), and of their messages (see ``records_from_rows``)."""
     upto = _upto(conn, run, upto)
     rows = conn.execute(
         f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id > ? "
         "AND checkpoint_id <= ? ORDER BY checkpoint_id",
-        (run_id, after, upto),
+        (run.run_id, after, upto),
     ).fetchall()
     messages = conn.execute(
         "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = ? AND "
         "checkpoint_id > ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
-        (run_id, after, upto),
+        (run.run_id, after, upto),
     ).fetchall()
-    return records_from_rows(rows, messages, to_fold=to_fold)
+    return rows, messages
 
 
 def _upto(conn: sqlite3.Connection, run: RunRecord, upto: int | None) -> int:
@@ -677,7 +670,7 @@ def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
     row = conn.execute(SNAPSHOT_SELECT, (run_id, upto)).fetchone()
     start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
     after = 0 if start is None else start.last_checkpoint
-    records = _read_records(conn, run_id, upto, run=run, after=after, to_fold=True)
+    records = records_to_fold(*_record_rows(conn, run, upto, after))
     folded = fold(records, run_id=run_id, start=start)
     check_consistent(run, folded, upto, newest)
     return folded

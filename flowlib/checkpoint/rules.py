@@ -168,17 +168,14 @@ def pruned(records: Sequence[CheckpointRecord], keep_last: int) -> list[Checkpoi
     return [base, *records[cut:]]
 
 
+_INFO_FROM_RECORD = tuple(name for name in CheckpointInfo.model_fields if name != "message_count")
+
+
 def info_of(record: CheckpointRecord) -> CheckpointInfo:
-    """The ``history`` line of a record."""
-    return CheckpointInfo(
-        checkpoint_id=record.checkpoint_id,
-        kind=record.kind,
-        turn=record.turn,
-        node=record.node,
-        stop_reason=record.stop_reason,
-        created_at=record.created_at,
-        message_count=len(record.messages),
-    )
+    """The ``history`` line of a record: the record's fields that the line has, and how
+    many messages it holds."""
+    fields = {name: getattr(record, name) for name in _INFO_FROM_RECORD}
+    return CheckpointInfo(**fields, message_count=len(record.messages))
 
 
 def check_upto(run_id: str, first: int, last: int, upto: int) -> None:

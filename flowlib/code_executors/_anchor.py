@@ -17,7 +17,7 @@ It talks to the executor over a socket (one line per message):
   ``unsure`` if some were still there after the time limit, or it is not a subreaper);
 - it reads ``release``: exit at once, leaving what still runs (it no longer holds the
   output) to init;
-- end of file (the executor is gone) or SIGTERM/SIGHUP/SIGINT count as ``kill``.
+- end of file (the executor is gone) counts as ``kill``.
 
 Its own standard output and error (the block's output pipe) are closed once the command
 has started, so it never holds the output itself.
@@ -25,13 +25,15 @@ has started, so it never holds the output itself.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
-import signal
-import socket
 import sys
 import time
+
+try:  # the C module: `signal` imports `enum`, which doubles this process's start-up
+    from _signal import SIGKILL, SIGSTOP  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - not CPython
+    from signal import SIGKILL, SIGSTOP
 
 _PR_SET_CHILD_SUBREAPER = 36
 _KILL_SECONDS = 5.0  # the most time spent killing before answering "unsure"
@@ -105,58 +107,51 @@ def _descendants_from_stat(root: int) -> list[int]:
 
 
 def _signal(pid: int, number: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    try:
         os.kill(pid, number)
+    except (ProcessLookupError, PermissionError):  # gone, or not ours to signal
+        return
 
 
 class Anchor:
-    def __init__(self, channel: socket.socket, command: list[str]) -> None:
+    def __init__(self, channel: int, command: list[str]) -> None:
         self.channel = channel
         self.command = command
         self.subreaper = become_subreaper()
         self.me = os.getpid()
         self.script = 0
+        self.script_ended: int | None = None  # a descriptor readable once it ended
         self.script_done = False
         self.inbox = b""
         self.stopping = False
-        self.wake_read, self.wake_write = os.pipe()
-        os.set_blocking(self.wake_write, False)
-        os.set_blocking(self.wake_read, False)
-        signal.set_wakeup_fd(self.wake_write, warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, self._note)
-        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            signal.signal(number, self._stop_requested)
-
-    def _note(self, number: int, frame: object) -> None:
-        pass
-
-    def _stop_requested(self, number: int, frame: object) -> None:
-        self.stopping = True
 
     def send(self, line: str) -> None:
+        data = line.encode() + b"\n"
         try:
-            self.channel.sendall(line.encode() + b"\n")
+            while data:
+                data = data[os.write(self.channel, data) :]
         except OSError:  # the executor is gone
             self.stopping = True
 
     def start(self) -> None:
-        pid = os.fork()
-        if pid == 0:  # the command
+        # posix_spawn (no fork of this interpreter): the command inherits the output on
+        # 1 and 2; the channel is not inheritable.
+        try:
+            self.script = os.posix_spawnp(self.command[0], self.command, os.environ)
+        except OSError as error:
+            os.write(2, f"cannot run {self.command[0]}: {error}\n".encode())
+            self.script_done = True
+            self.send("exit 127")
+        else:
             try:
-                os.execvp(self.command[0], self.command)
-            except OSError as error:
-                os.write(2, f"cannot run {self.command[0]}: {error}\n".encode())
-            os._exit(127)
-        self.script = pid
+                self.script_ended = os.pidfd_open(self.script)
+            except (AttributeError, OSError):  # Linux before 5.3: poll instead
+                self.script_ended = None
         # Let go of the output: only the command and what it starts hold it now.
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)
         os.close(null)
-
-    def drain_wakeups(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            os.read(self.wake_read, 4096)
 
     def reap(self) -> bool:
         """Collect every child that ended; return whether no child is left at all."""
@@ -173,25 +168,31 @@ class Anchor:
 
     def serve(self) -> int:
         """Wait for the command's end and the executor's word; return the exit status."""
-        while True:
-            if self.stopping:
-                return self.kill_all()
+        while not self.stopping:
             self.reap()
-            ready, _, _ = select.select([self.channel.fileno(), self.wake_read], [], [])
-            self.drain_wakeups()
-            if self.channel.fileno() in ready:
-                data = self.channel.recv(4096)
-                if not data:  # the executor is gone: nothing may outlive it
+            waiting = [self.channel]
+            if self.script_ended is not None and not self.script_done:
+                waiting.append(self.script_ended)
+            # Without a pidfd, look for the command's end every 50 ms.
+            poll = None if self.script_done or self.script_ended is not None else 0.05
+            ready, _, _ = select.select(waiting, [], [], poll)
+            if self.channel not in ready:
+                continue
+            try:
+                data = os.read(self.channel, 4096)
+            except OSError:
+                data = b""
+            if not data:  # the executor is gone: nothing may outlive it
+                break
+            self.inbox += data
+            while b"\n" in self.inbox:
+                line, self.inbox = self.inbox.split(b"\n", 1)
+                if line == b"release":
+                    self.reap()
+                    return 0
+                if line == b"kill":
                     self.stopping = True
-                    continue
-                self.inbox += data
-                while b"\n" in self.inbox:
-                    line, self.inbox = self.inbox.split(b"\n", 1)
-                    if line == b"release":
-                        self.reap()
-                        return 0
-                    if line == b"kill":
-                        self.stopping = True
+        return self.kill_all()
 
     def kill_all(self) -> int:
         """Stop and kill every descendant until none is left (or time runs out)."""
@@ -199,22 +200,20 @@ class Anchor:
         while not self.reap():
             found = descendants(self.me)
             for pid in found:  # freeze first: a stopped process forks no more
-                _signal(pid, signal.SIGSTOP)
+                _signal(pid, SIGSTOP)
             for pid in found:
-                _signal(pid, signal.SIGKILL)
+                _signal(pid, SIGKILL)
             if time.monotonic() > ends:
                 self.send("unsure")
                 return 1
-            # Give the kills a moment to land (a SIGCHLD ends the wait early).
-            select.select([self.wake_read], [], [], 0.01 if found else 0.05)
-            self.drain_wakeups()
+            time.sleep(0.002 if found else 0.01)  # give the kills a moment to land
         self.send("stopped" if self.subreaper else "unsure")
         return 0
 
 
 def main(argv: list[str]) -> int:
-    channel = socket.socket(fileno=int(argv[1]))
-    channel.set_inheritable(False)
+    channel = int(argv[1])  # a socket: read and written as a plain descriptor
+    os.set_inheritable(channel, False)
     anchor = Anchor(channel, argv[2:])
     anchor.start()
     return anchor.serve()

@@ -38,8 +38,8 @@ DEFAULT_MAX_OUTPUT_BYTES = 1_048_576
 
 _DRAIN_SECONDS = 2.0  # how long to wait for output still buffered after a kill
 _NOT_ALL_STOPPED = (
-    "Warning: processes the code started in the background could not all be stopped "
-    "(one still held the output after 5 s of killing); they may still be running.\n"
+    "Warning: processes the code started in the background could not all be stopped; "
+    "they may still be running.\n"
 )
 _LEFTOVER_SECONDS = 0.5  # how long background processes may hold the output after the script
 
@@ -158,11 +158,7 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
 
     @classmethod
     def _from_config(cls, config: LocalExecutorConfig) -> Self:
-        return cls(
-            timeout=config.timeout,
-            work_dir=config.work_dir,
-            cleanup_temp_files=config.cleanup_temp_files,
-        )
+        return cls(**config.model_dump())  # the config's fields are options, by name
 
     @property
     def max_output_bytes(self) -> int:

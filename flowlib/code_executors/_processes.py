@@ -102,10 +102,11 @@ class _Anchored(Execution):
             stopped = await asyncio.wait_for(asyncio.shield(self._answer), _ANSWER_SECONDS)
         except asyncio.TimeoutError:
             stopped = False
-        if not stopped and self.process.returncode is None:
-            # The anchor could not finish (or was killed): fall back to what needs no anchor.
-            kill_group(self.process.pid)
         if not stopped:
+            # The anchor could not finish (or was killed): fall back to what needs no
+            # anchor. Its PID names its process group, which the kernel does not hand out
+            # again while a member lives, even after the anchor itself is gone.
+            kill_group(self.process.pid)
             await asyncio.to_thread(kill_pipe_holders, pipe_inode)
         return stopped
 
@@ -138,7 +139,9 @@ async def start_execution(command: list[str], cwd: Path, output_fd: int) -> Exec
         # Its own process group, so a group kill reaches what the script started.
         "start_new_session": os.name == "posix",
     }
-    if not sys.platform.startswith("linux"):  # pragma: no cover - not exercised on Linux CI
+    # The anchor needs Linux and a Python to run it (not a frozen app's executable).
+    anchored = sys.platform.startswith("linux") and bool(sys.executable)
+    if not anchored or getattr(sys, "frozen", False):  # pragma: no cover - not on Linux CI
         return Execution(await asyncio.create_subprocess_exec(*command, **common))  # type: ignore[arg-type]
     ours, theirs = socket.socketpair()
     try:

@@ -168,37 +168,74 @@ class Node(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
-class AgentNode(Node):
-    """A chat agent: a turn streams ``on_messages_stream`` to its
-    [`Response`][flowlib.base.Response]."""
+class _StreamedNode(Node):
+    """A node whose turn runs the participant's stream (``_open``) to its end: what comes
+    before the item that ends the turn (of type ``_ends_with``: a Response, a TaskResult, a
+    Routing) is yielded as it comes; ``_finish`` turns that item (None: there was none)
+    into the rest of the turn, its [`TurnOutput`][flowlib.graph.TurnOutput] last. A stream
+    that must end with that item and did not is refused with ``_missing`` (``{name}``: the
+    participant's)."""
 
+    _ends_with: ClassVar[type]
+    _missing: ClassVar[str | None] = None
     __slots__ = ()
+
+    @abstractmethod
+    def _open(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Any, None]:
+        """The participant's stream for this turn."""
+
+    @abstractmethod
+    def _finish(self, end: Any) -> list[Item | TurnOutput]:
+        """What the turn yields after the stream: its last item is the TurnOutput."""
 
     async def turn(
         self, messages: list[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[Item | TurnOutput, None]:
-        agent: ChatAgent = self.participant
-        response: Response | None = None
-        # Run the agent's stream to its end (rather than leaving it at the Response): an
-        # abandoned async generator is finalised through the event loop, which costs a
-        # wake-up per turn. Interrupted, it is closed here, at once.
-        stream = agent.on_messages_stream(messages, token)
+        ends_with = self._ends_with
+        end: Any = None
+        # Run the stream to its end (rather than leaving it at its last item): an abandoned
+        # async generator is finalised through the event loop, which costs a wake-up per
+        # turn. Interrupted, it is closed here, at once.
+        stream = self._open(messages, token)
         finished = False
         try:
             async for item in stream:
-                if isinstance(item, Response):
-                    response = item
-                elif response is None:
+                if isinstance(item, ends_with):
+                    end = item
+                elif end is None:
                     yield item
             finished = True
         finally:
             if not finished:
                 await stream.aclose()
-        if response is None:
-            raise ContractError(
-                f"Agent `{agent.name}`'s on_messages_stream() ended without yielding a "
-                "Response; yield `Response(chat_message=...)` as its last item."
-            )
+        if end is None and self._missing is not None:
+            raise ContractError(self._missing.format(name=self.name))
+        for out in self._finish(end):
+            yield out
+
+
+class AgentNode(_StreamedNode):
+    """A chat agent: a turn streams ``on_messages_stream`` to its
+    [`Response`][flowlib.base.Response]."""
+
+    _ends_with = Response
+    _missing = (
+        "Agent `{name}`'s on_messages_stream() ended without yielding a Response; yield "
+        "`Response(chat_message=...)` as its last item."
+    )
+    __slots__ = ()
+
+    def _open(
+        self, messages: list[BaseChatMessage], token: CancellationToken
+    ) -> AsyncGenerator[Any, None]:
+        agent: ChatAgent = self.participant
+        return agent.on_messages_stream(messages, token)
+
+    def _finish(self, end: Any) -> list[Item | TurnOutput]:
+        agent: ChatAgent = self.participant
+        response: Response = end
         # Termination sees what the agent reports as its turn (its Response's inner
         # messages and chat message), not everything it streamed: an agent wrapping a team
         # streams the inner team's messages, which are not the outer team's.
@@ -207,7 +244,7 @@ class AgentNode(Node):
         factory = self._context.factory
         if factory is not None:
             factory.check(delta, agent=agent.name)
-        yield TurnOutput([chat], chat, delta=delta, tail=(chat,))
+        return [TurnOutput([chat], chat, delta=delta, tail=(chat,))]
 
 
 class FunctionNode(Node):
@@ -232,34 +269,30 @@ class FunctionNode(Node):
         yield TurnOutput([chat], chat, delta=delta, tail=(chat,))
 
 
-class TeamNode(Node):
+class TeamNode(_StreamedNode):
     """A nested team: a turn is a run of the team on the new messages; it publishes the
     chat messages the run produced."""
 
     kind: ClassVar[NodeKind] = "team"
+    _ends_with = TaskResult  # a team's stream ends with it
     __slots__ = ()
 
-    async def turn(
+    def _open(
         self, messages: list[BaseChatMessage], token: CancellationToken
-    ) -> AsyncGenerator[Item | TurnOutput, None]:
+    ) -> AsyncGenerator[Any, None]:
         team: Team = self.participant
-        result: TaskResult | None = None
         stream = team.run_stream(
             task=messages, cancellation_token=token, output_task_messages=False
         )
         # From its first step the team holds these messages in its own thread.
         self._context.handed_over()
-        try:
-            async for item in stream:
-                if isinstance(item, TaskResult):
-                    result = item
-                else:
-                    yield item
-        finally:
-            await stream.aclose()
+        return stream
+
+    def _finish(self, end: Any) -> list[Item | TurnOutput]:
+        result: TaskResult | None = end
         produced = list(result.messages) if result is not None else []
         published = [m for m in produced if isinstance(m, BaseChatMessage)]
-        yield TurnOutput(published, published[-1] if published else None, delta=produced)
+        return [TurnOutput(published, published[-1] if published else None, delta=produced)]
 
     async def reset(self) -> None:
         """Reset the nested team."""
@@ -274,38 +307,29 @@ class TeamNode(Node):
         await self.participant.resume()
 
 
-class RouterNode(Node):
+class RouterNode(_StreamedNode):
     """A [`Router`][flowlib.graph.Router]: a turn streams ``route_stream`` to its
     [`Routing`][flowlib.graph.Routing], checked against the node's edge targets. Its turns
     do not count toward ``max_turns``; pausing and resuming do nothing."""
 
     kind: ClassVar[NodeKind] = "router"
     counts_turn: ClassVar[bool] = False
+    _ends_with = Routing
+    _missing = (
+        "Router `{name}`'s route_stream() ended without a Routing; yield a `Routing(...)` as "
+        "its last item."
+    )
     __slots__ = ()
 
-    async def turn(
+    def _open(
         self, messages: list[BaseChatMessage], token: CancellationToken
-    ) -> AsyncGenerator[Item | TurnOutput, None]:
+    ) -> AsyncGenerator[Any, None]:
         router: Router = self.participant
-        routing: Routing | None = None
-        decisions = router.route_stream(messages, token)
-        try:
-            async for routed in decisions:
-                if isinstance(routed, Routing):
-                    routing = routed
-                elif routing is None:
-                    yield routed
-        finally:
-            await decisions.aclose()
-        if routing is None:
-            raise ContractError(
-                f"Router `{router.name}`'s route_stream() ended without a Routing; yield a "
-                "`Routing(...)` as its last item."
-            )
-        output = self._routed(routing)
-        for decided in output.delta:
-            yield decided
-        yield output
+        return router.route_stream(messages, token)
+
+    def _finish(self, end: Any) -> list[Item | TurnOutput]:
+        output = self._routed(end)
+        return [*output.delta, output]
 
     def _routed(self, routing: Routing) -> TurnOutput:
         """Check a router's decision against its edges."""

@@ -118,11 +118,7 @@ class StructuredMessageFactory(ComponentBase):
 
     @classmethod
     def _from_config(cls, config: StructuredMessageFactoryConfig) -> StructuredMessageFactory:
-        return cls(
-            json_schema=config.json_schema,
-            format_string=config.format_string,
-            content_model_name=config.content_model_name,
-        )
+        return cls(**config.model_dump())  # the config's fields are options, by name
 
 
 register_builtin(StructuredMessageFactory, autogen="autogen_agentchat.messages")

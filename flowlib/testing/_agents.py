@@ -190,11 +190,6 @@ class ScriptedAgent(BaseChatAgent):
         self.resets = 0
 
     @property
-    def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:
-        """A scripted agent replies with ``TextMessage``."""
-        return (TextMessage,)
-
-    @property
     def turns(self) -> int:
         """How many turns the agent has completed: its position in the script."""
         return self._position

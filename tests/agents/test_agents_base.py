@@ -215,3 +215,16 @@ async def test_function_agent_rejects_bad_functions_and_results() -> None:
 
     with pytest.raises(TypeError, match="returned int"):
         await FunctionAgent(number).call([])  # type: ignore[arg-type]
+
+
+def test_an_agent_that_names_no_message_types_replies_with_text_messages() -> None:
+    class Echo(BaseChatAgent):
+        async def on_messages(
+            self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+        ) -> Response:
+            return Response(chat_message=TextMessage(content="hi", source=self.name))
+
+        async def on_reset(self, cancellation_token: CancellationToken) -> None:
+            pass
+
+    assert Echo("echo", "Echoes.").produced_message_types == (TextMessage,)

@@ -229,3 +229,43 @@ async def test_a_snapshot_read_as_utf8_bytes_is_the_snapshot_read_as_text(tmp_pa
     with pytest.raises(CheckpointError, match="not UTF-8 text"):
         snapshot_from_body(damaged, "r1", 4, verify=False)
     await store.close()
+
+
+async def test_records_after_a_snapshot_are_folded_without_building_models(
+    tmp_path: Path,
+) -> None:
+    """``load`` folds the records after the snapshot as plain rows when each is as
+    flowlib wrote it (its checksum matches): the same state as from the models. A row
+    without a checksum (written before checksums) or an edited one takes the full way,
+    which names what is wrong."""
+    from flowlib.checkpoint._fold import FoldRow
+    from flowlib.checkpoint._sql import RECORD_COLUMNS, records_from_rows, records_to_fold
+
+    path = tmp_path / "runs.db"
+    store = SQLiteCheckpointStore(path, snapshot_every=0)
+    await store.create_run(_run())
+    await _write(store, "r1", 6)
+    expected = fold(await store.records("r1"))
+    await store.close()
+
+    def rows() -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+        with sqlite3.connect(path) as conn:
+            return (
+                list(conn.execute(f"SELECT {RECORD_COLUMNS} FROM flowlib_records ORDER BY 2")),
+                list(conn.execute("SELECT checkpoint_id, node, body FROM flowlib_messages")),
+            )
+
+    fast = records_to_fold(*rows())
+    assert all(type(record) is FoldRow for record in fast)
+    assert fold(fast) == expected == fold(records_from_rows(*rows(), to_fold=True))
+    assert (await SQLiteCheckpointStore(path).load("r1")) == expected
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE flowlib_records SET checksum = NULL WHERE checkpoint_id = 3")
+    slow = records_to_fold(*rows())
+    assert all(type(record) is not FoldRow for record in slow) and fold(slow) == expected
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE flowlib_records SET turn = turn + 1 WHERE checkpoint_id = 5")
+    with pytest.raises(CheckpointError, match=r"checkpoint 5: the record .* checksum"):
+        records_to_fold(*rows())
