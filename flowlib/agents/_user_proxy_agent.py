@@ -181,7 +181,8 @@ class UserProxyAgent(BaseChatAgent):
 
     @classmethod
     def _from_config(cls, config: UserProxyAgentConfig) -> Self:
-        return cls(config.name, description=config.description)
+        # Its other fields are options by name (input_func is refused: component_code_fields).
+        return cls(**config.model_dump(exclude={"input_func"}))
 
     @property
     def produced_message_types(self) -> Sequence[type[BaseChatMessage]]:

@@ -38,17 +38,29 @@ class MessageDumps(Sequence[dict[str, Any]]):
     Args:
         items: Dicts, or the JSON text of a dict.
         types: The ``type`` of every text entry among ``items``.
+        block: The first ``count`` entries as one text (see ``of_lines``); ``items``
+            come after them.
+        count: How many entries ``block`` holds.
+        starts: Where the block's last lines start, last first (found so far).
+        read: The block's entries parsed so far, by position.
     """
 
     __slots__ = ("_block", "_count", "_items", "_read", "_starts", "types")
 
     def __init__(
-        self, items: Iterable[str | dict[str, Any]] = (), types: Iterable[str | None] = ()
+        self,
+        items: Iterable[str | dict[str, Any]] = (),
+        types: Iterable[str | None] = (),
+        *,
+        block: str = "",
+        count: int = 0,
+        starts: Iterable[int] = (),
+        read: dict[int, dict[str, Any]] | None = None,
     ) -> None:
-        self._block = ""  # the first `_count` entries: JSON lines joined by "\n"
-        self._count = 0
-        self._starts: list[int] = []  # where the block's last lines start, last first
-        self._read: dict[int, dict[str, Any]] = {}  # block entries parsed, by position
+        self._block = block  # the first `_count` entries: JSON lines joined by "\n"
+        self._count = count
+        self._starts = list(starts)  # where the block's last lines start, last first
+        self._read = {} if read is None else dict(read)  # block entries parsed, by position
         self._items: list[str | dict[str, Any]] = list(items)
         self.types: set[str | None] = set(types)
 
@@ -57,10 +69,7 @@ class MessageDumps(Sequence[dict[str, Any]]):
         """``count`` entries held as ``block``, their JSON lines joined by newlines (JSON
         never holds a raw newline). The number of lines is checked when one is first
         read (``CheckpointError`` if it is not ``count``)."""
-        dumps = cls((), types)
-        if count:
-            dumps._block, dumps._count = block, count
-        return dumps
+        return cls((), types, block=block, count=count) if count else cls((), types)
 
     def __len__(self) -> int:
         return self._count + len(self._items)
@@ -94,10 +103,14 @@ class MessageDumps(Sequence[dict[str, Any]]):
 
     def copy(self) -> MessageDumps:
         """A new sequence of the same entries (the text and parsed ones shared)."""
-        copied = MessageDumps(self._items, self.types)
-        copied._block, copied._count = self._block, self._count
-        copied._starts, copied._read = list(self._starts), dict(self._read)
-        return copied
+        return MessageDumps(
+            self._items,
+            self.types,
+            block=self._block,
+            count=self._count,
+            starts=self._starts,
+            read=self._read,
+        )
 
     def lines(self) -> tuple[str, int, list[str | dict[str, Any]]]:
         """The entries as held, not to be changed: the text of the first ones (their

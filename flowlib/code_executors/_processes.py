@@ -102,10 +102,11 @@ class _Anchored(Execution):
             stopped = await asyncio.wait_for(asyncio.shield(self._answer), _ANSWER_SECONDS)
         except asyncio.TimeoutError:
             stopped = False
-        if not stopped and self.process.returncode is None:
-            # The anchor could not finish (or was killed): fall back to what needs no anchor.
-            kill_group(self.process.pid)
         if not stopped:
+            # The anchor could not finish (or was killed): fall back to what needs no
+            # anchor. Its PID names its process group, which the kernel does not hand out
+            # again while a member lives, even after the anchor itself is gone.
+            kill_group(self.process.pid)
             await asyncio.to_thread(kill_pipe_holders, pipe_inode)
         return stopped
 

@@ -180,7 +180,7 @@ class SQLiteStore(CacheStore[T]):
 
     @classmethod
     def _from_config(cls, config: SQLiteStoreConfig) -> Self:
-        return cls(config.path, table=config.table)
+        return cls(**config.model_dump())  # the config's fields are options, by name
 
     def _connect(self) -> closing[sqlite3.Connection]:
         return closing(sqlite3.connect(self._path, timeout=30))

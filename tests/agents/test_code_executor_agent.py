@@ -170,13 +170,17 @@ async def test_sources_limit_where_code_is_taken_from(
 
 
 async def test_failure_empty_output_and_timeout_replies(tmp_path: Path) -> None:
-    async with LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=0.5) as executor:
+    # The scripts that end get a generous timeout (a busy machine once took over 0.5 s
+    # to start one); only the script that sleeps meets a short one.
+    async with LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=60) as executor:
         agent = CodeExecutorAgent("ce", code_executor=executor)
         failed = await reply_to(agent, "```python\n1 / 0\n```")
         assert failed.startswith("The script ran, then exited with an error (exit code 1).\n")
         assert "ZeroDivisionError" in failed
         silent = await reply_to(agent, "```python\nx = 1\n```")
         assert silent.startswith("The script ran but printed nothing (exit code 0).")
+    async with LocalCommandLineCodeExecutor(work_dir=tmp_path, timeout=1) as executor:
+        agent = CodeExecutorAgent("ce", code_executor=executor)
         slow = await reply_to(agent, "```python\nimport time\ntime.sleep(30)\n```")
         assert "(exit code 124)" in slow and "Timeout" in slow
 
