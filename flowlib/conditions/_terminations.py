@@ -115,7 +115,8 @@ class _LatchedCondition(TerminationCondition):
     """Bookkeeping shared by the built-ins: fire once, then refuse calls until reset.
 
     Subclasses implement ``_check``; ``_restart`` clears their own counters and
-    ``_params`` returns their constructor arguments (for ``repr`` and, later, config).
+    ``_params`` returns their constructor arguments (for ``repr`` and the config; by
+    default the config schema's fields, kept as ``_<field>``).
     """
 
     def __init__(self) -> None:
@@ -198,8 +199,14 @@ class _LatchedCondition(TerminationCondition):
             )
 
     def _params(self) -> dict[str, Any]:
-        """The constructor arguments that recreate this condition."""
-        return {}
+        """The constructor arguments that recreate this condition: its config's fields,
+        which the condition keeps as ``_<field>`` (a tuple is given back as the list the
+        config holds)."""
+        params: dict[str, Any] = {}
+        for name in self.component_config_schema.model_fields:
+            value = getattr(self, "_" + name)
+            params[name] = list(value) if isinstance(value, tuple) else value
+        return params
 
     # -- the component protocol: the config is the constructor arguments ------------------
 
@@ -330,12 +337,6 @@ class MaxMessageTermination(_Counting):
             f"current message count: {count}"
         )
 
-    def _params(self) -> dict[str, Any]:
-        return {
-            "max_messages": self._max_messages,
-            "include_agent_event": self._include_agent_event,
-        }
-
 
 class TextMentionTermination(_FirstMatch):
     """Stops when a text appears in a message.
@@ -392,10 +393,6 @@ class TextMentionTermination(_FirstMatch):
         if self._sources is not None and message.source not in self._sources:
             return None
         return f"Text '{self._text}' mentioned" if self._text in message.to_text() else None
-
-    def _params(self) -> dict[str, Any]:
-        sources = None if self._sources is None else list(self._sources)
-        return {"text": self._text, "sources": sources}
 
 
 class TokenUsageTermination(_Counting):
@@ -468,13 +465,6 @@ class TokenUsageTermination(_Counting):
             f"prompt token count: {prompt}, completion token count: {completion}."
         )
 
-    def _params(self) -> dict[str, Any]:
-        return {
-            "max_total_token": self._max_total_token,
-            "max_prompt_token": self._max_prompt_token,
-            "max_completion_token": self._max_completion_token,
-        }
-
 
 def _reached(count: int, limit: int | None) -> bool:
     return limit is not None and count >= limit
@@ -500,9 +490,6 @@ class HandoffTermination(_FirstMatch):
         if isinstance(message, HandoffMessage) and message.target == self._target:
             return f"Handoff to {self._target} from {message.source} detected."
         return None
-
-    def _params(self) -> dict[str, Any]:
-        return {"target": self._target}
 
 
 class TimeoutTermination(_LatchedCondition):
@@ -565,9 +552,6 @@ class TimeoutTermination(_LatchedCondition):
                 f"got {dict(progress)!r}."
             )
         self._start_time = self._clock() - float(elapsed)
-
-    def _params(self) -> dict[str, Any]:
-        return {"timeout_seconds": self._timeout_seconds}
 
     def _to_config(self) -> BaseModel:
         if self._clock is not time.monotonic:
@@ -656,9 +640,6 @@ class SourceMatchTermination(_FirstMatch):
     def _reason(self, message: BaseAgentEvent | BaseChatMessage) -> str | None:
         return f"'{message.source}' answered" if message.source in self._sources else None
 
-    def _params(self) -> dict[str, Any]:
-        return {"sources": list(self._sources)}
-
 
 class TextMessageTermination(_FirstMatch):
     """Stops when a [`TextMessage`][flowlib.messages.TextMessage] arrives, optionally from one
@@ -683,9 +664,6 @@ class TextMessageTermination(_FirstMatch):
         if isinstance(message, TextMessage) and self._source in (None, message.source):
             return f"Text message received from '{message.source}'"
         return None
-
-    def _params(self) -> dict[str, Any]:
-        return {"source": self._source}
 
 
 class FunctionCallTermination(_FirstMatch):
@@ -713,9 +691,6 @@ class FunctionCallTermination(_FirstMatch):
         ):
             return f"Function '{self._function_name}' was executed."
         return None
-
-    def _params(self) -> dict[str, Any]:
-        return {"function_name": self._function_name}
 
 
 class FunctionalTermination(_LatchedCondition):
