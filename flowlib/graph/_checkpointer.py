@@ -23,7 +23,7 @@ from ..checkpoint import (
     diff_state,
 )
 from ..checkpoint.internal import Patch
-from ..errors import CheckpointConflictError, CheckpointError
+from ..errors import CheckpointConflictError, CheckpointError, RunLeaseError
 from ._executor import GraphExecutor, RunOutcome
 from ._node import Node
 from ._run import Run
@@ -85,6 +85,7 @@ class Checkpointer:
         self._store = store
         self._run = run
         self.lease_owner: str | None = None  # appends are refused unless it holds the lease
+        self.lease_ttl = 30.0  # what a renewal asks for (the team sets its own)
         self._stored = stored
         self._sync = durability == "sync"
         self._executor = executor
@@ -234,12 +235,26 @@ class Checkpointer:
             if self.lease_owner is None:
                 await self._store.append(record, status=status)
             else:
-                await self._store.append(record, status=status, lease_owner=self.lease_owner)
+                await self._append_leased(record, status, self.lease_owner)
         except CheckpointConflictError:
             self._unsure = None  # refused: certainly not written, so nothing to settle
             raise
         self._unsure = None
         self._advance(record, upto, states, fired_upto)
+
+    async def _append_leased(self, record: CheckpointRecord, status: RunStatus, owner: str) -> None:
+        """Append under ``owner``'s lease. A lease that expired while this process was
+        too slow to renew it (a loaded machine or store), and that nobody took over, is
+        renewed and the write made once more: the store allows its owner that
+        (``renew_lease``), and both calls are conditional writes, so a run another
+        executor took over meanwhile is still refused."""
+        try:
+            await self._store.append(record, status=status, lease_owner=owner)
+        except RunLeaseError as exc:
+            if exc.holder != owner:
+                raise
+            await self._store.renew_lease(record.run_id, owner, ttl=self.lease_ttl)
+            await self._store.append(record, status=status, lease_owner=owner)
 
     async def _reconcile(self) -> None:
         """Settle an interrupted write: count it if the store holds this very record.
