@@ -84,8 +84,9 @@ class Checkpointer:
         self._max_turns = max_turns
         self._store = store
         self._run = run
-        self.lease_owner: str | None = None  # appends are refused unless it holds the lease
-        self.lease_ttl = 30.0  # what a renewal asks for (the team sets its own)
+        # Appends carry the owner (refused unless it holds the lease); the ttl is what a
+        # renewal of an expired lease asks for. None: appends unchecked.
+        self._lease: tuple[str, float] | None = None
         self._stored = stored
         self._sync = durability == "sync"
         self._executor = executor
@@ -232,17 +233,23 @@ class Checkpointer:
         # store has the record is unknown: the next write asks the store first.
         self._unsure = (record, upto, states, fired_upto)
         try:
-            if self.lease_owner is None:
+            if self._lease is None:
                 await self._store.append(record, status=status)
             else:
-                await self._append_leased(record, status, self.lease_owner)
+                await self._append_leased(record, status, *self._lease)
         except CheckpointConflictError:
             self._unsure = None  # refused: certainly not written, so nothing to settle
             raise
         self._unsure = None
         self._advance(record, upto, states, fired_upto)
 
-    async def _append_leased(self, record: CheckpointRecord, status: RunStatus, owner: str) -> None:
+    def hold_lease(self, owner: str, ttl: float) -> None:
+        """Write every checkpoint under ``owner``'s lease, of ``ttl`` seconds."""
+        self._lease = (owner, ttl)
+
+    async def _append_leased(
+        self, record: CheckpointRecord, status: RunStatus, owner: str, ttl: float
+    ) -> None:
         """Append under ``owner``'s lease. A lease that expired while this process was
         too slow to renew it (a loaded machine or store), and that nobody took over, is
         renewed and the write made once more: the store allows its owner that
@@ -253,7 +260,7 @@ class Checkpointer:
         except RunLeaseError as exc:
             if exc.holder != owner:
                 raise
-            await self._store.renew_lease(record.run_id, owner, ttl=self.lease_ttl)
+            await self._store.renew_lease(record.run_id, owner, ttl=ttl)
             await self._store.append(record, status=status, lease_owner=owner)
 
     async def _reconcile(self) -> None:

@@ -768,8 +768,7 @@ class BaseGroupChat(Named, Team, ABC):
                         return
                     checkpointer = prepared.checkpointer
                     assert checkpointer is not None
-                    checkpointer.lease_owner = owner
-                    checkpointer.lease_ttl = lifecycle.lease_ttl
+                    checkpointer.hold_lease(owner, lifecycle.lease_ttl)
                     if answer is not None:  # refused here, before anything runs
                         request = self._run.take_answer(answer[0])
                         if request.kind == "input":  # for the turn that asks it again
