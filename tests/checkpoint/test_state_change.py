@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pydantic_core import to_json
 
 import flowlib.model_context._base as context_module
-from flowlib.agents import AssistantAgent, SocietyOfMindAgent
+from flowlib.agents import AssistantAgent, CodeExecutorAgent, SocietyOfMindAgent
 from flowlib.base import CancellationToken
 from flowlib.checkpoint import (
     CheckpointStore,
@@ -38,6 +38,7 @@ from flowlib.checkpoint import (
     json_state,
     state_change,
 )
+from flowlib.code_executors import LocalCommandLineCodeExecutor
 from flowlib.errors import NodeExecutionError
 from flowlib.messages import TextMessage
 from flowlib.model_context import (
@@ -376,6 +377,45 @@ def test_a_society_of_mind_change_is_what_the_plain_way_gives(
             else:
                 base = states[0] if older and states else (states[-1] if states else None)
                 states.append((await check_change(agent, base)).state)
+                saved = await agent.save_state()
+        await check_change(agent, states[-1] if states else None)
+
+    asyncio.run(scenario())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(st.sampled_from(["turn", "turn", "reset", "load", "snap", "snap"])),
+    older=st.booleans(),
+)
+def test_a_code_executor_agent_change_is_what_the_plain_way_gives(
+    steps: list[str], older: bool
+) -> None:
+    """A CodeExecutorAgent reports its model context's change (it saved its whole state
+    and compared it before), and the change is what the plain way gives."""
+
+    async def scenario() -> None:
+        # The model answers without code, so nothing is executed.
+        agent = CodeExecutorAgent(
+            "coder", LocalCommandLineCodeExecutor(), model_client=Counting("coder")
+        )
+        token = CancellationToken()
+        states: list[Any] = []
+        saved = await agent.save_state()
+        for index, step in enumerate(steps):
+            if step == "turn":
+                await agent.on_messages([TextMessage(content=f"t{index}", source="user")], token)
+            elif step == "reset":
+                await agent.on_reset(token)
+            elif step == "load":
+                await agent.load_state(saved)
+            else:
+                base = states[0] if older and states else (states[-1] if states else None)
+                change = await check_change(agent, base)
+                if base is not None and base is states[-1] and "update" in change.patch:
+                    # From the state it returned last, only the new messages are dumped.
+                    assert set(change.patch["update"]) == {"llm_context"}
+                states.append(change.state)
                 saved = await agent.save_state()
         await check_change(agent, states[-1] if states else None)
 
