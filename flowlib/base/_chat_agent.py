@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from .._cancellation import CancellationToken
-from ..component.internal import ComponentBase
 from ..errors import AgentError
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._task import TaskResult
+from ._task import Member, TaskResult
 
 __all__ = ["ChatAgent", "Response", "last_item"]
 
@@ -60,7 +59,7 @@ class Response:
     inner_messages: Sequence[BaseAgentEvent | BaseChatMessage] | None = field(default=None)
 
 
-class ChatAgent(ComponentBase, ABC):
+class ChatAgent(Member):
     """The interface of a chat agent: stateful, fed only the *new* messages on each call.
 
     Agents are also task runners ([`TaskRunner`][flowlib.base.TaskRunner]): ``run`` and
@@ -70,16 +69,6 @@ class ChatAgent(ComponentBase, ABC):
     """
 
     component_type: ClassVar[str] = "agent"
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """The agent's name, unique within its team."""
-
-    @property
-    @abstractmethod
-    def description(self) -> str:
-        """What the agent can do; teams use it to choose speakers."""
 
     @property
     @abstractmethod

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
 from .._cancellation import CancellationToken
+from ..component.internal import ComponentBase
 from ..errors import InvalidArgumentTypeError
 from ..messages import BaseAgentEvent, BaseChatMessage
 
@@ -28,6 +30,22 @@ class TaskResult:
     messages: Sequence[BaseAgentEvent | BaseChatMessage]
     stop_reason: str | None = None
     run_id: str | None = None
+
+
+class Member(ComponentBase, ABC):
+    """What agents ([`ChatAgent`][flowlib.base.ChatAgent]) and teams
+    ([`Team`][flowlib.base.Team]) have in common as members of a team: a name and a
+    description."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The name, unique among the members of the team it is in."""
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """What it does; teams read it to choose who speaks next."""
 
 
 @runtime_checkable

@@ -2,35 +2,24 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
-from ..component.internal import ComponentBase
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._task import TaskResult
+from ._task import Member, TaskResult
 
 __all__ = ["Team"]
 
 
-class Team(ComponentBase, ABC):
+class Team(Member):
     """A group of participants that runs tasks together and keeps state between runs.
 
     Teams are task runners ([`TaskRunner`][flowlib.base.TaskRunner]).
     """
 
     component_type: ClassVar[str] = "team"
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """The team's name, unique within a parent team."""
-
-    @property
-    @abstractmethod
-    def description(self) -> str:
-        """What the team does."""
 
     @abstractmethod
     async def run(

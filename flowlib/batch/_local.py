@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 from .._english import counted
@@ -17,7 +18,7 @@ from ._factory import Factory, resolve_factory
 from ._run import BatchTask, Results, RunEvent, TeamPool, run_items
 from ._stores import open_store
 
-__all__ = ["LocalRunner", "check_batch"]
+__all__ = ["BatchRunner", "LocalRunner", "check_batch"]
 
 _DONE = object()
 
@@ -74,7 +75,67 @@ def check_concurrency(value: int | None, argument: str) -> None:
         )
 
 
-class LocalRunner:
+class BatchRunner(ABC):
+    """What every runner of a batch does the same way: ``run_many`` and ``stream_many``
+    check the batch, and ``run_many`` keeps the last item of each run that
+    ``stream_many`` yields; a runner gives only how its runs run (``_stream``)."""
+
+    async def run_many(
+        self, tasks: Sequence[BatchTask], *, run_ids: Sequence[str] | None = None
+    ) -> list[TaskResult | RunFailedError]:
+        """Run every task; return one result per task, in the tasks' order.
+
+        A run that fails for its own reason is returned as a
+        [`RunFailedError`][flowlib.errors.RunFailedError] (with its partial result) in its
+        place; the other runs go on.
+
+        Args:
+            tasks: The tasks (strings, chat messages or lists of chat messages).
+            run_ids: One id per task (default: new ids). Reuse the ids to resume a batch.
+        """
+        ids = check_batch(tasks, run_ids)
+        results = Results(len(ids))
+        if ids:
+            async for event in self._stream(ids, tasks, False):
+                results.take(event.index, event.item)
+        return results.in_order()
+
+    async def stream_many(
+        self,
+        tasks: Sequence[BatchTask],
+        *,
+        run_ids: Sequence[str] | None = None,
+        events: bool = True,
+    ) -> AsyncIterator[RunEvent]:
+        """Run every task, yielding each run's messages and events as they happen.
+
+        Items of different runs interleave; each is a [`RunEvent`][flowlib.batch.RunEvent]
+        tagged with its run id and task index. A run's last item is its ``TaskResult`` or
+        its [`RunFailedError`][flowlib.errors.RunFailedError]. Leaving the loop early, or
+        cancelling it, cancels the runs still running.
+
+        Args:
+            tasks: The tasks.
+            run_ids: One id per task (default: new ids).
+            events: False yields only each run's last item.
+        """
+        ids = check_batch(tasks, run_ids)
+        if ids:
+            # Closed with this stream (a loop left early), so its runs stop at once.
+            async with contextlib.aclosing(self._stream(ids, tasks, events)) as stream:
+                async for event in stream:
+                    yield event
+
+    @abstractmethod
+    def _stream(
+        self, ids: Sequence[str], tasks: Sequence[BatchTask], events: bool
+    ) -> AsyncGenerator[RunEvent, None]:
+        """Run the checked batch, not empty (``ids[i]`` is the run of ``tasks[i]``),
+        yielding its items as ``stream_many`` does (``events`` False: only each run's
+        last item)."""
+
+
+class LocalRunner(BatchRunner):
     """Runs a batch of tasks in this process, many runs at once on one event loop.
 
     Each run gets a fresh team from ``factory``. Agents mostly wait on models, so one
@@ -133,45 +194,9 @@ class LocalRunner:
         finally:
             await store.close()
 
-    async def run_many(
-        self, tasks: Sequence[BatchTask], *, run_ids: Sequence[str] | None = None
-    ) -> list[TaskResult | RunFailedError]:
-        """Run every task; return one result per task, in the tasks' order.
-
-        A run that fails for its own reason is returned as a
-        [`RunFailedError`][flowlib.errors.RunFailedError] (with its partial result) in its
-        place; the other runs go on.
-
-        Args:
-            tasks: The tasks (strings, chat messages or lists of chat messages).
-            run_ids: One id per task (default: new ids). Reuse the ids to resume a batch.
-        """
-        results = Results(len(tasks))
-        async for event in self.stream_many(tasks, run_ids=run_ids, events=False):
-            results.take(event.index, event.item)
-        return results.in_order()
-
-    async def stream_many(
-        self,
-        tasks: Sequence[BatchTask],
-        *,
-        run_ids: Sequence[str] | None = None,
-        events: bool = True,
-    ) -> AsyncIterator[RunEvent]:
-        """Run every task, yielding each run's messages and events as they happen.
-
-        Items of different runs interleave; each is a [`RunEvent`][flowlib.batch.RunEvent]
-        tagged with its run id and task index. A run's last item is its ``TaskResult`` or
-        its [`RunFailedError`][flowlib.errors.RunFailedError].
-
-        Args:
-            tasks: The tasks.
-            run_ids: One id per task (default: new ids).
-            events: False yields only each run's last item.
-        """
-        ids = check_batch(tasks, run_ids)
-        if not tasks:
-            return
+    async def _stream(
+        self, ids: Sequence[str], tasks: Sequence[BatchTask], events: bool
+    ) -> AsyncGenerator[RunEvent, None]:
         queue: asyncio.Queue[RunEvent | object] = asyncio.Queue()
         pending = iter(range(len(tasks)))
 

@@ -284,39 +284,23 @@ class LocalCommandLineCodeExecutor(CodeExecutor):
                 cancelled.set_result(None)
 
         token.add_callback(on_cancel)
-        timed_out = False
-        left_running = False
         all_stopped = True
         try:
             try:
-                first: set[asyncio.Future[Any]] = {exiting, cancelled}
-                done, _ = await asyncio.wait(
-                    first, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
+                # The script must end within the timeout; then what it left running in
+                # the background may hold the output open a moment longer, no more.
+                timed_out = not await _ends_within(exiting, cancelled, self._timeout)
+                left_running = not timed_out and not await _ends_within(
+                    reading, cancelled, _LEFTOVER_SECONDS
                 )
-                if cancelled in done:
-                    raise asyncio.CancelledError()
-                if exiting not in done:
-                    timed_out = True
+                if timed_out or left_running:
                     all_stopped = await asyncio.shield(_stop(execution, pipe, reading))
                 else:
-                    # The script is done; what it left running in the background may
-                    # still hold the output open. Give it a moment, then stop it.
-                    done, _ = await asyncio.wait(
-                        {reading, cancelled},
-                        timeout=_LEFTOVER_SECONDS,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    if cancelled in done:
-                        raise asyncio.CancelledError()
-                    if reading not in done:
-                        left_running = True
-                        all_stopped = await asyncio.shield(_stop(execution, pipe, reading))
-                    else:
-                        # Nothing holds the output: what still runs let go of it on
-                        # purpose (a daemon); it is not ours to kill.
-                        execution.release()
-                        if not reading.cancelled():
-                            reading.result()  # a reader error is a real error
+                    # Nothing holds the output: what still runs let go of it on
+                    # purpose (a daemon); it is not ours to kill.
+                    execution.release()
+                    if not reading.cancelled():
+                        reading.result()  # a reader error is a real error
             except asyncio.CancelledError:
                 await asyncio.shield(_stop(execution, pipe, reading))
                 raise
@@ -382,6 +366,19 @@ class _Pipe:
             # Never handed to the loop: close the descriptor ourselves.
             with contextlib.suppress(OSError):
                 os.close(self.fd)
+
+
+async def _ends_within(
+    step: asyncio.Future[Any], cancelled: asyncio.Future[None], timeout: float | None
+) -> bool:
+    """Whether ``step`` ends within ``timeout`` seconds; raises ``CancelledError`` if
+    ``cancelled`` (the call's cancellation token fired) comes first."""
+    done, _ = await asyncio.wait(
+        {step, cancelled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+    )
+    if cancelled in done:
+        raise asyncio.CancelledError()
+    return step in done
 
 
 async def _stop(execution: Execution, pipe: _Pipe, reading: asyncio.Future[None]) -> bool:

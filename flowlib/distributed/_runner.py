@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 import ray
 
 from ..base import TaskResult
 from ..batch import BatchTask, Factory, RunEvent, RunItem, store_url, stored_result
-from ..batch.internal import Results, check_batch, check_concurrency, factory_reference
+from ..batch.internal import BatchRunner, check_concurrency, factory_reference
 from ..checkpoint import CheckpointStore
 from ..errors import ArgumentTypeError, InvalidArgumentError, RunFailedError
 from ._cluster import connect, placeable, wait_ready
@@ -81,7 +81,7 @@ def _check_actor_runtime_env(runtime_env: Mapping[str, Any]) -> None:
         )
 
 
-class RayRunner:
+class RayRunner(BatchRunner):
     """Runs a batch of tasks on a Ray cluster, durably.
 
     The runner starts ``workers`` Ray actors; each holds up to ``max_concurrency`` runs
@@ -92,9 +92,11 @@ class RayRunner:
     every turn. When a worker process dies (or stops answering for ``lost_after``
     seconds), its runs are taken up by the workers that answer, Ray restarts it, and a
     run is retried up to ``max_retries`` times; a retried run finds its checkpoints and
-    resumes after its last recorded turn, so finished turns do not run again. A run that
-    fails for its own reason (an agent raised) is not retried: it comes back as a
-    [`RunFailedError`][flowlib.errors.RunFailedError] with its partial result.
+    resumes after its last recorded turn, so finished turns do not run again (in
+    ``stream_many``, its items go on from there: a turn that was in flight may show
+    again). A run that fails for its own reason (an agent raised) is not retried: it
+    comes back as a [`RunFailedError`][flowlib.errors.RunFailedError] with its partial
+    result.
 
     Cancelling ``run_many`` or ``stream_many`` (or leaving ``stream_many`` early)
     cancels the batch's runs on the workers and waits up to ``cancel_timeout`` seconds
@@ -379,55 +381,9 @@ class RayRunner:
             if not ended:
                 await dispatch.cancel(self._cancel_timeout)
 
-    async def run_many(
-        self, tasks: Sequence[BatchTask], *, run_ids: Sequence[str] | None = None
-    ) -> list[TaskResult | RunFailedError]:
-        """Run every task on the cluster; return one result per task, in order.
-
-        A run that failed (its own error, or its worker died more than ``max_retries``
-        times) is a [`RunFailedError`][flowlib.errors.RunFailedError] in its place.
-        Cancelling the call cancels the runs on the workers (see the class).
-
-        Args:
-            tasks: The tasks (strings, chat messages or lists of chat messages).
-            run_ids: One id per task (default: new ids). Reuse the ids to resume a batch.
-        """
-        ids = check_batch(tasks, run_ids)
-        if not tasks:
-            return []
-        await self.start()
-        results = Results(len(tasks))
-
-        async def deliver(index: int, item: RunItem, skipped: bool) -> None:
-            results.take(index, item)
-
-        await self._run(self._dispatch(ids, tasks, False, deliver))
-        return results.in_order()
-
-    async def stream_many(
-        self,
-        tasks: Sequence[BatchTask],
-        *,
-        run_ids: Sequence[str] | None = None,
-        events: bool = True,
-    ) -> AsyncIterator[RunEvent]:
-        """Run every task on the cluster, yielding each run's items as they happen.
-
-        Each is a [`RunEvent`][flowlib.batch.RunEvent] tagged with its run id and task
-        index; a run's last item is its ``TaskResult`` or its
-        [`RunFailedError`][flowlib.errors.RunFailedError]. When a worker dies, its runs
-        resume elsewhere from their last checkpoints and their items go on from there
-        (a turn that was in flight may show again). Leaving the loop early, or
-        cancelling it, cancels the runs on the workers.
-
-        Args:
-            tasks: The tasks.
-            run_ids: One id per task (default: new ids).
-            events: False yields only each run's last item.
-        """
-        ids = check_batch(tasks, run_ids)
-        if not tasks:
-            return
+    async def _stream(
+        self, ids: Sequence[str], tasks: Sequence[BatchTask], events: bool
+    ) -> AsyncGenerator[RunEvent, None]:
         await self.start()
         # Bounded: a consumer that stops reading stops the workers' loops, so no more
         # runs are handed out until it reads again.

@@ -160,6 +160,10 @@ async def test_bad_batches_are_refused_before_anything_runs() -> None:
     runner = LocalRunner(build)
     with pytest.raises(ArgumentTypeError, match="`tasks` must be a list"):
         await runner.run_many("one task")  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match="`tasks` must be a list of tasks, got int"):
+        await runner.run_many(5)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match="`tasks` must be a list of tasks, got int"):
+        await anext(runner.stream_many(5))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="2 ids for 1 task;"):
         await runner.run_many(["a"], run_ids=["x", "y"])
     with pytest.raises(InvalidArgumentError, match="repeats `x`"):
@@ -178,6 +182,14 @@ async def test_cancelling_the_batch_cancels_its_runs() -> None:
     batch.cancel()
     with pytest.raises(asyncio.CancelledError):
         await batch
+    assert len(asyncio.all_tasks()) == 1  # only this test's task: no orphan runs
+
+
+async def test_leaving_stream_many_early_cancels_the_other_runs() -> None:
+    runner = LocalRunner(functools.partial(build, think=10))
+    async with contextlib.aclosing(runner.stream_many(["a", "b"])) as stream:
+        async for _ in stream:
+            break  # the first item (a task message): both runs still think
     assert len(asyncio.all_tasks()) == 1  # only this test's task: no orphan runs
 
 
