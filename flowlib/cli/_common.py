@@ -1,5 +1,6 @@
-"""What every ``flowlib`` subcommand shares: exit codes, the one-line error, and loading
-``FILE.py:OBJECT`` (a team, a graph, a builder, or a factory of one)."""
+"""What every ``flowlib`` subcommand shares: exit codes, the one-line error, loading
+``FILE.py:OBJECT`` (a team, a graph, a builder, or a factory of one), and declaring a
+command and its options as data (``Command``, ``Option``)."""
 
 from __future__ import annotations
 
