@@ -31,7 +31,6 @@ from ._types import (
     RunStatus,
     StepKind,
 )
-from .rules import RunFilter
 
 __all__ = [
     "INFO_COLUMNS",
@@ -49,7 +48,6 @@ __all__ = [
     "check_snapshot_every",
     "corrupt",
     "dump",
-    "filter_sql",
     "info_from_row",
     "lease_checksum",
     "lease_from_row",
@@ -857,32 +855,6 @@ def check_snapshot_every(every: object) -> int:
             f"run's state; 0: none), got {every!r}."
         )
     return every
-
-
-def filter_sql(filters: RunFilter, param: str) -> tuple[str, list[object]]:
-    """The ``WHERE ... ORDER BY ... LIMIT`` of a filtered listing (``param``: the
-    dialect's placeholder) and its parameters."""
-    where: list[str] = []
-    params: list[object] = []
-    if filters.statuses is not None:
-        where.append(f"r.status IN ({', '.join([param] * len(filters.statuses))})")
-        params.extend(filters.statuses)
-    if filters.updated_since is not None:
-        where.append(f"r.updated_at >= {param}")
-        params.append(filters.updated_since)
-    if filters.flow is not None:
-        where.append(f"(r.team_type = {param} OR r.graph_signature = {param})")
-        params.extend([filters.flow, filters.flow])
-    if filters.after is not None:
-        where.append(f"(r.created_at < {param} OR (r.created_at = {param} AND r.run_id > {param}))")
-        params.extend([filters.after[0], filters.after[0], filters.after[1]])
-    sql = (
-        " WHERE " + " AND ".join(where) if where else ""
-    ) + " ORDER BY r.created_at DESC, r.run_id"
-    if filters.limit is not None:
-        sql += f" LIMIT {param}"
-        params.append(filters.limit)
-    return sql, params
 
 
 _FIX = (

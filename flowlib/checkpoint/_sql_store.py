@@ -3,9 +3,10 @@ SQLite store runs on its worker thread and the PostgreSQL store on a pooled conn
 
 A plan is a generator: it yields a `Statement` (SQL with ``?`` placeholders) and is sent
 back its `Answer` (the rows, and how many rows a write changed), so the same code reads
-and checks the rows whether the driver is sync (sqlite3) or async (psycopg). What differs
-between the databases is data (`Dialect`): the placeholder, the row lock a prune takes,
-how a snapshot's body is read, and how the tables are listed.
+and checks the rows whether the driver is sync (sqlite3, `drive`) or async (psycopg,
+`drive_async`, which gives it ``%s`` for ``?``). What else differs between the databases is
+data (`Dialect`): the row lock a prune takes, how a snapshot's body is read, and how the
+tables are listed.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from ._sql import (
     check_consistent,
     check_last,
     check_snapshot_every,
-    filter_sql,
     info_from_row,
     lease_checksum,
     lease_from_row,
@@ -171,27 +171,27 @@ def _first(answer: Answer) -> Sequence[Any] | None:
     return answer.rows[0] if answer.rows else None
 
 
-def read_run(run_id: str, *, lock: str = "") -> Plan[RunRecord | None]:
+def _read_run(run_id: str, *, lock: str = "") -> Plan[RunRecord | None]:
     """The run with its lease, or None (``lock``: the dialect's row lock, if any)."""
     row = _first((yield Statement(f"{RUN_SELECT} WHERE r.run_id = ?{lock}", (run_id,))))
     return None if row is None else run_from_row(row)
 
 
-def existing_run(run_id: str, *, lock: str = "") -> Plan[RunRecord]:
+def _existing_run(run_id: str, *, lock: str = "") -> Plan[RunRecord]:
     """The run; raises ``unknown_run`` if there is none."""
-    run = yield from read_run(run_id, lock=lock)
+    run = yield from _read_run(run_id, lock=lock)
     if run is None:
         raise unknown_run(run_id)
     return run
 
 
-def read_lease(run_id: str) -> Plan[Lease | None]:
+def _read_lease(run_id: str) -> Plan[Lease | None]:
     """The run's lease (expired or not), or None."""
     sql = "SELECT owner, expires_at, checksum FROM flowlib_leases WHERE run_id = ?"
     return lease_from_row(run_id, _first((yield Statement(sql, (run_id,)))))
 
 
-def inserting(record: CheckpointRecord) -> Plan[None]:
+def _inserting(record: CheckpointRecord) -> Plan[None]:
     """Insert a record and its messages."""
     yield Statement(
         f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_marks(11)})",
@@ -255,14 +255,14 @@ def _read_records(
 ) -> Plan[list[CheckpointRecord]]:
     """The run's records up to ``upto`` (default: all)."""
     if run is None:
-        run = yield from existing_run(run_id)
+        run = yield from _existing_run(run_id)
     return records_from_rows(*(yield from _record_rows(run, upto, 0)))
 
 
 def _loading(run_id: str, upto: int | None, dialect: Dialect) -> Plan[FoldedRun]:
     """The run's state at ``upto``: its newest snapshot at or before it, and the records
     after the snapshot, folded (checked against the run row)."""
-    run = yield from existing_run(run_id)
+    run = yield from _existing_run(run_id)
     sql = "SELECT max(checkpoint_id) FROM flowlib_records WHERE run_id = ?"
     row = _first((yield Statement(sql, (run_id,))))
     newest = int((row[0] if row else 0) or 0)
@@ -298,9 +298,9 @@ def checked_append(record: CheckpointRecord, lease_owner: str | None) -> Plan[Ru
     """The run ``record`` is appended to, once the append's rules hold: the run exists,
     ``lease_owner`` (if given) holds its unexpired lease, and ``record`` is its next
     checkpoint."""
-    run = yield from existing_run(record.run_id)
+    run = yield from _existing_run(record.run_id)
     if lease_owner is not None:
-        held = yield from read_lease(record.run_id)
+        held = yield from _read_lease(record.run_id)
         check_lease_held(record.run_id, lease_owner, held, now=time.time())
     check_next(run, record)
     return run
@@ -309,7 +309,7 @@ def checked_append(record: CheckpointRecord, lease_owner: str | None) -> Plan[Ru
 def _appending(record: CheckpointRecord, status: RunStatus, lease_owner: str | None) -> Plan[None]:
     """Check the append's rules, insert the record, advance the run."""
     run = yield from checked_append(record, lease_owner)
-    yield from inserting(record)
+    yield from _inserting(record)
     new = updated_run(run, record, status)
     sealed = state_checksum(
         new.run_id, new.status, new.updated_at, new.last_checkpoint, new.turns, new.stop_reason
@@ -333,7 +333,7 @@ def _creating(run: RunRecord, first: CheckpointRecord | None) -> Plan[None]:
     if created.count != 1:
         raise run_exists(run.run_id)
     if first is not None:
-        yield from inserting(first)
+        yield from _inserting(first)
 
 
 # One conditional write: insert the lease, or take it over if it is the owner's own or
@@ -353,7 +353,7 @@ def _acquiring(run_id: str, owner: str, expires_at: float) -> Plan[Lease]:
         granted = yield Statement(_ACQUIRE, (run_id, owner, expires_at, sealed, now))
         if granted.count == 1:
             break
-        held = yield from read_lease(run_id)
+        held = yield from _read_lease(run_id)
         if held is not None:  # None: released between the two statements; ask again
             check_acquire(run_id, owner, held, now=now)
             break
@@ -366,7 +366,7 @@ def _renewing(run_id: str, owner: str, expires_at: float) -> Plan[Lease]:
         (expires_at, lease_checksum(run_id, owner, expires_at), run_id, owner),
     )
     if renewed.count != 1:
-        held = yield from read_lease(run_id)
+        held = yield from _read_lease(run_id)
         raise lease_lost(run_id, owner, held, now=time.time())
     return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
 
@@ -377,13 +377,13 @@ def _releasing(run_id: str, owner: str) -> Plan[None]:
 
 
 def _history(run_id: str) -> Plan[list[CheckpointInfo]]:
-    yield from existing_run(run_id)
+    yield from _existing_run(run_id)
     sql = f"SELECT {INFO_COLUMNS} FROM flowlib_records WHERE run_id = ? ORDER BY checkpoint_id"
     return [info_from_row(row, run_id) for row in (yield Statement(sql, (run_id,))).rows]
 
 
 def _pruning(run_id: str, keep: int, dialect: Dialect) -> Plan[int]:
-    run = yield from existing_run(run_id, lock=dialect.lock_run)
+    run = yield from _existing_run(run_id, lock=dialect.lock_run)
     sql = "SELECT count(*) FROM flowlib_records WHERE run_id = ?"
     count = int((yield Statement(sql, (run_id,))).rows[0][0])
     cut = count - keep
@@ -396,7 +396,7 @@ def _pruning(run_id: str, keep: int, dialect: Dialect) -> Plan[int]:
     for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
         sql = f"DELETE FROM {table} WHERE run_id = ? AND checkpoint_id <= ?"
         yield Statement(sql, (run_id, cut_id))
-    yield from inserting(base)
+    yield from _inserting(base)
     return cut - 1
 
 
@@ -405,8 +405,33 @@ def _deleting(run_id: str) -> Plan[None]:
         yield Statement(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
 
+def _filter_sql(filters: RunFilter) -> tuple[str, list[object]]:
+    """The ``WHERE ... ORDER BY ... LIMIT`` of a filtered listing and its parameters."""
+    where: list[str] = []
+    params: list[object] = []
+    if filters.statuses is not None:
+        where.append(f"r.status IN ({', '.join(['?'] * len(filters.statuses))})")
+        params.extend(filters.statuses)
+    if filters.updated_since is not None:
+        where.append("r.updated_at >= ?")
+        params.append(filters.updated_since)
+    if filters.flow is not None:
+        where.append("(r.team_type = ? OR r.graph_signature = ?)")
+        params.extend([filters.flow, filters.flow])
+    if filters.after is not None:
+        where.append("(r.created_at < ? OR (r.created_at = ? AND r.run_id > ?))")
+        params.extend([filters.after[0], filters.after[0], filters.after[1]])
+    sql = (
+        " WHERE " + " AND ".join(where) if where else ""
+    ) + " ORDER BY r.created_at DESC, r.run_id"
+    if filters.limit is not None:
+        sql += " LIMIT ?"
+        params.append(filters.limit)
+    return sql, params
+
+
 def _selecting(filters: RunFilter) -> Plan[list[RunRecord]]:
-    where, params = filter_sql(filters, "?")
+    where, params = _filter_sql(filters)
     return [run_from_row(row) for row in (yield Statement(f"{RUN_SELECT}{where}", params)).rows]
 
 
@@ -467,7 +492,7 @@ class SQLStore(RunListing):
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None."""
-        return await self._run(read_run(run_id), "each")
+        return await self._run(_read_run(run_id), "each")
 
     async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
         """The run's state at checkpoint ``upto`` (default: its last): the newest
@@ -498,7 +523,7 @@ class SQLStore(RunListing):
 
     async def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease (expired or not), or None."""
-        return await self._run(read_lease(run_id), "each")
+        return await self._run(_read_lease(run_id), "each")
 
     async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
         """The run's records in order, up to and including ``upto`` (default: all)."""
