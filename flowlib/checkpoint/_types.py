@@ -170,8 +170,8 @@ class HumanRequest(BaseModel):
 
 
 class PendingRequestInfo(HumanRequest):
-    """A [`HumanRequest`][flowlib.teams.HumanRequest] a stored run waits for, with the run's
-    id, as ``CheckpointStore.list_pending`` lists it (read from the run state in the
+    """A human request (``flowlib.teams.HumanRequest``) a stored run waits for, with the
+    run's id, as ``CheckpointStore.list_pending`` lists it (read from the run state in the
     stopped run's latest record, ``bookkeeping["run"]``; see docs/state.md, "Human
     requests").
 
