@@ -8,6 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/_setup.sh
 need_python
+need_venv
+# flowlib with its extras installs beside the system packages below (network and disk
+# bound, both of them); its failure fails the set-up at the end.
+pip_install_once .flowlib-installed ".[dev,docs,studio]" --uv &
+python_setup=$!
 need_graphviz
 
 # PostgreSQL server binaries: the checkpoint-store tests start a throwaway server.
@@ -24,5 +29,4 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
 [ -d tests/js/node_modules/mermaid ] || npm ci --prefix tests/js --no-audit --no-fund --silent
 
-need_venv
-pip_install_once .flowlib-installed ".[dev,docs,studio]"
+wait "$python_setup"

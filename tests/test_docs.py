@@ -7,11 +7,13 @@ reads the build's own log, so a warning that strict mode would let through (or t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +101,44 @@ def test_feature_pages_are_in_the_nav_and_name_a_runnable_example(page: str, exa
     assert f": {page}" in (ROOT / "mkdocs.yml").read_text(), f"{page} is not in the nav"
     assert f"examples/{example}" in (ROOT / "docs" / page).read_text()
     assert (ROOT / "examples" / example).is_file()
+
+
+def _hooks() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "mkdocs_hooks", ROOT / "scripts" / "mkdocs_hooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_signature_cache_gives_ruffs_answer_with_the_hidden_names_put_back(
+    tmp_path: Path,
+) -> None:
+    """The docs build keeps ruff's signature layouts between builds (scripts/mkdocs_hooks.py):
+    a signature whose hidden cross-reference names differ (they are random in every build)
+    is answered from the cache, with its own names, exactly as ruff would answer it."""
+    from mkdocstrings_handlers.python._internal.rendering import _get_ruff_formatter
+
+    ruff = _get_ruff_formatter()
+    assert ruff is not None
+    hooks = _hooks()
+    path = tmp_path / "signatures.json"
+    cache = hooks.SignatureCache(ruff, path, "ruff x")
+    first = (
+        "def xxxxxxxx(task: _aB3 | None = None, *, tools: list[_Qz] = (), n: int = 1) -> _Zk9: pass"
+    )
+    second = first.replace("_aB3", "_x0R").replace("_Qz", "_r7").replace("_Zk9", "_private")
+    for code in (first, second, first):
+        answer = cache(code, 40)
+        assert answer == ruff(code, 40) and "\n" in answer
+    assert cache.calls == 2  # the last name's length differs: a second layout
+    third = second.replace("_x0R", "_Ppp").replace("_r7", "_00")
+    assert cache(third, 40) == ruff(third, 40) and cache.calls == 2
+    assert cache(third, 60) == ruff(third, 60) and cache.calls == 3  # another line length
+    cache.save()
+    again = hooks.SignatureCache(ruff, path, "ruff x")
+    assert again(first, 40) == ruff(first, 40) and again.calls == 0
+    other = hooks.SignatureCache(ruff, path, "ruff y")  # another formatter version
+    assert other(first, 40) == ruff(first, 40) and other.calls == 1

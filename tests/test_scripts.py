@@ -38,6 +38,7 @@ def _sandbox(tmp_path: Path, *, present: tuple[str, ...]) -> tuple[Path, dict[st
     (repo / ".venv" / "bin").mkdir(parents=True)
     _tool(repo / ".venv" / "bin" / "python", f'echo "python $*" >> {log}')
     _tool(repo / ".venv" / "bin" / "flowlib", f'echo "flowlib $*" >> {log}')
+    _tool(repo / ".venv" / "bin" / "uv", f'echo "uv $*" >> {log}')
     # apt-get "installs" a package by putting a stand-in for its command on PATH.
     commands = {"graphviz": "dot", "postgresql": "initdb", "nodejs": "node"}
     installs = "".join(
@@ -119,8 +120,11 @@ def test_test_setup_installs_the_test_stack_once_and_the_demo_reuses_it(tmp_path
     ):
         assert package in apt, first
     assert any(line.startswith("npm ci --prefix tests/js") for line in first), first
-    installs = [line for line in first if line.startswith("python -m pip install")]
-    assert len(installs) == 1 and installs[0].endswith(" -e .[dev,docs,studio]"), first
+    # pip installs uv into the venv, and uv installs flowlib with every extra.
+    installs = [line for line in first if line.startswith(("python -m pip install", "uv "))]
+    assert len(installs) == 2, first
+    assert installs[0].startswith("python -m pip install") and installs[0].endswith(" uv")
+    assert installs[1] == "uv pip install -q --python .venv/bin/python -e .[dev,docs,studio]"
     # Once the tools are there, a second run installs nothing.
     (repo / "tests" / "js" / "node_modules" / "mermaid").mkdir(parents=True)
     assert _run(repo, "bootstrap.sh", env, log) == []

@@ -496,11 +496,7 @@ class AssistantAgent(ModelBackedAgent):
     async def _turn(
         self, messages: Sequence[BaseChatMessage], token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
-        for message in messages:
-            if isinstance(message, HandoffMessage):
-                for context_message in message.context:
-                    await self._model_context.add_message(context_message)
-            await self._model_context.add_message(message.to_model_message())
+        await self._remember(messages)
 
         inner: list[_Item] = []
         for memory in self._memory:

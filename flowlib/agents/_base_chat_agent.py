@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from .._named import Named
 from .._telemetry import trace_agent_turn
 from ..base import CancellationToken, ChatAgent, Response, TaskResult
-from ..base.internal import check_state_argument, last_item, task_messages
+from ..base.internal import check_state_argument, last_item, state_entry, task_messages
+from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
 from ..errors import InvalidArgumentError
 from ..messages import (
     BaseAgentEvent,
     BaseChatMessage,
+    HandoffMessage,
     ModelClientStreamingChunkEvent,
     TextMessage,
 )
@@ -143,7 +145,7 @@ class BaseChatAgent(Named, ChatAgent, ABC):
 
 class ModelBackedAgent(BaseChatAgent):
     """An agent that talks to a model: its read-only ``model_context``, which its
-    constructor stores in ``_model_context``."""
+    constructor stores in ``_model_context``, and how new messages enter it."""
 
     _model_context: ChatCompletionContext
 
@@ -151,3 +153,85 @@ class ModelBackedAgent(BaseChatAgent):
     def model_context(self) -> ChatCompletionContext:
         """The context holding the agent's conversation with its model."""
         return self._model_context
+
+    async def _remember(self, messages: Sequence[BaseChatMessage]) -> None:
+        """Add the new messages to the model context as the model sees them, each
+        handoff's carried context first."""
+        context = self._model_context
+        for message in messages:
+            if isinstance(message, HandoffMessage):
+                for carried in message.context:
+                    await context.add_message(carried)
+            await context.add_message(message.to_model_message())
+
+
+class _Stateful(Protocol):
+    async def save_state(self) -> Mapping[str, Any]: ...
+
+    async def load_state(self, state: Mapping[str, Any]) -> None: ...
+
+
+class PartsStateAgent(ModelBackedAgent):
+    """A model-backed agent that streams its turns and whose state is made of its parts'
+    states: ``{"type": _state_type, "version": 1, key: the part's state, ...}`` for the
+    parts ``_parts()`` names. A state to load must have the first part (it says the state
+    is this agent's); the others are loaded when it has them."""
+
+    _state_type: ClassVar[str]
+
+    def __init__(self, name: str, description: str) -> None:
+        super().__init__(name, description)
+        self._journal = Journal()  # what save_state_since returned last
+
+    def _parts(self) -> dict[str, _Stateful]:
+        """The objects whose states make up the agent's, by key, in order."""
+        return {"llm_context": self._model_context}
+
+    async def on_messages(
+        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
+    ) -> Response:
+        """Handle the new messages and return the Response that
+        [`on_messages_stream`][flowlib.agents.BaseChatAgent.on_messages_stream] ends with."""
+        return await self._drain(messages, cancellation_token)
+
+    async def save_state(self) -> Mapping[str, Any]:
+        """Return the agent's state: the model context's (and, for an agent with an inner
+        team, the team's), JSON-serialisable."""
+        state: dict[str, Any] = {"type": self._state_type, "version": 1}
+        for key, part in self._parts().items():
+            state[key] = dict(await part.save_state())
+        return state
+
+    async def save_state_since(self, base: Any) -> StateChange:
+        """The state now (as `save_state()` gives it, in JSON) and the patch from ``base``:
+        when ``base`` is the state this returned last, each part (the model context, an
+        inner team) reports only its change (see
+        [`IncrementalState`][flowlib.checkpoint.IncrementalState])."""
+        if type(self).save_state is not PartsStateAgent.save_state:
+            plain = json_state(await self.save_state())
+            return StateChange(plain, diff_state(base, plain))
+        journal = self._journal
+        mine = journal.fits(base, [])
+        state: dict[str, Any] = {"type": self._state_type, "version": 1}
+        known: dict[str, Any] = {}
+        for key, part in self._parts().items():
+            change = await state_change(part, base[key] if mine else None)
+            state[key] = change.state
+            known[key] = change.patch
+        if not mine:
+            return journal.whole(base, state, [])
+        return journal.grown(base, state, patch_of(base, state, known), [])
+
+    async def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore a state returned by ``save_state``.
+
+        Raises:
+            StateError: If the state is not this kind of agent's state.
+        """
+        owner = f"{self._state_type.removesuffix('State')} `{self.name}`"
+        first, *others = parts = self._parts()
+        await parts[first].load_state(state_entry(state, owner, self._state_type, first))
+        for key in others:
+            entry = state.get(key)
+            if isinstance(entry, Mapping):
+                await parts[key].load_state(entry)

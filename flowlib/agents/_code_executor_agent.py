@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response
-from ..base.internal import state_entry
 from ..code_executors import CodeBlock, CodeExecutor, CodeResult, extract_markdown_code_blocks
 from ..component import ComponentModel, dump_field, load_field
 from ..component.internal import active_policy, register_builtin
@@ -21,7 +20,6 @@ from ..messages import (
     BaseChatMessage,
     CodeExecutionEvent,
     CodeGenerationEvent,
-    HandoffMessage,
     ModelClientStreamingChunkEvent,
     TextMessage,
     ThoughtEvent,
@@ -36,7 +34,7 @@ from ..models import (
     SystemMessage,
     UserMessage,
 )
-from ._base_chat_agent import ModelBackedAgent
+from ._base_chat_agent import PartsStateAgent
 from ._streaming import stream_events
 
 __all__ = ["ApprovalFuncType", "ApprovalRequest", "ApprovalResponse", "CodeExecutorAgent"]
@@ -97,7 +95,7 @@ class CodeExecutorAgentConfig(BaseModel):
     supported_languages: list[str] | None = None
 
 
-class CodeExecutorAgent(ModelBackedAgent):
+class CodeExecutorAgent(PartsStateAgent):
     """(Experimental) Runs code from markdown code blocks; with a model, writes it first.
 
     **Without** ``model_client`` the agent is a terminal: it runs the fenced code blocks
@@ -281,22 +279,12 @@ class CodeExecutorAgent(ModelBackedAgent):
 
     # --- calls --------------------------------------------------------------------------
 
-    async def on_messages(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
-    ) -> Response:
-        """Run (or write and run) code for ``messages`` and return the reply."""
-        return await self._drain(messages, cancellation_token)
-
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Like [`on_messages`][flowlib.agents.CodeExecutorAgent.on_messages], yielding code
         generation and execution events first."""
-        for message in messages:
-            if isinstance(message, HandoffMessage):
-                for llm_message in message.context:
-                    await self._model_context.add_message(llm_message)
-            await self._model_context.add_message(message.to_model_message())
+        await self._remember(messages)
         if self._model_client is None:
             yield await self._run_as_terminal(messages, cancellation_token)
             return
@@ -455,27 +443,11 @@ class CodeExecutorAgent(ModelBackedAgent):
 
     # --- lifecycle ----------------------------------------------------------------------
 
+    _state_type = "CodeExecutorAgentState"  # its state is its model context's
+
     async def on_reset(self, cancellation_token: CancellationToken) -> None:
         """Clear the model context (the agent keeps no other state)."""
         await self._model_context.clear()
-
-    async def save_state(self) -> Mapping[str, Any]:
-        """Return the model context's state."""
-        return {
-            "type": "CodeExecutorAgentState",
-            "version": 1,
-            "llm_context": dict(await self._model_context.save_state()),
-        }
-
-    async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by [`save_state`][flowlib.agents.CodeExecutorAgent.save_state].
-
-        Raises:
-            StateError: If the state is not a CodeExecutorAgent state.
-        """
-        owner = f"CodeExecutorAgent `{self.name}`"
-        context = state_entry(state, owner, "CodeExecutorAgentState", "llm_context")
-        await self._model_context.load_state(context)
 
 
 def _describe(result: CodeResult) -> str:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from typing_extensions import Self
 
 from ..base import CancellationToken, Response, TaskResult, Team
-from ..base.internal import state_entry, task_messages
-from ..checkpoint import Journal, StateChange, diff_state, json_state, patch_of, state_change
+from ..base.internal import task_messages
 from ..component import ComponentModel, dump_field, load_field
 from ..component.internal import register_builtin
 from ..errors import ContractError, InvalidTypeError
@@ -24,7 +23,7 @@ from ..messages import (
 )
 from ..model_context import ChatCompletionContext, UnboundedChatCompletionContext
 from ..models import AssistantMessage, ChatCompletionClient, LLMMessage, SystemMessage, UserMessage
-from ._base_chat_agent import ModelBackedAgent
+from ._base_chat_agent import PartsStateAgent
 
 __all__ = ["SocietyOfMindAgent"]
 
@@ -34,7 +33,7 @@ PREVIOUS_MESSAGES = "relevant previous messages"
 """Content of the ``HandoffMessage`` that carries earlier context into the inner team."""
 
 
-class SocietyOfMindAgent(ModelBackedAgent):
+class SocietyOfMindAgent(PartsStateAgent):
     """Runs an inner team on the new messages, then has a model write one standalone answer.
 
     Each call:
@@ -126,7 +125,6 @@ class SocietyOfMindAgent(ModelBackedAgent):
         self._instruction = instruction
         self._response_prompt = response_prompt
         self._model_context = model_context or UnboundedChatCompletionContext()
-        self._journal = Journal()  # what save_state_since returned last
 
     @property
     def team(self) -> Team:
@@ -163,12 +161,6 @@ class SocietyOfMindAgent(ModelBackedAgent):
             model_context=context,
         )
 
-    async def on_messages(
-        self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
-    ) -> Response:
-        """Run the inner team on ``messages`` and return the model's standalone answer."""
-        return await self._drain(messages, cancellation_token)
-
     async def on_messages_stream(
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
@@ -198,11 +190,7 @@ class SocietyOfMindAgent(ModelBackedAgent):
                         inner.append(item)
                     yield item
             assert result is not None  # a team's stream always ends with a TaskResult
-            for message in messages:
-                if isinstance(message, HandoffMessage):
-                    for llm_message in message.context:
-                        await self._model_context.add_message(llm_message)
-                await self._model_context.add_message(message.to_model_message())
+            await self._remember(messages)
             transcript = [m.to_model_message() for m in inner if isinstance(m, BaseChatMessage)]
             if not transcript:
                 reply = TextMessage(content=NO_RESPONSE, source=self.name)
@@ -277,54 +265,11 @@ class SocietyOfMindAgent(ModelBackedAgent):
         """Resume the inner team."""
         await self._team.resume()
 
-    async def save_state(self) -> Mapping[str, Any]:
-        """Return the inner team's state and the model context's."""
-        return {
-            "type": "SocietyOfMindAgentState",
-            "version": 1,
-            "inner_team_state": dict(await self._team.save_state()),
-            "llm_context": dict(await self._model_context.save_state()),
-        }
+    _state_type = "SocietyOfMindAgentState"
 
-    async def save_state_since(self, base: Any) -> StateChange:
-        """The state now (as `save_state()` gives it, in JSON) and the patch from ``base``:
-        when ``base`` is the state this returned last, the inner team and the model context
-        each report only their change (see
-        [`IncrementalState`][flowlib.checkpoint.IncrementalState])."""
-        if type(self).save_state is not SocietyOfMindAgent.save_state:
-            plain = json_state(await self.save_state())
-            return StateChange(plain, diff_state(base, plain))
-        mine = self._journal.fits(base, [])
-        team = await state_change(self._team, base["inner_team_state"] if mine else None)
-        context = await state_change(self._model_context, base["llm_context"] if mine else None)
-        state = {
-            "type": "SocietyOfMindAgentState",
-            "version": 1,
-            "inner_team_state": team.state,
-            "llm_context": context.state,
-        }
-        if mine:
-            known = {"inner_team_state": team.patch, "llm_context": context.patch}
-            patch = patch_of(base, state, known)
-            if not patch:
-                return StateChange(base, {})
-        else:
-            patch = diff_state(base, state)
-        self._journal.keep(state, [])
-        return StateChange(state, patch)
-
-    async def load_state(self, state: Mapping[str, Any]) -> None:
-        """Restore a state returned by [`save_state`][flowlib.agents.SocietyOfMindAgent.save_state].
-
-        Raises:
-            StateError: If the state is not a SocietyOfMindAgent state.
-        """
-        owner = f"SocietyOfMindAgent `{self.name}`"
-        team_state = state_entry(state, owner, "SocietyOfMindAgentState", "inner_team_state")
-        await self._team.load_state(team_state)
-        context = state.get("llm_context")
-        if isinstance(context, Mapping):
-            await self._model_context.load_state(context)
+    def _parts(self) -> dict[str, Any]:
+        # The inner team first: a state without it is not this agent's.
+        return {"inner_team_state": self._team, "llm_context": self._model_context}
 
 
 class SocietyOfMindAgentConfig(BaseModel):

@@ -4,46 +4,14 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from .._cancellation import CancellationToken
-from ..errors import AgentError
 from ..messages import BaseAgentEvent, BaseChatMessage
-from ._task import Member, TaskResult
+from ._task import Member
 
-__all__ = ["ChatAgent", "Response", "last_item"]
-
-T = TypeVar("T")
-
-
-async def last_item(
-    stream: AsyncGenerator[object, None], kind: type[T], agent: str, producer: str
-) -> T:
-    """Read ``stream`` to its end and return its last ``kind`` item (the stream is closed
-    when this ends, early or not).
-
-    Args:
-        stream: What ``producer()`` of the agent named ``agent`` yields.
-        kind: The type of the item the stream must end with (``Response``, ``TaskResult``).
-        agent: The agent's name, for the error.
-        producer: The method that made the stream, for the error.
-
-    Raises:
-        AgentError: The stream yielded no ``kind`` item.
-    """
-    last: T | None = None
-    async with aclosing(stream):
-        async for item in stream:
-            if isinstance(item, kind):
-                last = item
-    if last is None:
-        raise AgentError(
-            f"Agent `{agent}`'s {producer}() ended without yielding a {kind.__name__}.",
-            agent=agent,
-        )
-    return last
+__all__ = ["ChatAgent", "Response"]
 
 
 @dataclass
@@ -86,43 +54,6 @@ class ChatAgent(Member):
         self, messages: Sequence[BaseChatMessage], cancellation_token: CancellationToken
     ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | Response, None]:
         """Handle the new messages, yielding events as they happen and the Response last."""
-
-    async def run(
-        self,
-        *,
-        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
-        cancellation_token: CancellationToken | None = None,
-        output_task_messages: bool = True,
-    ) -> TaskResult:
-        """Run one step on ``task`` and return the task, the events and the reply: the
-        [`TaskResult`][flowlib.base.TaskResult] that
-        [`run_stream`][flowlib.base.ChatAgent.run_stream] ends with.
-
-        Args:
-            task: A string (sent as ``TextMessage(source="user")``), a chat message or a
-                list of them. ``None`` runs on no new messages.
-            cancellation_token: Cancels the step; the await raises ``CancelledError``.
-            output_task_messages: Whether the task messages start ``TaskResult.messages``.
-
-        Raises:
-            AgentError: ``run_stream`` ended without a ``TaskResult``.
-        """
-        stream = self.run_stream(
-            task=task,
-            cancellation_token=cancellation_token,
-            output_task_messages=output_task_messages,
-        )
-        return await last_item(stream, TaskResult, self.name, "run_stream")
-
-    @abstractmethod
-    def run_stream(
-        self,
-        *,
-        task: str | BaseChatMessage | Sequence[BaseChatMessage] | None = None,
-        cancellation_token: CancellationToken | None = None,
-        output_task_messages: bool = True,
-    ) -> AsyncGenerator[BaseAgentEvent | BaseChatMessage | TaskResult, None]:
-        """Run one step, yielding messages and events, then the TaskResult."""
 
     @abstractmethod
     async def on_reset(self, cancellation_token: CancellationToken) -> None:

@@ -9,8 +9,7 @@ from ._arguments import (
     parsed_state,
     state_entry,
 )
-from ._chat_agent import last_item
-from ._task import task_messages
+from ._task import last_item, task_messages
 from ._termination import TERMINATION_STATE_VERSION, state_header
 
 __all__ = [

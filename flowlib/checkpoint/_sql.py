@@ -13,10 +13,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import zlib
-from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, get_args
+from typing import Any, get_args
 
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
@@ -32,7 +31,6 @@ from ._types import (
     RunStatus,
     StepKind,
 )
-from .rules import RunFilter, RunListing
 
 __all__ = [
     "INFO_COLUMNS",
@@ -43,14 +41,13 @@ __all__ = [
     "SCHEMA_VERSION",
     "SNAPSHOT_DUE",
     "SNAPSHOT_EVERY",
+    "SQLITE_SNAPSHOT_SELECT",
     "Dialect",
-    "SQLListing",
     "check_consistent",
     "check_last",
     "check_snapshot_every",
     "corrupt",
     "dump",
-    "filter_sql",
     "info_from_row",
     "lease_checksum",
     "lease_from_row",
@@ -116,12 +113,18 @@ SCHEMA_VERSION = 3
 
 @dataclass(frozen=True)
 class Dialect:
-    """A SQL dialect's type names."""
+    """What differs between the SQL databases, as data: the type names of the tables,
+    the row lock a prune takes on its run (PostgreSQL), the query of a run's newest
+    snapshot at or before a checkpoint (two ``?``), and the query of which of
+    ``flowlib_meta`` and ``flowlib_runs`` exist."""
 
     text: str
     real: str
     bigint: str
     without_rowid: str
+    lock_run: str
+    snapshot_select: str
+    tables: str
 
 
 def _v1(d: Dialect) -> list[str]:
@@ -613,7 +616,7 @@ def info_from_row(row: Sequence[Any], run_id: str = "?") -> CheckpointInfo:
         raise _invalid(exc, "flowlib_records", run_id, row[0], {}) from None
 
 
-SNAPSHOT_SELECT = (
+SQLITE_SNAPSHOT_SELECT = (
     "SELECT checkpoint_id, CASE WHEN typeof(body) = 'text' THEN CAST(body AS BLOB) ELSE body "
     "END FROM flowlib_snapshots WHERE run_id = ? AND checkpoint_id <= ? "
     "ORDER BY checkpoint_id DESC LIMIT 1"
@@ -678,7 +681,7 @@ def snapshot_from_body(
         with contextlib.suppress(UnicodeDecodeError):  # else refused below: not a snapshot
             body = body.decode()
     if isinstance(body, bytes) or (isinstance(body, str) and body.startswith(prefix)):
-        # SQLite reads a body as the UTF-8 bytes of its text (``SNAPSHOT_SELECT``).
+        # SQLite reads a body as the UTF-8 bytes of its text (``SQLITE_SNAPSHOT_SELECT``).
         folded, problem = _snapshot_lines(body, verify=verify)
     else:
         if isinstance(body, str) and body.startswith("{"):  # before snapshots had a checksum
@@ -834,10 +837,10 @@ SELECT s.size, coalesce(
     (SELECT sum(length(m.body)) FROM flowlib_messages m
      WHERE m.run_id = s.run_id AND m.checkpoint_id > s.checkpoint_id), 0)
 FROM (SELECT run_id, checkpoint_id, length(body) AS size FROM flowlib_snapshots
-      WHERE run_id = {p} ORDER BY checkpoint_id DESC LIMIT 1) s
+      WHERE run_id = ? ORDER BY checkpoint_id DESC LIMIT 1) s
 """
 """The size of a run's newest snapshot and the bytes of the records written after it (no
-row: no snapshot yet); ``{p}`` is the dialect's placeholder."""
+row: no snapshot yet)."""
 
 
 def snapshot_due(row: Sequence[Any] | None) -> bool:
@@ -852,32 +855,6 @@ def check_snapshot_every(every: object) -> int:
             f"run's state; 0: none), got {every!r}."
         )
     return every
-
-
-def filter_sql(filters: RunFilter, param: str) -> tuple[str, list[object]]:
-    """The ``WHERE ... ORDER BY ... LIMIT`` of a filtered listing (``param``: the
-    dialect's placeholder) and its parameters."""
-    where: list[str] = []
-    params: list[object] = []
-    if filters.statuses is not None:
-        where.append(f"r.status IN ({', '.join([param] * len(filters.statuses))})")
-        params.extend(filters.statuses)
-    if filters.updated_since is not None:
-        where.append(f"r.updated_at >= {param}")
-        params.append(filters.updated_since)
-    if filters.flow is not None:
-        where.append(f"(r.team_type = {param} OR r.graph_signature = {param})")
-        params.extend([filters.flow, filters.flow])
-    if filters.after is not None:
-        where.append(f"(r.created_at < {param} OR (r.created_at = {param} AND r.run_id > {param}))")
-        params.extend([filters.after[0], filters.after[0], filters.after[1]])
-    sql = (
-        " WHERE " + " AND ".join(where) if where else ""
-    ) + " ORDER BY r.created_at DESC, r.run_id"
-    if filters.limit is not None:
-        sql += f" LIMIT {param}"
-        params.append(filters.limit)
-    return sql, params
 
 
 _FIX = (
@@ -915,20 +892,3 @@ def check_consistent(run: RunRecord, folded: FoldedRun, upto: int, newest: int) 
                 f"{where}: column `{column}` holds {stored!r}, but the run's newest record "
                 f"(checkpoint {folded.last_checkpoint}) says {recorded!r}. {fix}"
             )
-
-
-class SQLListing(RunListing):
-    """``select_runs`` of a SQL store, written once: the store gives its placeholder and
-    a way to run one read-only query."""
-
-    _param: ClassVar[str]
-    """The dialect's query placeholder (``?`` or ``%s``)."""
-
-    @abstractmethod
-    async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
-        """The rows of one query (raises ``CheckpointError`` like every call)."""
-
-    async def select_runs(self, filters: RunFilter) -> list[RunRecord]:
-        """The runs ``filters`` keeps, selected by the database (see ``RunListing``)."""
-        where, params = filter_sql(filters, self._param)
-        return [run_from_row(row) for row in await self._select(f"{RUN_SELECT}{where}", params)]

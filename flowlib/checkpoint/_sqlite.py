@@ -7,64 +7,17 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 from .._english import clause
 from ..errors import CheckpointArgumentError, CheckpointError
-from ._dumps import materialized
-from ._fold import FoldedRun, base_record, fold
-from ._sql import (
-    INFO_COLUMNS,
-    RECORD_COLUMNS,
-    RUN_COLUMNS,
-    RUN_SELECT,
-    RUN_TABLES,
-    SCHEMA_VERSION,
-    SNAPSHOT_DUE,
-    SNAPSHOT_EVERY,
-    SNAPSHOT_SELECT,
-    Dialect,
-    SQLListing,
-    check_consistent,
-    check_last,
-    check_snapshot_every,
-    info_from_row,
-    lease_checksum,
-    lease_from_row,
-    message_rows,
-    newer_schema,
-    record_row,
-    records_from_rows,
-    records_to_fold,
-    run_from_row,
-    run_row,
-    snapshot_body,
-    snapshot_due,
-    snapshot_from_body,
-    state_checksum,
-    upgrade,
-)
-from ._types import CheckpointInfo, CheckpointRecord, Lease, RunRecord, RunStatus
+from ._sql import SCHEMA_VERSION, SNAPSHOT_EVERY, SQLITE_SNAPSHOT_SELECT, Dialect, upgrade
+from ._sql_store import Access, Plan, SQLStore, drive, schema_version
 from ._url import register_store_scheme
-from .rules import (
-    check_acquire,
-    check_first,
-    check_keep_last,
-    check_lease_args,
-    check_lease_held,
-    check_next,
-    check_owner,
-    check_upto,
-    closed_error,
-    first_run,
-    lease_lost,
-    run_exists,
-    unknown_run,
-    updated_run,
-)
+from .rules import closed_error
 
 __all__ = ["SQLiteCheckpointStore"]
 
@@ -74,22 +27,19 @@ T = TypeVar("T")
 
 _MMAP_SIZE = 1 << 28
 """Bytes of the file SQLite reads through a memory map (``PRAGMA mmap_size``)."""
-_DIALECT = Dialect(text="TEXT", real="REAL", bigint="INTEGER", without_rowid=" WITHOUT ROWID")
-# One conditional write: insert the lease, or take it over if it is the owner's own or
-# expired; `changes()` says whether it was granted.
-_ACQUIRE = (
-    "INSERT INTO flowlib_leases (run_id, owner, expires_at, checksum) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, "
-    "checksum = excluded.checksum "
-    "WHERE flowlib_leases.owner = excluded.owner OR flowlib_leases.expires_at <= ?"
-)
-_UPDATE_RUN = (
-    "UPDATE flowlib_runs SET status = ?, turns = ?, stop_reason = ?, last_checkpoint = ?, "
-    "updated_at = ?, state_checksum = ? WHERE run_id = ?"
+_DIALECT = Dialect(
+    text="TEXT",
+    real="REAL",
+    bigint="INTEGER",
+    without_rowid=" WITHOUT ROWID",
+    lock_run="",  # a write transaction holds the file's write lock from its start
+    snapshot_select=SQLITE_SNAPSHOT_SELECT,
+    tables="SELECT name FROM sqlite_master WHERE type = 'table' "
+    "AND name IN ('flowlib_meta', 'flowlib_runs')",
 )
 
 
-class SQLiteCheckpointStore(SQLListing):
+class SQLiteCheckpointStore(SQLStore):
     """Checkpoints in one SQLite file (write-ahead log), for one machine.
 
     Several processes may open the same file: every write is one ``BEGIN IMMEDIATE``
@@ -141,16 +91,9 @@ class SQLiteCheckpointStore(SQLListing):
         self.path = os.fspath(path)
         self._synchronous = synchronous
         self._busy_ms = int(busy_timeout * 1000)
-        self._create = create
-        self._every = check_snapshot_every(snapshot_every)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="flowlib-sqlite")
         self._conn: sqlite3.Connection | None = None
-        self._closed = False
-
-    _param = "?"
-
-    def __repr__(self) -> str:
-        return f"SQLiteCheckpointStore({self.path!r})"
+        super().__init__(self.path, _DIALECT, snapshot_every=snapshot_every, create=create)
 
     @property
     def url(self) -> str | None:
@@ -179,6 +122,15 @@ class SQLiteCheckpointStore(SQLListing):
             raise CheckpointError(
                 f"SQLite store `{self.path}` failed: {clause(exc)}. {_hint(exc)}"
             ) from exc
+
+    async def _run(self, plan: Plan[T], access: Access) -> T:
+        def work(conn: sqlite3.Connection) -> T:
+            if access == "each":
+                return drive(conn, plan)
+            with _transaction(conn, "BEGIN" if access == "read" else "BEGIN IMMEDIATE"):
+                return drive(conn, plan)
+
+        return await self._call(work)
 
     def _exists(self) -> bool:
         return self.path in ("", ":memory:") or os.path.exists(self.path)
@@ -247,249 +199,11 @@ class SQLiteCheckpointStore(SQLListing):
             if row is not None and row[0] == str(SCHEMA_VERSION):
                 return  # the usual case: no write lock needed
         with _transaction(conn):
-            version = _schema_version(conn, self.path)
+            version = drive(conn, schema_version(f"`{self.path}`", _DIALECT.tables))
             if version is None and not self._create:
                 raise self._missing()
             for statement in upgrade(version, _DIALECT):
                 conn.execute(statement)
-
-    # -- the protocol ------------------------------------------------------------------
-
-    async def create_run(self, run: RunRecord, *, first: CheckpointRecord | None = None) -> None:
-        """Store a new run (with its first record in the same transaction, when given).
-        Raises ``CheckpointError`` if ``run.run_id`` exists."""
-        check_first(run, first)
-        row = run_row(first_run(run, first))
-
-        def work(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
-                if _last(conn, run.run_id) is not None:
-                    raise run_exists(run.run_id)
-                conn.execute(f"INSERT INTO flowlib_runs ({RUN_COLUMNS}) VALUES ({_q(15)})", row)
-                if first is not None:
-                    _insert_record(conn, first)
-
-        await self._call(work)
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The run, or None."""
-
-        def work(conn: sqlite3.Connection) -> RunRecord | None:
-            row = conn.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
-            return None if row is None else run_from_row(row)
-
-        return await self._call(work)
-
-    async def append(
-        self, record: CheckpointRecord, *, status: RunStatus, lease_owner: str | None = None
-    ) -> None:
-        """Add ``record`` as the run's next checkpoint and update the run, atomically
-        (with ``lease_owner``: only while that owner holds an unexpired lease)."""
-        row = record_row(record)
-        messages = message_rows(record)
-        if lease_owner is not None:
-            check_owner(lease_owner)
-
-        def work(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
-                run = _run(conn, record.run_id)
-                if lease_owner is not None:
-                    held = _lease(conn, record.run_id)
-                    check_lease_held(record.run_id, lease_owner, held, now=time.time())
-                check_next(run, record)
-                conn.execute(
-                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})", row
-                )
-                if messages:
-                    conn.executemany(
-                        "INSERT INTO flowlib_messages VALUES (?, ?, ?, ?, ?)", messages
-                    )
-                new = updated_run(run, record, status)
-                conn.execute(
-                    _UPDATE_RUN,
-                    (
-                        new.status,
-                        new.turns,
-                        new.stop_reason,
-                        new.last_checkpoint,
-                        new.updated_at,
-                        state_checksum(
-                            new.run_id,
-                            new.status,
-                            new.updated_at,
-                            new.last_checkpoint,
-                            new.turns,
-                            new.stop_reason,
-                        ),
-                        new.run_id,
-                    ),
-                )
-            if self._every and record.checkpoint_id % self._every == 0:
-                self._snapshot(conn, record.run_id, record.checkpoint_id)
-
-        await self._call(work)
-
-    def _snapshot(self, conn: sqlite3.Connection, run_id: str, checkpoint_id: int) -> None:
-        """Keep the run's state at ``checkpoint_id`` as its snapshot (after the append
-        committed: a snapshot that fails only makes the next ``load`` read more), unless
-        the records since the last snapshot are too few bytes yet (``SNAPSHOT_SHARE``)."""
-        try:
-            with _transaction(conn):
-                due = conn.execute(SNAPSHOT_DUE.format(p="?"), (run_id,)).fetchone()
-                if not snapshot_due(due):
-                    return
-                folded = _load(conn, run_id, checkpoint_id)
-                conn.execute(
-                    "INSERT OR REPLACE INTO flowlib_snapshots (run_id, checkpoint_id, body) "
-                    "VALUES (?, ?, ?)",
-                    (run_id, checkpoint_id, snapshot_body(folded)),
-                )
-                conn.execute(
-                    "DELETE FROM flowlib_snapshots WHERE run_id = ? AND checkpoint_id < ?",
-                    (run_id, checkpoint_id),
-                )
-        except (sqlite3.Error, CheckpointError) as exc:
-            _log.warning("Run `%s`: no snapshot at checkpoint %s: %s", run_id, checkpoint_id, exc)
-
-    async def load(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
-        """The run's state at checkpoint ``upto`` (default: its last): the newest
-        snapshot at or before it, and the records after the snapshot, folded."""
-
-        return materialized(await self.load_to_resume(run_id, upto=upto))
-
-    async def load_to_resume(self, run_id: str, *, upto: int | None = None) -> FoldedRun:
-        """What a team's resume reads: ``load``, except that the thread messages the
-        run's snapshot holds stay as their stored JSON text until read (``messages`` is
-        then a read-only sequence of dicts that parses each one when first read), so
-        the time does not grow with the thread's length."""
-
-        def work(conn: sqlite3.Connection) -> FoldedRun:
-            with _transaction(conn, "BEGIN"):
-                return _load(conn, run_id, upto)
-
-        return await self._call(work)
-
-    async def acquire_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
-        """Take the run's lease (see the protocol): one conditional write."""
-        expires_at = check_lease_args(run_id, owner, ttl)
-
-        def work(conn: sqlite3.Connection) -> Lease:
-            with _transaction(conn):
-                now = time.time()
-                sealed = lease_checksum(run_id, owner, expires_at)
-                granted = conn.execute(_ACQUIRE, (run_id, owner, expires_at, sealed, now)).rowcount
-                if granted != 1:  # the conflict was on the row of a live lease
-                    check_acquire(run_id, owner, _lease(conn, run_id), now=now)
-            return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
-
-        return await self._call(work)
-
-    async def renew_lease(self, run_id: str, owner: str, *, ttl: float) -> Lease:
-        """Extend ``owner``'s lease (see the protocol): one conditional write."""
-        expires_at = check_lease_args(run_id, owner, ttl)
-
-        def work(conn: sqlite3.Connection) -> Lease:
-            with _transaction(conn):
-                renewed = conn.execute(
-                    "UPDATE flowlib_leases SET expires_at = ?, checksum = ? "
-                    "WHERE run_id = ? AND owner = ?",
-                    (expires_at, lease_checksum(run_id, owner, expires_at), run_id, owner),
-                ).rowcount
-                if renewed != 1:
-                    raise lease_lost(run_id, owner, _lease(conn, run_id), now=time.time())
-            return Lease(run_id=run_id, owner=owner, expires_at=expires_at)
-
-        return await self._call(work)
-
-    async def release_lease(self, run_id: str, owner: str) -> None:
-        """Give the lease up (a no-op unless ``owner`` holds it)."""
-        check_owner(owner)
-
-        def work(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
-                conn.execute(
-                    "DELETE FROM flowlib_leases WHERE run_id = ? AND owner = ?", (run_id, owner)
-                )
-
-        await self._call(work)
-
-    async def get_lease(self, run_id: str) -> Lease | None:
-        """The run's lease (expired or not), or None."""
-        return await self._call(lambda conn: _lease(conn, run_id))
-
-    async def records(self, run_id: str, *, upto: int | None = None) -> list[CheckpointRecord]:
-        """The run's records in order, up to and including ``upto`` (default: all)."""
-
-        def work(conn: sqlite3.Connection) -> list[CheckpointRecord]:
-            with _transaction(conn, "BEGIN"):
-                return _read_records(conn, run_id, upto)
-
-        return await self._call(work)
-
-    async def _select(self, sql: str, params: Sequence[object]) -> list[Sequence[Any]]:
-        return await self._call(lambda conn: conn.execute(sql, params).fetchall())
-
-    async def history(self, run_id: str) -> list[CheckpointInfo]:
-        """The run's checkpoints, oldest first."""
-
-        def work(conn: sqlite3.Connection) -> list[CheckpointInfo]:
-            with _transaction(conn, "BEGIN"):
-                _run(conn, run_id)
-                rows = conn.execute(
-                    f"SELECT {INFO_COLUMNS} FROM flowlib_records WHERE run_id = ? "
-                    "ORDER BY checkpoint_id",
-                    (run_id,),
-                ).fetchall()
-            return [info_from_row(row, run_id) for row in rows]
-
-        return await self._call(work)
-
-    async def prune(self, run_id: str, *, keep_last: int) -> int:
-        """Fold all but the newest ``keep_last`` records into one ``base`` record; returns
-        how many records were removed."""
-        keep = check_keep_last(keep_last)
-
-        def work(conn: sqlite3.Connection) -> int:
-            with _transaction(conn):
-                run = _run(conn, run_id)
-                (count,) = conn.execute(
-                    "SELECT count(*) FROM flowlib_records WHERE run_id = ?", (run_id,)
-                ).fetchone()
-                cut = count - keep
-                if cut <= 1:
-                    return 0
-                (cut_id,) = conn.execute(
-                    "SELECT checkpoint_id FROM flowlib_records WHERE run_id = ? "
-                    "ORDER BY checkpoint_id LIMIT 1 OFFSET ?",
-                    (run_id, cut - 1),
-                ).fetchone()
-                old = _read_records(conn, run_id, cut_id, run=run)
-                base = base_record(fold(old), created_at=old[-1].created_at)
-                for table in ("flowlib_messages", "flowlib_records", "flowlib_snapshots"):
-                    conn.execute(
-                        f"DELETE FROM {table} WHERE run_id = ? AND checkpoint_id <= ?",
-                        (run_id, cut_id),
-                    )
-                conn.execute(
-                    f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})",
-                    record_row(base),
-                )
-                conn.executemany(
-                    "INSERT INTO flowlib_messages VALUES (?, ?, ?, ?, ?)", message_rows(base)
-                )
-                return int(cut) - 1
-
-        return await self._call(work)
-
-    async def delete(self, run_id: str) -> None:
-        """Remove the run and its records (no error if unknown)."""
-
-        def work(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
-                for table in RUN_TABLES:
-                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
-
-        await self._call(work)
 
     async def close(self) -> None:
         """Close the connection; the store cannot be used afterwards."""
@@ -574,113 +288,10 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
-def _schema_version(conn: sqlite3.Connection, path: str) -> int | None:
-    """The store's schema version (None: no flowlib tables yet)."""
-    if _has_table(conn, "flowlib_meta"):
-        row = conn.execute("SELECT value FROM flowlib_meta WHERE key = 'schema_version'").fetchone()
-        found = None if row is None else row[0]
-        if not isinstance(found, str) or not found.isdigit() or int(found) > SCHEMA_VERSION:
-            raise newer_schema(f"`{path}`", found)
-        return int(found)
-    return 1 if _has_table(conn, "flowlib_runs") else None
-
-
-def _lease(conn: sqlite3.Connection, run_id: str) -> Lease | None:
-    row = conn.execute(
-        "SELECT owner, expires_at, checksum FROM flowlib_leases WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    return lease_from_row(run_id, row)
-
-
-def _insert_record(conn: sqlite3.Connection, record: CheckpointRecord) -> None:
-    conn.execute(
-        f"INSERT INTO flowlib_records ({RECORD_COLUMNS}) VALUES ({_q(11)})", record_row(record)
-    )
-    messages = message_rows(record)
-    if messages:
-        conn.executemany("INSERT INTO flowlib_messages VALUES (?, ?, ?, ?, ?)", messages)
-
-
-def _q(n: int) -> str:
-    return ", ".join("?" * n)
-
-
-def _last(conn: sqlite3.Connection, run_id: str) -> int | None:
-    row = conn.execute(
-        "SELECT last_checkpoint FROM flowlib_runs WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    return None if row is None else int(row[0])
-
-
 def _busy(exc: sqlite3.OperationalError) -> bool:
     """Whether ``exc`` is SQLite's "database is locked"/"busy" (worth a retry)."""
     text = str(exc).lower()
     return "locked" in text or "busy" in text
-
-
-def _run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
-    row = conn.execute(f"{RUN_SELECT} WHERE r.run_id = ?", (run_id,)).fetchone()
-    if row is None:
-        raise unknown_run(run_id)
-    return run_from_row(row)
-
-
-def _read_records(
-    conn: sqlite3.Connection, run_id: str, upto: int | None, *, run: RunRecord | None = None
-) -> list[CheckpointRecord]:
-    """The run's records up to ``upto`` (default: all)."""
-    return records_from_rows(*_record_rows(conn, run or _run(conn, run_id), upto, 0))
-
-
-def _record_rows(
-    conn: sqlite3.Connection, run: RunRecord, upto: int | None, after: int
-) -> tuple[list[Any], list[Any]]:
-    """The rows of the run's records after checkpoint ``after`` up to ``upto`` (default:
-    all), and of their messages (see ``records_from_rows``)."""
-    upto = _upto(conn, run, upto)
-    rows = conn.execute(
-        f"SELECT {RECORD_COLUMNS} FROM flowlib_records WHERE run_id = ? AND checkpoint_id > ? "
-        "AND checkpoint_id <= ? ORDER BY checkpoint_id",
-        (run.run_id, after, upto),
-    ).fetchall()
-    messages = conn.execute(
-        "SELECT checkpoint_id, node, body FROM flowlib_messages WHERE run_id = ? AND "
-        "checkpoint_id > ? AND checkpoint_id <= ? ORDER BY checkpoint_id, position",
-        (run.run_id, after, upto),
-    ).fetchall()
-    return rows, messages
-
-
-def _upto(conn: sqlite3.Connection, run: RunRecord, upto: int | None) -> int:
-    """``upto``, checked against the run's checkpoints (default: the last)."""
-    if upto is None:
-        return run.last_checkpoint
-    (first,) = conn.execute(
-        "SELECT min(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run.run_id,)
-    ).fetchone()
-    check_upto(run.run_id, first or 0, run.last_checkpoint, upto)
-    return upto
-
-
-def _load(conn: sqlite3.Connection, run_id: str, upto: int | None) -> FoldedRun:
-    run = _run(conn, run_id)
-    newest = _newest(conn, run_id)
-    check_last(run, newest)
-    upto = _upto(conn, run, upto)
-    row = conn.execute(SNAPSHOT_SELECT, (run_id, upto)).fetchone()
-    start = None if row is None else snapshot_from_body(row[1], run_id, row[0])
-    after = 0 if start is None else start.last_checkpoint
-    records = records_to_fold(*_record_rows(conn, run, upto, after))
-    folded = fold(records, run_id=run_id, start=start)
-    check_consistent(run, folded, upto, newest)
-    return folded
-
-
-def _newest(conn: sqlite3.Connection, run_id: str) -> int:
-    (newest,) = conn.execute(
-        "SELECT max(checkpoint_id) FROM flowlib_records WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    return int(newest or 0)
 
 
 def _open_sqlite(url: str, *, create: bool) -> SQLiteCheckpointStore:

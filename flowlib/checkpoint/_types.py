@@ -147,10 +147,33 @@ class Lease(BaseModel):
     expires_at: float
 
 
-class PendingRequestInfo(BaseModel):
-    """A human request a stored run waits for, as ``CheckpointStore.list_pending`` lists
-    it (read from the run state in the stopped run's latest record, ``bookkeeping["run"]``;
-    see docs/state.md, "Human requests").
+class HumanRequest(BaseModel):
+    """A question a run is waiting for a person to answer.
+
+    Attributes:
+        request_id: Names the request; the answer must give it.
+        asked: Who is asked (a handoff target such as ``"user"``, or a participant).
+        by: The participant that asked.
+        kind: ``handoff`` (the answer goes back to ``by`` as a ``HandoffMessage``),
+            ``reply`` (a ``TextMessage`` from ``asked``) or ``input`` (``by``, a
+            ``UserProxyAgent``, asked inside its turn: the answer is that turn's input).
+        question: What was asked (the asking message's text).
+        created_at: Unix time the run stopped to wait.
+    """
+
+    request_id: str
+    asked: str
+    by: str | None = None
+    kind: Literal["handoff", "reply", "input"] = "reply"
+    question: str = ""
+    created_at: float
+
+
+class PendingRequestInfo(HumanRequest):
+    """A human request (``flowlib.teams.HumanRequest``) a stored run waits for, with the
+    run's id, as ``CheckpointStore.list_pending`` lists it (read from the run state in the
+    stopped run's latest record, ``bookkeeping["run"]``; see docs/state.md, "Human
+    requests").
 
     Attributes:
         run_id: The run waiting.
@@ -164,12 +187,6 @@ class PendingRequestInfo(BaseModel):
     """
 
     run_id: str
-    request_id: str
-    asked: str
-    by: str | None = None
-    kind: Literal["handoff", "reply", "input"] = "reply"
-    question: str = ""
-    created_at: float
 
 
 @runtime_checkable

@@ -7,9 +7,10 @@ from ._fork import fork_run
 from ._patch import Patch
 from ._postgres import PostgresCheckpointStore
 from ._sqlite import SQLiteCheckpointStore
-from ._types import CheckpointStore
+from ._types import CheckpointStore, HumanRequest
 
 __all__ = [
+    "HumanRequest",
     "MessageDumps",
     "Patch",
     "base_record",

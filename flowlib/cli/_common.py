@@ -1,5 +1,6 @@
-"""What every ``flowlib`` subcommand shares: exit codes, the one-line error, and loading
-``FILE.py:OBJECT`` (a team, a graph, a builder, or a factory of one)."""
+"""What every ``flowlib`` subcommand shares: exit codes, the one-line error, loading
+``FILE.py:OBJECT`` (a team, a graph, a builder, or a factory of one), and declaring a
+command and its options as data (``Command``, ``Option``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ __all__ = [
     "EXIT_INVALID",
     "EXIT_OK",
     "CliError",
+    "Command",
     "ExitCode",
+    "Option",
     "graph_of",
     "load_object",
 ]
@@ -116,3 +119,41 @@ def graph_of(obj: Any) -> Any:
     from ..graph import DiGraph
 
     return obj if isinstance(obj, DiGraph) else obj.graph
+
+
+class Option:
+    """One argument of a command: its names, its help and argparse's other keywords
+    (``action``, ``metavar``, ``default``, ``type``, ``choices``, ``nargs``, ...)."""
+
+    __slots__ = ("flags", "keywords")
+
+    def __init__(self, *flags: str, help: str, **keywords: Any) -> None:
+        self.flags = flags
+        self.keywords = {"help": help, **keywords}
+
+    def add_to(self, parser: Any) -> None:
+        """Add the argument to ``parser``."""
+        parser.add_argument(*self.flags, **self.keywords)
+
+
+class Command:
+    """One subcommand as its parser shows it: its name, its one-line ``help`` (in the
+    command list), its ``description`` (its own ``--help``) and its ``options``."""
+
+    __slots__ = ("description", "help", "name", "options")
+
+    def __init__(
+        self, name: str, *, help: str, description: str, options: tuple[Option, ...] = ()
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.description = description
+        self.options = options
+
+    def add_to(self, commands: Any) -> Any:
+        """Add the command to ``commands`` (an ``add_subparsers()`` object); return its
+        parser."""
+        parser = commands.add_parser(self.name, help=self.help, description=self.description)
+        for option in self.options:
+            option.add_to(parser)
+        return parser

@@ -18,7 +18,9 @@ from ._check import render_run, report_warnings
 from ._common import (
     EXIT_OK,
     CliError,
+    Command,
     ExitCode,
+    Option,
     graph_of,
     load_object,
 )
@@ -105,6 +107,71 @@ def _cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+_COMMANDS = (
+    Command(
+        "render",
+        help="draw a flow as SVG, PNG, DOT or Mermaid",
+        description="Draw a flow without running it (DOT or Mermaid on stdout, or a file "
+        "whose suffix picks the format); with --task, run it and write its run page; with "
+        "--store and --run-id, draw a stored run's path or write its run page.",
+        options=(
+            Option(
+                "target",
+                nargs="?",
+                help="FILE.py:OBJECT: the team or graph to draw (a stored run's page, "
+                "-o run.html, draws the graph stored with the run when it is not given)",
+            ),
+            Option("-o", "--output", help="output file (format from its suffix)"),
+            Option(
+                "--format",
+                choices=["svg", "png", "dot", "mermaid"],
+                default=None,
+                help="the format, when the output file's suffix does not say (default: DOT "
+                "on stdout)",
+            ),
+            Option("--task", help="run the team on TASK and write its run page (-o run.html)"),
+            Option("--run-id", metavar="ID", help="with --store: the stored run to draw"),
+            Option(
+                "--run",
+                metavar="TASK|ID",
+                help="old spelling of --task (or of --run-id with --store)",
+            ),
+        ),
+    ),
+    Command(
+        "validate",
+        help="check a flow's graph; exit 1 if invalid",
+        description="Build the flow and validate its graph: exit 0 with a one-line summary "
+        "when it is valid, 1 with the error (naming the nodes and edges and the fix) when not.",
+        options=(
+            Option("target", help="FILE.py:OBJECT: the team or graph to check"),
+            Option("--strict", action="store_true", help="treat warnings as errors"),
+        ),
+    ),
+    Command(
+        "run",
+        help="run a team on a task, streaming to the console",
+        description="Run a team on a task and stream its messages to the console; with "
+        "--store, checkpoint the run so that it can be resumed (flowlib runs resume).",
+        options=(
+            Option("target", help="FILE.py:OBJECT: the team to run"),
+            Option("--task", help="the task"),
+            Option("--trace", metavar="OUT.svg", help="also draw the path taken"),
+        ),
+    ),
+    Command(
+        "demo",
+        help="run the built-in demo flow",
+        description="Run the demo team (fan-out, join, a tool call and a review loop) and "
+        "print its stream and the path taken: offline on scripted models, or on a real "
+        "model when OPENAI_API_KEY or OPENAI_BASE_URL is set.",
+        options=(Option("--task", default=None, help="the task (a default one is provided)"),),
+    ),
+)
+"""The commands this module runs, as the parser shows them (in its command list, the
+other families' commands stand between ``run`` and ``demo``)."""
+
+
 def _parser() -> argparse.ArgumentParser:
     from .. import __version__
 
@@ -120,65 +187,16 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     register_batch(commands)  # flowlib batch
 
-    render = commands.add_parser(
-        "render",
-        help="draw a flow as SVG, PNG, DOT or Mermaid",
-        description="Draw a flow without running it (DOT or Mermaid on stdout, or a file "
-        "whose suffix picks the format); with --task, run it and write its run page; with "
-        "--store and --run-id, draw a stored run's path or write its run page.",
-    )
-    render.add_argument(
-        "target",
-        nargs="?",
-        help="FILE.py:OBJECT: the team or graph to draw (a stored run's page, "
-        "-o run.html, draws the graph stored with the run when it is not given)",
-    )
-    render.add_argument("-o", "--output", help="output file (format from its suffix)")
-    render.add_argument(
-        "--format",
-        choices=["svg", "png", "dot", "mermaid"],
-        default=None,
-        help="the format, when the output file's suffix does not say (default: DOT on stdout)",
-    )
-    render.add_argument("--task", help="run the team on TASK and write its run page (-o run.html)")
-    render.add_argument("--run-id", metavar="ID", help="with --store: the stored run to draw")
-    render.add_argument(
-        "--run", metavar="TASK|ID", help="old spelling of --task (or of --run-id with --store)"
-    )
-
-    validate = commands.add_parser(
-        "validate",
-        help="check a flow's graph; exit 1 if invalid",
-        description="Build the flow and validate its graph: exit 0 with a one-line summary "
-        "when it is valid, 1 with the error (naming the nodes and edges and the fix) when not.",
-    )
-    validate.add_argument("target", help="FILE.py:OBJECT: the team or graph to check")
-    validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
-
-    run = commands.add_parser(
-        "run",
-        help="run a team on a task, streaming to the console",
-        description="Run a team on a task and stream its messages to the console; with "
-        "--store, checkpoint the run so that it can be resumed (flowlib runs resume).",
-    )
-    run.add_argument("target", help="FILE.py:OBJECT: the team to run")
-    run.add_argument("--task", help="the task")
-    run.add_argument("--trace", metavar="OUT.svg", help="also draw the path taken")
-
+    render, validate, run, demo = _COMMANDS
+    for command in (render, validate, run):
+        command.add_to(commands)
     register_runs(commands)  # run --store, runs ..., render --store --run
     register_check(commands)
     from ..studio.internal import register as register_studio
 
     register_studio(commands)
 
-    demo = commands.add_parser(
-        "demo",
-        help="run the built-in demo flow",
-        description="Run the demo team (fan-out, join, a tool call and a review loop) and "
-        "print its stream and the path taken: offline on scripted models, or on a real "
-        "model when OPENAI_API_KEY or OPENAI_BASE_URL is set.",
-    )
-    demo.add_argument("--task", default=None, help="the task (a default one is provided)")
+    demo.add_to(commands)
     add_traceback_option(parser, commands)
     _add_raw_option(parser, commands)
     return parser

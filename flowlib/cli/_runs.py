@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from ._common import CliError, load_object
+from ._common import CliError, Command, Option, load_object
 
 __all__ = ["register", "render_stored", "run_stored", "task_of"]
 
@@ -34,15 +34,132 @@ _STORE_HELP = (
 _STATUSES = ("running", "stopped", "complete", "failed")
 
 
-def _store_option(parser: Any, *, required: bool = True) -> None:
+def _store(*, required: bool = True) -> Option:
     """``--store URL``, defaulting to ``$FLOWLIB_STORE`` (required when that is unset)."""
     default = os.environ.get("FLOWLIB_STORE") or None
-    parser.add_argument(
+    return Option(
         "--store",
         metavar="URL",
         default=default,
         required=required and default is None,
         help=_STORE_HELP,
+    )
+
+
+def _actions() -> tuple[Command, ...]:
+    """The actions of ``flowlib runs`` (made when the parser is: ``--store`` defaults to
+    ``$FLOWLIB_STORE`` as it is then)."""
+    json = Option("--json", action="store_true", help="print JSON, for programs")
+    factory = Option("target", metavar="FILE.py:OBJECT", help="the function building the team")
+    return (
+        Command(
+            "list",
+            help="the stored runs, newest first",
+            description="List the store's runs, newest first: id, status, turns, last update; "
+            "filtered by status, time or flow, a page at a time (--limit, --cursor).",
+            options=(
+                _store(),
+                Option(
+                    "--status",
+                    action="append",
+                    choices=_STATUSES,
+                    help="only runs with this status (repeat for several)",
+                ),
+                Option(
+                    "--updated-since",
+                    metavar="TIME",
+                    help="only runs updated since TIME (ISO 8601 such as 2026-11-27T09:00, in "
+                    "local time unless it names a zone, or unix seconds)",
+                ),
+                Option("--flow", metavar="NAME", help="only runs of this team class"),
+                Option("--limit", type=int, metavar="N", help="at most N runs"),
+                Option(
+                    "--cursor", metavar="C", help="continue a listing (the next_cursor of --json)"
+                ),
+                json,
+            ),
+        ),
+        Command(
+            "show",
+            help="a run's status, checkpoints and messages",
+            description="Show one run: its status, its checkpoints and its messages.",
+            options=(
+                Option("run_id", metavar="ID", help="the run's id (flowlib runs list)"),
+                _store(),
+                Option(
+                    "--limit",
+                    type=int,
+                    default=50,
+                    metavar="N",
+                    help="show the newest N checkpoints and messages (default 50; 0: all)",
+                ),
+                json,
+            ),
+        ),
+        Command(
+            "resume",
+            help="continue a run from its latest checkpoint",
+            description="Build the team with the store and continue the run from its latest "
+            "checkpoint, streaming to the console; --task delivers a person's answer as the "
+            "run's next input.",
+            options=(
+                Option("run_id", metavar="ID", help="the run to continue"),
+                factory,
+                _store(),
+                Option("--task", help="deliver this as a new turn of the run (human input)"),
+            ),
+        ),
+        Command(
+            "recover",
+            help="resume, through flowlib.batch, every run whose executor died (lease expired)",
+            description="Find every run of the store whose executor died (its lease expired, "
+            "or its holder was a process of this machine that is gone) and resume them all "
+            "through flowlib.batch, building each team with FILE.py:OBJECT.",
+            options=(
+                factory,
+                _store(),
+                Option(
+                    "--max-concurrency",
+                    type=int,
+                    metavar="N",
+                    help="runs resumed at once (default: all)",
+                ),
+            ),
+        ),
+        Command(
+            "pending",
+            help="the human requests stored runs wait for",
+            description="List the requests for a person's answer that stored runs wait for: "
+            "request id, run, who is asked, what was asked and when. Answer one with "
+            "team.answer(...) or flowlib runs resume --task.",
+            options=(_store(),),
+        ),
+        Command(
+            "prune",
+            help="fold all but the newest checkpoints into one; pruned turns no longer show "
+            "on the run page (render -o run.html) and cannot be forked from",
+            description="Fold all but the newest N checkpoints of a run into one base "
+            "checkpoint. The thread and the state stay whole (the run resumes the same), but "
+            "the pruned turns no longer show on the run page (flowlib render --store --run ID "
+            "-o run.html) or in its drawn path, and their checkpoints cannot be forked from.",
+            options=(
+                Option("run_id", metavar="ID", help="the run to prune"),
+                Option(
+                    "--keep-last",
+                    type=int,
+                    required=True,
+                    metavar="N",
+                    help="how many checkpoints to keep",
+                ),
+                _store(),
+            ),
+        ),
+        Command(
+            "delete",
+            help="remove a run and all its checkpoints",
+            description="Remove a run and every checkpoint of it from the store.",
+            options=(Option("run_id", metavar="ID", help="the run to delete"), _store()),
+        ),
     )
 
 
@@ -57,7 +174,7 @@ def register(commands: Any) -> None:
     """
     run = commands.choices["run"]
     run.add_argument("task_text", nargs="?", metavar="TASK", help="the task (or --task)")
-    _store_option(run, required=False)
+    _store(required=False).add_to(run)
     run.add_argument("--run-id", metavar="ID", help="the run's id (default: a new one)")
 
     render = commands.choices["render"]  # its --run is a task; with --store, a stored run
@@ -72,98 +189,8 @@ def register(commands: Any) -> None:
         "one in this process, prune old checkpoints, delete a run.",
     )
     actions = runs.add_subparsers(dest="action", required=True)
-    listing = actions.add_parser(
-        "list",
-        help="the stored runs, newest first",
-        description="List the store's runs, newest first: id, status, turns, last update; "
-        "filtered by status, time or flow, a page at a time (--limit, --cursor).",
-    )
-    _store_option(listing)
-    listing.add_argument(
-        "--status",
-        action="append",
-        choices=_STATUSES,
-        help="only runs with this status (repeat for several)",
-    )
-    listing.add_argument(
-        "--updated-since",
-        metavar="TIME",
-        help="only runs updated since TIME (ISO 8601 "
-        "such as 2026-11-27T09:00, in local time unless it names a zone, or unix seconds)",
-    )
-    listing.add_argument("--flow", metavar="NAME", help="only runs of this team class")
-    listing.add_argument("--limit", type=int, metavar="N", help="at most N runs")
-    listing.add_argument(
-        "--cursor", metavar="C", help="continue a listing (the next_cursor of --json)"
-    )
-    listing.add_argument("--json", action="store_true", help="print JSON, for programs")
-    show = actions.add_parser(
-        "show",
-        help="a run's status, checkpoints and messages",
-        description="Show one run: its status, its checkpoints and its messages.",
-    )
-    show.add_argument("run_id", metavar="ID", help="the run's id (flowlib runs list)")
-    _store_option(show)
-    show.add_argument(
-        "--limit",
-        type=int,
-        default=50,
-        metavar="N",
-        help="show the newest N checkpoints and messages (default 50; 0: all)",
-    )
-    show.add_argument("--json", action="store_true", help="print JSON, for programs")
-    resume = actions.add_parser(
-        "resume",
-        help="continue a run from its latest checkpoint",
-        description="Build the team with the store and continue the run from its latest "
-        "checkpoint, streaming to the console; --task delivers a person's answer as the "
-        "run's next input.",
-    )
-    resume.add_argument("run_id", metavar="ID", help="the run to continue")
-    resume.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
-    _store_option(resume)
-    resume.add_argument("--task", help="deliver this as a new turn of the run (human input)")
-    recover = actions.add_parser(
-        "recover",
-        help="resume, through flowlib.batch, every run whose executor died (lease expired)",
-        description="Find every run of the store whose executor died (its lease expired, or "
-        "its holder was a process of this machine that is gone) and resume them all through "
-        "flowlib.batch, building each team with FILE.py:OBJECT.",
-    )
-    recover.add_argument("target", metavar="FILE.py:OBJECT", help="the function building the team")
-    _store_option(recover)
-    recover.add_argument(
-        "--max-concurrency", type=int, metavar="N", help="runs resumed at once (default: all)"
-    )
-    pending = actions.add_parser(
-        "pending",
-        help="the human requests stored runs wait for",
-        description="List the requests for a person's answer that stored runs wait for: "
-        "request id, run, who is asked, what was asked and when. Answer one with "
-        "team.answer(...) or flowlib runs resume --task.",
-    )
-    _store_option(pending)
-    prune = actions.add_parser(
-        "prune",
-        help="fold all but the newest checkpoints into one; pruned turns no longer show "
-        "on the run page (render -o run.html) and cannot be forked from",
-        description="Fold all but the newest N checkpoints of a run into one base "
-        "checkpoint. The thread and the state stay whole (the run resumes the same), but "
-        "the pruned turns no longer show on the run page (flowlib render --store --run ID "
-        "-o run.html) or in its drawn path, and their checkpoints cannot be forked from.",
-    )
-    prune.add_argument("run_id", metavar="ID", help="the run to prune")
-    prune.add_argument(
-        "--keep-last", type=int, required=True, metavar="N", help="how many checkpoints to keep"
-    )
-    _store_option(prune)
-    delete = actions.add_parser(
-        "delete",
-        help="remove a run and all its checkpoints",
-        description="Remove a run and every checkpoint of it from the store.",
-    )
-    delete.add_argument("run_id", metavar="ID", help="the run to delete")
-    _store_option(delete)
+    for action in _actions():
+        action.add_to(actions)
     runs.set_defaults(handler=_cmd_runs)
 
 

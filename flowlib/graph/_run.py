@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..base import TerminationCondition, saves_state
+from ..checkpoint.internal import HumanRequest
 from ..errors import HumanRequestError, RequestAlreadyAnsweredError, StateError
 from ..messages import BaseChatMessage, HandoffMessage
 from ._executor import Budget, GraphExecutor
@@ -86,28 +87,6 @@ def state_machine() -> DiGraph:
         for phase in phases
     }
     return DiGraph(nodes=nodes, pattern="run states")
-
-
-class HumanRequest(BaseModel):
-    """A question a run is waiting for a person to answer.
-
-    Attributes:
-        request_id: Names the request; the answer must give it.
-        asked: Who is asked (a handoff target such as ``"user"``, or a participant).
-        by: The participant that asked.
-        kind: ``handoff`` (the answer goes back to ``by`` as a ``HandoffMessage``),
-            ``reply`` (a ``TextMessage`` from ``asked``) or ``input`` (``by``, a
-            ``UserProxyAgent``, asked inside its turn: the answer is that turn's input).
-        question: What was asked (the asking message's text).
-        created_at: Unix time the run stopped to wait.
-    """
-
-    request_id: str
-    asked: str
-    by: str | None = None
-    kind: Literal["handoff", "reply", "input"] = "reply"
-    question: str = ""
-    created_at: float
 
 
 class RunState(BaseModel):

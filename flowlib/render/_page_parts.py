@@ -11,7 +11,8 @@ __all__ = ["PageCheckpoint", "PageDiffLine", "PageFork", "PageRequest"]
 
 @dataclass
 class PageCheckpoint:
-    """One checkpoint of the run's timeline.
+    """One checkpoint of the run's timeline: its
+    [`CheckpointInfo`][flowlib.checkpoint.CheckpointInfo] and the page step it belongs to.
 
     Attributes:
         checkpoint_id: Its id (fork and resume name it).

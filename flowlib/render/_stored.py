@@ -238,16 +238,8 @@ async def _timeline(
         if record.run_id == run.run_id and step:
             step_of[record.checkpoint_id] = step
     return [
-        PageCheckpoint(
-            checkpoint_id=info.checkpoint_id,
-            kind=str(info.kind),
-            turn=info.turn,
-            node=info.node,
-            stop_reason=info.stop_reason,
-            created_at=info.created_at,
-            message_count=info.message_count,
-            step=step_of.get(info.checkpoint_id),
-        )
+        # A timeline entry is the checkpoint's CheckpointInfo and the step it belongs to.
+        PageCheckpoint(**info.model_dump(), step=step_of.get(info.checkpoint_id))
         for info in await store.history(run.run_id)
     ]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,7 +20,6 @@ from ..base import ChatAgent, Team, TerminationCondition
 from ..component import (
     ComponentModel,
     dump_field,
-    dump_fields,
     edge_conditions,
     load_error,
     load_field,
@@ -31,27 +30,8 @@ from ..component import (
 )
 from ..component.internal import register_builtin
 from ..errors import ConditionSerializationError, ContractError
-from ..graph import CachePolicy, DiGraph, MapFunction, Router
-from ..messages import BaseAgentEvent, BaseChatMessage
+from ..graph import CachePolicy, DiGraph, MapFunction
 from ..models import CacheStore
-
-
-class _ConfiguredTeam(Protocol):
-    """What `team_fields` reads of a team (a [`BaseGroupChat`][flowlib.teams.BaseGroupChat])."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def participants(self) -> Sequence[Any]: ...
-    @property
-    def termination_condition(self) -> TerminationCondition | None: ...
-    @property
-    def max_turns(self) -> int | None: ...
-    @property
-    def turn_timeout(self) -> float | None: ...
-
 
 __all__ = [
     "AUTOGEN_TEAMS",
@@ -63,7 +43,6 @@ __all__ = [
     "load_termination",
     "register_team",
     "team_arguments",
-    "team_fields",
 ]
 
 AUTOGEN_TEAMS = "autogen_agentchat.teams."
@@ -89,36 +68,6 @@ class GroupChatConfig(TeamConfig):
     """A team config with ``emit_team_events`` (every built-in team but GraphFlow)."""
 
     emit_team_events: bool = False
-
-
-def team_fields(
-    team: _ConfiguredTeam, custom_types: Sequence[type[BaseAgentEvent | BaseChatMessage]]
-) -> dict[str, Any]:
-    """The fields of [`TeamConfig`][] for ``team`` (call from its ``_to_config``, with its
-    message factory's custom types).
-
-    Routers (the selector, the orchestrator) are built by the team, not configured, so
-    they are left out of the participants.
-    """
-    if custom_types:
-        names = ", ".join(message_type.__name__ for message_type in custom_types)
-        skip_field(
-            "custom_message_types",
-            f"message classes ({names}) are Python types; pass custom_message_types= again "
-            "to the loaded team (or register them) before loading saved state.",
-        )
-    members = [p for p in team.participants if not isinstance(p, Router)]
-    termination = team.termination_condition
-    return {
-        "name": team.name,
-        "description": team.description,
-        "participants": dump_fields(members, "participants"),
-        "termination_condition": (
-            None if termination is None else dump_field(termination, "termination_condition")
-        ),
-        "max_turns": team.max_turns,
-        "turn_timeout": team.turn_timeout,
-    }
 
 
 def register_team(cls: type, provider: str, aliases: Sequence[str] = ()) -> None:

@@ -27,6 +27,7 @@ from ..checkpoint import (
     FoldedRun,
     StateChange,
 )
+from ..component import dump_field, dump_fields, skip_field
 from ..errors import (
     ArgumentTypeError,
     ContractError,
@@ -66,7 +67,7 @@ from ..messages import (
     UserInputRequestedEvent,
 )
 from ._arguments import check_team_arguments
-from ._config import TeamConfig, register_team, team_arguments, team_fields
+from ._config import TeamConfig, register_team, team_arguments
 from ._lifecycle import RunLifecycle
 from ._policy import TaskContext, TeamPolicy
 from ._setup import by_unique_name
@@ -340,11 +341,37 @@ class BaseGroupChat(Named, Team, ABC):
 
     def _to_config(self) -> BaseModel:
         schema = type(self).component_config_schema
-        fields = team_fields(self, self._message_factory.custom_types)
+        fields = self._team_fields()
         if "emit_team_events" in schema.model_fields:
             fields["emit_team_events"] = self._emit_team_events
         fields.update(self.config_fields())
         return schema(**fields)
+
+    def _team_fields(self) -> dict[str, Any]:
+        """The fields of [`TeamConfig`][flowlib.teams.TeamConfig] (the message factory's
+        custom types are left out, with a warning). Routers (the selector, the
+        orchestrator) are built by the team, not configured: they are not participants
+        there."""
+        custom_types = self._message_factory.custom_types
+        if custom_types:
+            names = ", ".join(message_type.__name__ for message_type in custom_types)
+            skip_field(
+                "custom_message_types",
+                f"message classes ({names}) are Python types; pass custom_message_types= "
+                "again to the loaded team (or register them) before loading saved state.",
+            )
+        members = [p for p in self.participants if not isinstance(p, Router)]
+        termination = self.termination_condition
+        return {
+            "name": self.name,
+            "description": self.description,
+            "participants": dump_fields(members, "participants"),
+            "termination_condition": (
+                None if termination is None else dump_field(termination, "termination_condition")
+            ),
+            "max_turns": self.max_turns,
+            "turn_timeout": self.turn_timeout,
+        }
 
     @classmethod
     def _from_config(cls, config: BaseModel) -> Self:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pydantic_core import to_json
 
 import flowlib.model_context._base as context_module
-from flowlib.agents import AssistantAgent, SocietyOfMindAgent
+from flowlib.agents import AssistantAgent, CodeExecutorAgent, SocietyOfMindAgent
 from flowlib.base import CancellationToken
 from flowlib.checkpoint import (
     CheckpointStore,
@@ -38,6 +38,7 @@ from flowlib.checkpoint import (
     json_state,
     state_change,
 )
+from flowlib.code_executors import LocalCommandLineCodeExecutor
 from flowlib.errors import NodeExecutionError
 from flowlib.messages import TextMessage
 from flowlib.model_context import (
@@ -350,19 +351,35 @@ def test_a_team_change_is_what_the_plain_way_gives(
     asyncio.run(scenario())
 
 
+def society_of_mind() -> SocietyOfMindAgent:
+    inner = RoundRobinGroupChat(
+        [AssistantAgent("x", Counting("x")), AssistantAgent("y", Counting("y"))], max_turns=2
+    )
+    return SocietyOfMindAgent("som", team=inner, model_client=Counting("som"))
+
+
+def code_executor() -> CodeExecutorAgent:
+    # The model answers without code, so nothing is executed. (Before, the agent had no
+    # save_state_since: it was saved whole and compared.)
+    return CodeExecutorAgent("coder", LocalCommandLineCodeExecutor(), model_client=Counting("c"))
+
+
+@pytest.mark.parametrize("make_agent", [society_of_mind, code_executor])
 @settings(max_examples=30, deadline=None)
 @given(
     steps=st.lists(st.sampled_from(["turn", "turn", "reset", "load", "snap", "snap"])),
     older=st.booleans(),
 )
-def test_a_society_of_mind_change_is_what_the_plain_way_gives(
-    steps: list[str], older: bool
+def test_an_agent_of_parts_change_is_what_the_plain_way_gives(
+    make_agent: Callable[[], SocietyOfMindAgent | CodeExecutorAgent],
+    steps: list[str],
+    older: bool,
 ) -> None:
+    """A SocietyOfMindAgent (its inner team and model context) and a CodeExecutorAgent
+    (its model context) report their parts' changes, which are what the plain way gives."""
+
     async def scenario() -> None:
-        inner = RoundRobinGroupChat(
-            [AssistantAgent("x", Counting("x")), AssistantAgent("y", Counting("y"))], max_turns=2
-        )
-        agent = SocietyOfMindAgent("som", team=inner, model_client=Counting("som"))
+        agent = make_agent()
         token = CancellationToken()
         states: list[Any] = []
         saved = await agent.save_state()

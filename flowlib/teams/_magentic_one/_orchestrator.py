@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -80,14 +80,27 @@ class MagenticOneOrchestratorState(BaseModel):
 
 
 @dataclass
-class _Turn:
+class _Ledger:
+    """What the orchestrator keeps between turns, and saves: the task ledger (task, facts,
+    plan), the stall count, the transcript since the ledger was made, whether a task is
+    under way, and a task given whose planning turn has not completed yet."""
+
+    task: str = ""
+    facts: str = ""
+    plan: str = ""
+    n_stalls: int = 0
+    thread: list[BaseChatMessage] = field(default_factory=list)
+    active: bool = False
+    pending_task: str | None = None
+
+
+_LEDGER_FIELDS = tuple(kept.name for kept in fields(_Ledger))
+
+
+@dataclass
+class _Turn(_Ledger):
     """The working copy of one orchestrator turn, committed only if every call succeeds."""
 
-    task: str
-    facts: str
-    plan: str
-    stalls: int
-    thread: list[BaseChatMessage]
     published: list[BaseChatMessage] = field(default_factory=list)
     reset_participants: bool = False
 
@@ -138,44 +151,38 @@ class MagenticOneOrchestrator(Router):
         self._team = "\n".join(
             re.sub(r"\s+", " ", f"{p.name}: {p.description}").strip() for p in participants
         )
-        self._task = ""
-        self._facts = ""
-        self._plan = ""
-        self._stalls = 0
-        self._thread: list[BaseChatMessage] = []
-        self._active = False
-        self._pending: str | None = None
+        self._ledger = _Ledger()
 
     # --- public view ------------------------------------------------------------------
 
     @property
     def task(self) -> str:
         """The current task's text ("" before the first task)."""
-        return self._task
+        return self._ledger.task
 
     @property
     def facts(self) -> str:
         """The current fact sheet of the task ledger."""
-        return self._facts
+        return self._ledger.facts
 
     @property
     def plan(self) -> str:
         """The current plan of the task ledger."""
-        return self._plan
+        return self._ledger.plan
 
     @property
     def n_stalls(self) -> int:
         """The current stall count."""
-        return self._stalls
+        return self._ledger.n_stalls
 
     @property
     def has_task(self) -> bool:
         """Whether there is a task to work on (given, or under way and unanswered)."""
-        return self._active or self._pending is not None
+        return self._ledger.active or self._ledger.pending_task is not None
 
     def start_task(self, messages: Sequence[BaseChatMessage]) -> None:
         """Make ``messages`` the task: the next turn builds a new task ledger for it."""
-        self._pending = "\n".join(message.to_model_text() for message in messages)
+        self._ledger.pending_task = "\n".join(message.to_model_text() for message in messages)
 
     # --- a turn -----------------------------------------------------------------------
 
@@ -184,21 +191,17 @@ class MagenticOneOrchestrator(Router):
     ) -> Routing:
         """Plan (first turn of a task), then judge progress and pick the next speaker."""
         replanned = False
-        if self._pending is not None:
+        kept = self._ledger
+        if kept.pending_task is not None:
             # The new messages (the task and whatever preceded it) are replaced by the
             # ledger, which restates the task.
-            turn = _Turn(task=self._pending, facts="", plan="", stalls=0, thread=[])
+            turn = _Turn(task=kept.pending_task)
             usage = await self._make_plan(turn, cancellation_token)
             self._open_ledger(turn, usage)
             replanned = True
-        elif self._active:
-            turn = _Turn(
-                task=self._task,
-                facts=self._facts,
-                plan=self._plan,
-                stalls=self._stalls,
-                thread=[*self._thread, *messages],
-            )
+        elif kept.active:
+            turn = _Turn(**vars(kept))
+            turn.thread = [*kept.thread, *messages]
         else:
             raise OrchestratorError(
                 self.name,
@@ -219,12 +222,12 @@ class MagenticOneOrchestrator(Router):
                     stop_reason=reason or "The orchestrator judged the request satisfied.",
                 )
             if ledger.is_stalled:
-                turn.stalls += 1
+                turn.n_stalls += 1
             else:
-                turn.stalls = max(0, turn.stalls - 1)
+                turn.n_stalls = max(0, turn.n_stalls - 1)
             # One re-plan per turn: a fresh ledger that still looks stalled counts, but
             # does not re-plan again before anyone has acted on it.
-            if turn.stalls >= self._max_stalls and not replanned:
+            if turn.n_stalls >= self._max_stalls and not replanned:
                 usage = await self._update_plan(turn, cancellation_token)
                 self._open_ledger(turn, usage)
                 replanned = True
@@ -317,7 +320,7 @@ class MagenticOneOrchestrator(Router):
         )
         turn.thread = [ledger]
         turn.published.append(ledger)
-        turn.stalls = 0
+        turn.n_stalls = 0
         turn.reset_participants = True
 
     async def _progress_ledger(
@@ -377,32 +380,23 @@ class MagenticOneOrchestrator(Router):
             token = CancellationToken()
             for participant in self._participants:
                 await participant.on_reset(token)
-        self._task, self._facts, self._plan = turn.task, turn.facts, turn.plan
-        self._stalls = turn.stalls
-        self._thread = turn.thread
-        self._active = active
-        self._pending = None
+        ledger = _Ledger(**{name: getattr(turn, name) for name in _LEDGER_FIELDS})
+        ledger.active = active
+        ledger.pending_task = None
+        self._ledger = ledger
 
     # --- lifecycle --------------------------------------------------------------------
 
     async def reset(self) -> None:
         """Forget the task, ledgers, stall count and transcript."""
-        self._task = self._facts = self._plan = ""
-        self._stalls = 0
-        self._thread = []
-        self._active = False
-        self._pending = None
+        self._ledger = _Ledger()
 
     async def save_state(self) -> Mapping[str, Any]:
         """The task ledger, stall count, pending task and transcript (JSON-serialisable)."""
+        kept = dict(vars(self._ledger))  # the state's fields, under the same names
+        thread: list[BaseChatMessage] = kept.pop("thread")
         return MagenticOneOrchestratorState(
-            task=self._task,
-            facts=self._facts,
-            plan=self._plan,
-            n_stalls=self._stalls,
-            active=self._active,
-            pending_task=self._pending,
-            message_thread=[dict(message.dump()) for message in self._thread],
+            **kept, message_thread=[dict(message.dump()) for message in thread]
         ).model_dump(mode="json")
 
     async def load_state(self, state: Mapping[str, Any]) -> None:
@@ -427,8 +421,5 @@ class MagenticOneOrchestrator(Router):
                     "save_state() returned."
                 )
             thread.append(message)
-        self._task, self._facts, self._plan = loaded.task, loaded.facts, loaded.plan
-        self._stalls = loaded.n_stalls
-        self._active = loaded.active
-        self._pending = loaded.pending_task
-        self._thread = thread
+        kept = loaded.model_dump(exclude={"type", "version", "message_thread"})
+        self._ledger = _Ledger(**kept, thread=thread)
