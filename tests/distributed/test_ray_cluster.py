@@ -190,11 +190,14 @@ def two_nodes() -> Iterator[TwoNodes]:
 def _stop(temp: str) -> None:
     """Stop this cluster's processes (by their ids: never `ray stop`, which would stop
     every Ray cluster on the machine)."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
+    for signum, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         for pid in _pids_with(temp):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
-        time.sleep(2)
+        # Until they are gone (a fixed pause here cost 4 s per cluster).
+        deadline = time.monotonic() + grace
+        while _pids_with(temp) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def _wait_for_nodes(count: int, timeout: float = 120) -> dict[str, str]:

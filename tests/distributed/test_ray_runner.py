@@ -57,19 +57,26 @@ ROOT = TESTS.parent
 def cluster() -> Iterator[str]:
     """A local Ray cluster whose workers import this worktree's flowlib and the tests;
     yields its address (for commands that join it)."""
-    for attempt in range(3):
-        try:
-            context = ray.init(
-                num_cpus=2,
-                include_dashboard=False,
-                log_to_driver=False,
-                runtime_env={"env_vars": {"PYTHONPATH": f"{ROOT}{os.pathsep}{TESTS}"}},
-            )
-            break
-        except Exception:  # Ray gives a node 30 s to start: too few on a loaded machine
-            ray.shutdown()
-            if attempt == 2:
-                raise
+    # The workers find flowlib and the tests through the environment the cluster's
+    # processes inherit from this one, not a job `runtime_env`: Ray starts two idle
+    # workers with the node, and only workers of a job without a runtime_env can take
+    # them (with one, both were started for nothing and two more after them).
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(TESTS), before]))
+    try:
+        for attempt in range(3):
+            try:
+                context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+                break
+            except Exception:  # Ray gives a node 30 s to start: too few on a loaded machine
+                ray.shutdown()
+                if attempt == 2:
+                    raise
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
     try:
         yield str(context.address_info["gcs_address"])
     finally:
@@ -328,12 +335,13 @@ async def test_runs_whose_worker_died_too_often_fail_then_resume(
             await asyncio.sleep(0.01)
         os.kill(victim, signal.SIGKILL)
         first = await batch
-    died = [r for r in first if isinstance(r, RunFailedError)]
-    assert died and all(r.error_type == "WorkerDied" for r in died)
-    assert any(r.partial_result.messages for r in died)  # type: ignore[union-attr]
-    again = RayRunner(factory, checkpoint_store=store, workers=1, max_concurrency=5)
-    async with again:
-        results = await again.run_many(tasks, run_ids=tasks)
+        died = [r for r in first if isinstance(r, RunFailedError)]
+        assert died and all(r.error_type == "WorkerDied" for r in died)
+        assert any(r.partial_result.messages for r in died)  # type: ignore[union-attr]
+        # The batch again, on the same runner (its worker restarted by Ray; a runner of
+        # its own would start one more worker process): the failed runs resume.
+        assert await _pid_when_back(runner.actors[0]) != victim
+        results = await runner.run_many(tasks, run_ids=tasks)
     assert [transcript(r.messages) for r in results] == await reference(tasks)
     ends = collections.Counter(lines(tmp_path, "ends.txt"))
     assert max(ends.values()) <= 2 and len(ends) == len(tasks) * len(NODES)
@@ -509,12 +517,20 @@ async def test_workers_that_never_become_ready_raise_within_ready_timeout(cluste
     with pytest.raises(RayWorkersError, match=r"1 of 1 Ray workers were not ready after 3 s"):
         await RayRunner(hanging, checkpoint_store=None, workers=1, ready_timeout=3).start()
     assert time.monotonic() - started < 3 + 30
-    # Room on the cluster, but taken: both CPUs held by another runner's workers.
-    async with RayRunner(build, checkpoint_store=None, workers=2):
+    # Room on the cluster, but taken: both CPUs reserved by another job (a placement
+    # group holds them as another runner's workers would, without two worker processes
+    # to start: seconds of CPU each).
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    taken = placement_group([{"CPU": 1}, {"CPU": 1}])
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(taken.ready().future()), 120)
         started = time.monotonic()
         with pytest.raises(RayWorkersError, match="the cluster has 0 CPU free"):
             await RayRunner(build, checkpoint_store=None, workers=1, ready_timeout=3).start()
         assert time.monotonic() - started < 3 + 30
+    finally:
+        remove_placement_group(taken)
     # The refused runners left nothing behind: a full-size runner starts.
     async with RayRunner(build, checkpoint_store=None, workers=2) as runner:
         [result] = await runner.run_many(["after"])
@@ -562,6 +578,10 @@ async def test_ctrl_c_stops_the_runs_on_the_workers_and_a_rerun_completes_them(
     # The command's job gets its own environment: its workers import the flows from here.
     argv += ["--runtime-env", json.dumps({"env_vars": {"PYTHONPATH": path}})]
     env = {**os.environ, "PYTHONPATH": path}
+    # The command inherits how this process takes SIGINT: ignored (pytest started in the
+    # background by a script: `cmd &` ignores it), Python installs no handler and the
+    # batch runs to its end (seen as "exit 0" here, twice).
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN, "pytest ignores SIGINT"
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 600
