@@ -13,7 +13,7 @@ import copy
 import json
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -192,27 +192,12 @@ def saved_state(kind: str) -> dict[str, Any]:
             await team.run(task="Start.")
             return json.loads(json.dumps(await team.save_state()))
 
-        _saved[kind] = run(make())
+        _saved[kind] = asyncio.run(make())
     return _saved[kind]
 
 
-_LOOP: list[asyncio.Runner] = []
-
-
 def run(coroutine: Awaitable[Any]) -> Any:
-    """``asyncio.run(coroutine)`` on this module's one event loop: a new loop for each of
-    the properties' examples cost about a fifth of the example (each example still builds
-    its own team; docs/choices.md, "The test command's speed")."""
-    if not _LOOP:
-        _LOOP.append(asyncio.Runner())
-    return _LOOP[0].run(coroutine)  # type: ignore[arg-type]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_loop() -> Iterator[None]:
-    yield
-    while _LOOP:
-        _LOOP.pop().close()
+    return asyncio.run(coroutine)  # type: ignore[arg-type]
 
 
 def check_team_load(kind: str, data: Any) -> None:
@@ -228,7 +213,7 @@ def check_team_load(kind: str, data: Any) -> None:
         except Exception as exc:
             pytest.fail(f"raw {type(exc).__name__} escaped load_state: {exc!r}")
 
-    run(scenario())
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("kind", list(TEAMS))
