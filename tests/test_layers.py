@@ -41,6 +41,20 @@ def modules() -> nx.DiGraph:
     return import_graph.import_graph(ROOT)
 
 
+_TREES: dict[Path, tuple[str, ast.Module]] = {}
+
+
+def _tree(path: Path) -> ast.Module:
+    """``ast.parse`` of ``path``'s text, parsed once per text: three checks below walk
+    every module of flowlib (a parse of them all is ~1.5 s of CPU; a walk reads the tree
+    and changes nothing)."""
+    text = path.read_text(encoding="utf-8")
+    kept = _TREES.get(path)
+    if kept is None or kept[0] != text:
+        kept = _TREES[path] = (text, ast.parse(text))
+    return kept[1]
+
+
 def test_every_unit_has_a_layer(modules: nx.DiGraph) -> None:
     units = {import_graph.package_of(module) for module in modules}
     declared = {unit for layer in import_graph.LAYERS for unit in layer}
@@ -77,7 +91,7 @@ def _every_import(root: Path) -> nx.DiGraph:
     graph: nx.DiGraph = nx.DiGraph()
     for module, path in modules.items():
         here = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom):
                 base = here.split(".")[: len(here.split(".")) - node.level + 1]
                 target = ".".join([*base, node.module] if node.module else base)
@@ -152,7 +166,7 @@ def private_imports(root: Path) -> list[str]:
             parts = parts[:-1]
         module = ".".join(parts)
         here = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom):
                 base = here.split(".")[: len(here.split(".")) - node.level + 1]
                 target = ".".join([*base, node.module] if node.module else base)
@@ -258,7 +272,7 @@ def _private_reads(path: Path) -> list[tuple[int, str, str]]:
     """``(line, attribute, code)`` of every ``obj._x`` (and ``getattr(obj, "_x")``) whose
     ``obj`` is not ``self``, ``cls`` or ``super()``."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Attribute):
             attribute, owner = node.attr, node.value
         elif (
@@ -332,7 +346,9 @@ def _load_drawing() -> ModuleType:
     return module
 
 
-def test_the_architecture_drawing_is_up_to_date() -> None:
+def test_the_architecture_drawing_is_up_to_date(
+    modules: nx.DiGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``docs/architecture.dot`` is what flowlib's renderer draws from today's imports;
     the SVG beside it holds every unit. Run ``python scripts/draw_layers.py`` to refresh."""
     import xml.etree.ElementTree as ElementTree
@@ -340,6 +356,12 @@ def test_the_architecture_drawing_is_up_to_date() -> None:
     from flowlib.render import to_dot
 
     drawing = _load_drawing()
+    # The drawing's import graph is the fixture's (the same `import_graph(ROOT)`, built
+    # once for the module; the drawing only reads it).
+    assert (
+        drawing.import_graph.__code__.co_filename == import_graph.import_graph.__code__.co_filename
+    )
+    monkeypatch.setattr(drawing, "import_graph", lambda root: modules if root == ROOT else None)
     graph = drawing.layer_graph(ROOT)
     assert to_dot(graph, title=drawing.TITLE) == drawing.DOT.read_text(encoding="utf-8")
     svg = ElementTree.parse(drawing.SVG).getroot()
