@@ -10,10 +10,10 @@ import json
 import sys
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 import flowlib.testing.strategies as strategies_module
@@ -47,6 +47,7 @@ from flowlib.testing import (
     check_run,
     check_trace,
 )
+from flowlib.testing.specs import IDENTIFIER
 from flowlib.testing.strategies import (
     EdgeSpec,
     GraphSpec,
@@ -569,3 +570,29 @@ def test_strategies_say_what_to_install_without_hypothesis(
     monkeypatch.delitem(sys.modules, "flowlib.testing.strategies")
     with pytest.raises(ImportError, match="pip install hypothesis"):
         importlib.import_module("flowlib.testing.strategies")
+
+
+@few
+@given(strategies_module.node_names(1, 6))
+def test_node_names_are_unique_identifiers(names: list[str]) -> None:
+    assert 1 <= len(names) <= 6 and len(set(names)) == len(names)
+    assert all(IDENTIFIER.fullmatch(name) for name in names), names
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        lambda n: len(n) == 6 and "_" in n and any(c.isdigit() for c in n),
+        lambda n: n.startswith("z") and n.endswith("9"),
+        lambda n: len(n) == 1,
+    ],
+)
+def test_node_names_reach_every_corner_of_the_identifier_pattern(wanted: Any) -> None:
+    # The names are drawn from pieces, not from the pattern: every kind of character and
+    # every length the pattern allows must still come up.
+    found = find(
+        strategies_module.node_names(1, 1).map(lambda names: names[0]),
+        wanted,
+        settings=settings(max_examples=5_000, database=None),
+    )
+    assert IDENTIFIER.fullmatch(found) and wanted(found)
