@@ -68,10 +68,20 @@ def _small_virtualenv(folder: Path) -> str:
     return str(ray_command)
 
 
+_GIVEN: set[int] = set()
+
+
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A free port not given before in this process: the kernel may hand the same free
+    port out twice in a row, and Ray refuses a node whose components share one (seen:
+    ``dashboard_agent_http`` and ``dashboard_agent_grpc`` both on 44235)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def _node_ports() -> list[str]:
@@ -86,18 +96,32 @@ def _node_ports() -> list[str]:
 
 
 def _pids_with(text: str) -> list[int]:
-    """Processes whose command line mentions ``text`` (this cluster's temp dir)."""
+    """Processes whose command line mentions ``text`` (this cluster's temp dir), or that
+    hold a file under it open: Ray's agents rename themselves (``ray::DashboardAgent``)
+    and, missed, lived on for about 70 s after the cluster, using CPU."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as file:
-                if text.encode() in file.read():
+                if text.encode() in file.read() or _holds_file_in(int(entry), text):
                     found.append(int(entry))
         except OSError:
             continue
     return found
+
+
+def _holds_file_in(pid: int, folder: str) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(folder):
+                return True
+    return False
 
 
 def _descendants(pid: int) -> list[int]:
