@@ -34,12 +34,15 @@ need_venv() {
 # what it imports, and the demo imports a small part of what it installs. With --uv (the
 # test set-up: every extra, about 150 packages) pip first installs uv into the venv and uv
 # installs SPEC: the same packages, resolved the same way (newest allowed), in about a
-# tenth of pip's time; where uv cannot be installed, pip does it all.
+# tenth of pip's time; where uv cannot be installed or fails, pip does it all.
 pip_install_once() {
   local stamp=".venv/$1" spec=$2 pip=(.venv/bin/python -m pip install -q --disable-pip-version-check)
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    if [ "${3:-}" = --uv ] && "${pip[@]}" uv; then
-      .venv/bin/uv pip install -q --python .venv/bin/python -e "$spec"
+    # uv trusts the system's certificates, as pip does here (a network whose TLS goes
+    # through a proxy of its own); any failure of uv's falls back to pip.
+    if [ "${3:-}" = --uv ] && "${pip[@]}" uv \
+      && UV_SYSTEM_CERTS=1 .venv/bin/uv pip install -q --python .venv/bin/python -e "$spec"; then
+      :
     else
       "${pip[@]}" --no-compile -e "$spec"
     fi

@@ -142,3 +142,14 @@ def test_test_command_sets_up_the_test_stack_and_ci_runs_it() -> None:
     assert "bash scripts/bootstrap.sh" in test_sh
     assert "scripts/bootstrap.sh" not in (ROOT / "scripts" / "demo.sh").read_text()
     assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_test_setup_falls_back_to_pip_when_uv_fails(tmp_path: Path) -> None:
+    repo, env, log = _sandbox(tmp_path, present=("dot",))
+    _tool(repo / ".venv" / "bin" / "uv", f'echo "uv $*" >> {log}\nexit 1')
+    first = _run(repo, "bootstrap.sh", env, log)
+    installs = [line for line in first if line.startswith(("python -m pip install", "uv "))]
+    assert len(installs) == 3, first
+    assert installs[1].startswith("uv pip install")
+    assert installs[2].startswith("python -m pip install")
+    assert installs[2].endswith(" -e .[dev,docs,studio]")
