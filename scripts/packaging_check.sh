@@ -46,8 +46,10 @@ prepare() {  # prepare VENV [pins...]
     # The declared dependencies (and, for the lowest run, their pins) with the runner,
     # resolved as pip resolves them (the newest each range allows) by uv where the test
     # set-up installed it (a tenth of pip's time), else by pip itself.
-    if [ -x .venv/bin/uv ]; then
-      .venv/bin/uv pip install -q --python "$venv/bin/python" "$@" "${RUNNER[@]}" .
+    # (uv trusts the system's certificates, as pip does here; if it fails, pip goes on.)
+    if [ -x .venv/bin/uv ] && UV_SYSTEM_CERTS=1 .venv/bin/uv pip install -q \
+      --python "$venv/bin/python" "$@" "${RUNNER[@]}" .; then
+      :
     else
       "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@" "${RUNNER[@]}" .
     fi
