@@ -190,10 +190,16 @@ async def _pid_when_back(actor: Any) -> int:
     deadline = time.monotonic() + 240
     while True:
         try:
-            return int(await actor.pid.remote())
-        except ActorUnavailableError:
+            # A call sent while Ray restarts the actor may never be answered (a whole run
+            # hung here once, both workers idle): each try is bounded, and asked again.
+            return int(await asyncio.wait_for(_awaited(actor.pid.remote()), 15))
+        except (ActorUnavailableError, asyncio.TimeoutError):
             assert time.monotonic() < deadline, "the killed worker never came back"
             await asyncio.sleep(0.5)
+
+
+async def _awaited(ref: Any) -> Any:
+    return await ref
 
 
 async def _batch_with_a_kill(
